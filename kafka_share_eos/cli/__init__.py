@@ -1,0 +1,1 @@
+"""The ``kafka-share-eos`` command line."""

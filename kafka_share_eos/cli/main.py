@@ -1,0 +1,20 @@
+"""Entry point of the ``kafka-share-eos`` command: one sub-command per module."""
+
+from __future__ import annotations
+
+import typer
+
+from kafka_share_eos.cli.broker import broker
+
+app = typer.Typer(
+    name="kafka-share-eos",
+    help="Exactly-once effects for PySpark pipelines on Kafka share groups.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.command(name="broker")(broker)
+
+
+@app.callback()
+def main() -> None:
+    """Exactly-once effects for PySpark pipelines on Kafka share groups."""

@@ -1,0 +1,72 @@
+"""pytest fixtures backed by real components.
+
+- ``embedded_broker``: one embedded share-group broker per test session.
+- ``share_topic``: a fresh topic (and a share group name nobody used) per test.
+- ``spark``: one local Spark session per test session.
+- ``delta_path``: a fresh location for a Delta table.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from kafka_share_eos.sharegroup import EmbeddedBroker
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+_topic_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class ShareTopic:
+    """A topic created for one test, with a share group name unique to that test."""
+
+    bootstrap_servers: str
+    topic: str
+    partitions: int
+    group_id: str
+
+
+@pytest.fixture(scope="session")
+def embedded_broker() -> Iterator[EmbeddedBroker]:
+    """An embedded broker shared by the session; tests isolate themselves by topic and group."""
+    with EmbeddedBroker() as broker:
+        yield broker
+
+
+@pytest.fixture
+def share_topic(embedded_broker: EmbeddedBroker, request: pytest.FixtureRequest) -> ShareTopic:
+    """A fresh 4-partition topic and share group; ``@pytest.mark.partitions(n)`` changes the count."""
+    marker = request.node.get_closest_marker("partitions")
+    partitions = int(marker.args[0]) if marker else 4
+    name = f"t{next(_topic_counter)}-{uuid.uuid4().hex[:8]}"
+    embedded_broker.create_topic(name, partitions)
+    return ShareTopic(embedded_broker.bootstrap_servers, name, partitions, f"g-{name}")
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """A local Spark session for the whole test session."""
+    from kafka_share_eos.testing.spark import local_spark_session
+
+    session = local_spark_session()
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def delta_path(tmp_path: Path) -> str:
+    """A path where a test may create a Delta table."""
+    return str(tmp_path / "delta-table")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "partitions(n): partition count of the share_topic fixture")

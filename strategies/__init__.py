@@ -1,0 +1,1 @@
+"""Strategies for ``writeStream.foreachBatch(strategy)`` that turn redeliveries into exactly-once effects."""
