@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_share_eos.sharegroup import EmbeddedBroker, TopicSpec
 
 if TYPE_CHECKING:
-    from kafka_share_eos.source import register
+    from kafka_share_eos.source import register as register
 
 __version__ = "0.1.0"
 

@@ -1,1 +1,38 @@
-"""Strategies for ``writeStream.foreachBatch(strategy)`` that turn redeliveries into exactly-once effects."""
+"""``foreachBatch`` strategies that turn redeliveries into exactly-once effects.
+
+Every strategy is a callable ``strategy(batch_df, batch_id)`` with a Spark-free
+``strategy.apply(arrow_table, batch_id)``, deduplicates on a :class:`RecordIdentity` and returns
+a :class:`BatchReport` per batch.
+"""
+
+from __future__ import annotations
+
+from kafka_share_eos.sinks import (
+    CommitConflictError,
+    MissingColumnsError,
+    SinkConfigurationError,
+    TargetTableError,
+)
+
+from .base import BatchStrategy, as_arrow
+from .checkpoint_dedup import CheckpointDedupStore
+from .idempotent_upsert import IdempotentUpsertSink
+from .identity import SOURCE_IDENTITY, RecordIdentity
+from .report import BatchReport, ReportTotals
+from .two_phase_commit import TwoPhaseCommitCoordinator
+
+__all__ = [
+    "SOURCE_IDENTITY",
+    "BatchReport",
+    "BatchStrategy",
+    "CheckpointDedupStore",
+    "CommitConflictError",
+    "IdempotentUpsertSink",
+    "MissingColumnsError",
+    "RecordIdentity",
+    "ReportTotals",
+    "SinkConfigurationError",
+    "TargetTableError",
+    "TwoPhaseCommitCoordinator",
+    "as_arrow",
+]

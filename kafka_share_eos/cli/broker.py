@@ -13,17 +13,16 @@ from rich.console import Console
 from kafka_share_eos.sharegroup import EmbeddedBroker, TopicSpec
 
 
-def _topic(value: str) -> TopicSpec:
-    try:
-        return TopicSpec.parse(value)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
-
-
 def broker(
     topic: Annotated[
-        list[str],
-        typer.Option("--topic", "-t", help="Topic to create, NAME[:PARTITIONS]; repeatable."),
+        list[TopicSpec],
+        typer.Option(
+            "--topic",
+            "-t",
+            parser=TopicSpec.parse,
+            metavar="NAME[:PARTITIONS]",
+            help="Topic to create, NAME[:PARTITIONS]; repeatable.",
+        ),
     ] = [],  # noqa: B006 - typer reads the default, it is never mutated
     lock_ms: Annotated[
         int | None, typer.Option(min=1, help="Record lock duration in milliseconds.")
@@ -47,13 +46,12 @@ def broker(
     """Run an embedded share-group broker until SIGINT or SIGTERM."""
     if offset_reset not in ("earliest", "latest"):
         raise typer.BadParameter("must be 'earliest' or 'latest'", param_hint="--offset-reset")
-    specs = [_topic(t) for t in topic]
     console = Console(stderr=True)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     with EmbeddedBroker(
-        specs,
+        topic,
         record_lock_duration_ms=lock_ms,
         max_delivery_attempts=max_deliveries,
         session_timeout_ms=session_timeout_ms,
@@ -66,8 +64,9 @@ def broker(
             tmp.write_text(address + "\n")
             tmp.replace(addr_file)
         print(address, flush=True)
-        topics = ", ".join(f"{t.name}:{t.partitions}" for t in specs) or "none"
-        console.print(f"[green]embedded broker[/] at [bold]{address}[/] (topics: {topics}); "
-                      "Ctrl-C to stop")
+        topics = ", ".join(f"{t.name}:{t.partitions}" for t in topic) or "none"
+        console.print(
+            f"[green]embedded broker[/] at [bold]{address}[/] (topics: {topics}); Ctrl-C to stop"
+        )
         stop.wait()
     console.print("embedded broker stopped")

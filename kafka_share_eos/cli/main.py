@@ -5,6 +5,8 @@ from __future__ import annotations
 import typer
 
 from kafka_share_eos.cli.broker import broker
+from kafka_share_eos.cli.dedup import dedup
+from kafka_share_eos.cli.demo import demo
 
 app = typer.Typer(
     name="kafka-share-eos",
@@ -13,6 +15,8 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command(name="broker")(broker)
+app.command(name="demo")(demo)
+app.add_typer(dedup, name="dedup")
 
 
 @app.callback()

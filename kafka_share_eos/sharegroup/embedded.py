@@ -22,30 +22,52 @@ from kafka_share_eos.sharegroup.librdkafka_mock import MockCluster
 
 AutoOffsetReset = Literal["earliest", "latest"]
 
-_TOPIC_SPEC = re.compile(r"^(?P<name>[A-Za-z0-9._-]{1,249})(?::(?P<partitions>\d+))?$")
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_TOPIC_SPEC = re.compile(r"(?P<name>[^:]*)(?::(?P<partitions>[0-9]+))?")
 _AUTO_OFFSET_RESET_CODES: dict[str, int] = {"latest": 0, "earliest": 1}
 
 
 @dataclass(frozen=True)
 class TopicSpec:
-    """A topic to create: its name and partition count."""
+    """A topic to create: its name and partition count (both checked on construction)."""
 
     name: str
     partitions: int = 1
 
+    def __post_init__(self) -> None:
+        # Kafka's own rules: 1-249 of these characters, and not "." or ".." (path names).
+        if (
+            not isinstance(self.name, str)
+            or not _TOPIC_NAME.fullmatch(self.name)
+            or self.name in (".", "..")
+        ):
+            raise ValueError(
+                f"bad topic name {self.name!r}: use 1 to 249 letters, digits, '.', '_' or '-'"
+            )
+        if (
+            isinstance(self.partitions, bool)
+            or not isinstance(self.partitions, int)
+            or self.partitions < 1
+        ):
+            raise ValueError(
+                f"partitions of topic {self.name!r} must be a positive integer, "
+                f"got {self.partitions!r}"
+            )
+
     @classmethod
     def parse(cls, spec: str) -> TopicSpec:
         """Parse ``name`` or ``name:partitions`` (as on the command line)."""
-        match = _TOPIC_SPEC.match(spec.strip())
+        match = _TOPIC_SPEC.fullmatch(spec.strip())
         if match is None:
             raise ValueError(
                 f"bad topic spec {spec!r}: expected NAME or NAME:PARTITIONS, where NAME uses "
                 "letters, digits, '.', '_' or '-' and PARTITIONS is a positive integer"
             )
         partitions = int(match["partitions"]) if match["partitions"] is not None else 1
-        if partitions < 1:
-            raise ValueError(f"bad topic spec {spec!r}: a topic needs at least one partition")
-        return cls(match["name"], partitions)
+        try:
+            return cls(match["name"], partitions)
+        except ValueError as exc:
+            raise ValueError(f"bad topic spec {spec!r}: {exc}") from None
 
 
 def _positive_ms(name: str, value: int | None) -> int | None:
@@ -101,13 +123,24 @@ class EmbeddedBroker:
                 f"max_delivery_attempts must be a positive integer, got {max_delivery_attempts!r}"
             )
         self._settings: Mapping[str, int | None] = {
-            "record_lock_duration": _positive_ms("record_lock_duration_ms", record_lock_duration_ms),
+            "record_lock_duration": _positive_ms(
+                "record_lock_duration_ms", record_lock_duration_ms
+            ),
             "max_delivery_attempts": max_delivery_attempts,
             "session_timeout": _positive_ms("session_timeout_ms", session_timeout_ms),
             "heartbeat_interval": _positive_ms("heartbeat_interval_ms", heartbeat_interval_ms),
             "auto_offset_reset": _AUTO_OFFSET_RESET_CODES[auto_offset_reset],
         }
-        self._initial_topics = [t if isinstance(t, TopicSpec) else TopicSpec.parse(t) for t in topics]
+        self._initial_topics = [
+            t if isinstance(t, TopicSpec) else TopicSpec.parse(t) for t in topics
+        ]
+        declared: dict[str, int] = {}
+        for spec in self._initial_topics:
+            if declared.setdefault(spec.name, spec.partitions) != spec.partitions:
+                raise ValueError(
+                    f"topic {spec.name!r} is given with {declared[spec.name]} and "
+                    f"{spec.partitions} partitions"
+                )
         self._cluster: MockCluster | None = None
         self._topics: dict[str, int] = {}
 
@@ -116,11 +149,15 @@ class EmbeddedBroker:
         if self._cluster is not None:
             return self
         self._cluster = MockCluster()
-        for knob, value in self._settings.items():
-            if value is not None:
-                self._cluster.set_sharegroup(knob, value)
-        for topic in self._initial_topics:
-            self.create_topic(topic.name, topic.partitions)
+        try:
+            for knob, value in self._settings.items():
+                if value is not None:
+                    self._cluster.set_sharegroup(knob, value)
+            for topic in self._initial_topics:
+                self.create_topic(topic.name, topic.partitions)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:
@@ -128,6 +165,7 @@ class EmbeddedBroker:
         if self._cluster is not None:
             self._cluster.close()
             self._cluster = None
+            self._topics = {}
 
     def __enter__(self) -> Self:
         return self.start()
@@ -152,11 +190,7 @@ class EmbeddedBroker:
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
         """Create a topic; creating an existing topic with the same partition count is a no-op."""
-        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
-            raise ValueError(f"partitions of topic {name!r} must be a positive integer, got {partitions!r}")
-        if ":" in name:
-            raise ValueError(f"topic name {name!r} must not contain ':'")
-        spec = TopicSpec(TopicSpec.parse(name).name, partitions)
+        spec = TopicSpec(name, partitions)
         existing = self._topics.get(spec.name)
         if existing is not None:
             if existing != spec.partitions:

@@ -30,13 +30,14 @@ class LibrdkafkaNotFoundError(RuntimeError):
 
 
 def _library_path() -> str:
-    package_dir = os.path.dirname(confluent_kafka.__file__)
-    candidates = glob.glob(os.path.join(package_dir, os.pardir, "confluent_kafka.libs", "librdkafka*.so*"))
+    libs_dir = os.path.normpath(
+        os.path.join(os.path.dirname(confluent_kafka.__file__), os.pardir, "confluent_kafka.libs")
+    )
+    candidates = glob.glob(os.path.join(libs_dir, "librdkafka*.so*"))
     if not candidates:
         raise LibrdkafkaNotFoundError(
             "the embedded broker needs the librdkafka bundled in the confluent-kafka wheel "
-            f"(looked in {os.path.normpath(os.path.join(package_dir, os.pardir, 'confluent_kafka.libs'))}); "
-            "install confluent-kafka from its binary wheel"
+            f"(looked in {libs_dir}); install confluent-kafka from its binary wheel"
         )
     return os.path.normpath(candidates[0])
 
@@ -84,7 +85,9 @@ class MockCluster:
         lib.rd_kafka_conf_set(conf, b"log_level", b"3", errstr, _ERRSTR_SIZE)
         handle = lib.rd_kafka_new(_RD_KAFKA_PRODUCER, conf, errstr, _ERRSTR_SIZE)
         if not handle:
-            raise RuntimeError(f"librdkafka could not create a client handle: {errstr.value.decode()}")
+            raise RuntimeError(
+                f"librdkafka could not create a client handle: {errstr.value.decode()}"
+            )
         cluster = lib.rd_kafka_mock_cluster_new(handle, brokers)
         if not cluster:
             lib.rd_kafka_destroy(handle)

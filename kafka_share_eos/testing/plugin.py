@@ -44,7 +44,7 @@ def embedded_broker() -> Iterator[EmbeddedBroker]:
 
 @pytest.fixture
 def share_topic(embedded_broker: EmbeddedBroker, request: pytest.FixtureRequest) -> ShareTopic:
-    """A fresh 4-partition topic and share group; ``@pytest.mark.partitions(n)`` changes the count."""
+    """A fresh topic (4 partitions, or ``@pytest.mark.partitions(n)``) and share group name."""
     marker = request.node.get_closest_marker("partitions")
     partitions = int(marker.args[0]) if marker else 4
     name = f"t{next(_topic_counter)}-{uuid.uuid4().hex[:8]}"

@@ -1,0 +1,120 @@
+"""``kafka-share-eos dedup``: maintenance of a checkpoint-dedup identity ledger."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION, compact
+from kafka_share_eos.ledger.identity_ledger import DEFAULT_APP_ID, IdentityLedger
+from kafka_share_eos.ledger.retention import RetentionPolicy, prune
+from kafka_share_eos.ledger.stats import ledger_stats
+
+dedup = typer.Typer(
+    name="dedup",
+    help="Inspect, prune and compact a checkpoint-dedup identity ledger (a Delta table).",
+    no_args_is_help=True,
+)
+
+LedgerArg = Annotated[str, typer.Argument(help="Ledger table: a path or an object-store URI.")]
+StorageOpt = Annotated[
+    list[str],
+    typer.Option("--storage-option", "-o", help="delta-rs storage option KEY=VALUE; repeatable."),
+]
+AppIdOpt = Annotated[str, typer.Option(help="Application id the ledger records batches under.")]
+
+
+def _options(pairs: list[str]) -> dict[str, str] | None:
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(
+                f"expected KEY=VALUE, got {pair!r}", param_hint="--storage-option"
+            )
+        options[key] = value
+    return options or None
+
+
+def _open(uri: str, storage_option: list[str], app_id: str) -> IdentityLedger:
+    try:
+        return IdentityLedger.existing(uri, app_id=app_id, storage_options=_options(storage_option))
+    except (FileNotFoundError, ValueError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="LEDGER") from exc
+
+
+@dedup.command("prune")
+def prune_command(
+    ledger: LedgerArg,
+    offset_window: Annotated[
+        int | None,
+        typer.Option(min=0, help="Keep identities within this many offsets of their "
+                     "partition's highest applied offset (record identity only)."),
+    ] = RetentionPolicy.offset_window,
+    no_offset_window: Annotated[
+        bool, typer.Option(help="Prune on age alone (business-key ledgers).")
+    ] = False,
+    min_age_seconds: Annotated[
+        float | None, typer.Option(min=0, help="Keep identities applied more recently than this.")
+    ] = None,
+    storage_option: StorageOpt = [],  # noqa: B006 - typer reads the default, never mutated
+    app_id: AppIdOpt = DEFAULT_APP_ID,
+) -> None:
+    """Delete identities that can no longer be redelivered (see docs/checkpoint-dedup.md)."""
+    default_age = RetentionPolicy.min_age
+    try:
+        policy = RetentionPolicy(
+            offset_window=None if no_offset_window else offset_window,
+            min_age=dt.timedelta(seconds=min_age_seconds) if min_age_seconds is not None
+            else default_age,
+        )
+        result = prune(_open(ledger, storage_option, app_id), policy)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    print(f"pruned {result.deleted_rows} identities from {ledger}")
+    for (topic, partition), cutoff in sorted(result.cutoffs.items()):
+        print(f"  {topic}[{partition}]: offsets below {cutoff} eligible")
+
+
+@dedup.command("compact")
+def compact_command(
+    ledger: LedgerArg,
+    target_size: Annotated[
+        int | None, typer.Option(min=1, help="Target file size in bytes (delta-rs default).")
+    ] = None,
+    vacuum_retention_hours: Annotated[
+        float, typer.Option(min=0, help="Keep replaced files this long before deleting them.")
+    ] = DEFAULT_VACUUM_RETENTION.total_seconds() / 3600,
+    storage_option: StorageOpt = [],  # noqa: B006 - typer reads the default, never mutated
+    app_id: AppIdOpt = DEFAULT_APP_ID,
+) -> None:
+    """Rewrite small ledger files into large ones, then vacuum replaced files."""
+    result = compact(
+        _open(ledger, storage_option, app_id),
+        target_size=target_size,
+        vacuum_retention=dt.timedelta(hours=vacuum_retention_hours),
+    )
+    print(f"compacted {result.files_removed} files into {result.files_added}; "
+          f"vacuumed {result.files_vacuumed} files")
+
+
+@dedup.command("stats")
+def stats_command(
+    ledger: LedgerArg,
+    storage_option: StorageOpt = [],  # noqa: B006 - typer reads the default, never mutated
+    app_id: AppIdOpt = DEFAULT_APP_ID,
+) -> None:
+    """Show rows, files, last recorded batch and per-partition offset coverage."""
+    stats = ledger_stats(_open(ledger, storage_option, app_id))
+    print(f"ledger {stats.uri}: version {stats.version}, last batch {stats.last_batch}, "
+          f"{stats.rows} identities in {stats.files} files ({stats.size_bytes} bytes)")
+    if stats.partitions:
+        table = Table("topic", "partition", "identities", "files", "min offset", "max offset")
+        for p in stats.partitions:
+            table.add_row(p.topic, str(p.partition), str(p.rows), str(p.files),
+                          str(p.min_offset), str(p.max_offset))
+        Console().print(table)

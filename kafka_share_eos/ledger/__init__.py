@@ -1,0 +1,25 @@
+"""Delta identity ledger behind the checkpoint-dedup store: which records a sink already applied.
+
+Importing this package loads deltalake.
+"""
+
+from __future__ import annotations
+
+from kafka_share_eos.ledger.compaction import CompactResult, compact
+from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
+from kafka_share_eos.ledger.identity_ledger import RECORD_IDENTITY, IdentityLedger
+from kafka_share_eos.ledger.retention import PruneResult, RetentionPolicy, prune
+from kafka_share_eos.ledger.stats import LedgerStats, ledger_stats
+
+__all__ = [
+    "RECORD_IDENTITY",
+    "CompactResult",
+    "DeltaAppendSink",
+    "IdentityLedger",
+    "LedgerStats",
+    "PruneResult",
+    "RetentionPolicy",
+    "compact",
+    "ledger_stats",
+    "prune",
+]

@@ -1,0 +1,99 @@
+"""Appends to a Delta table that happen at most once per (application id, batch id).
+
+A Delta commit can carry an application transaction ``(app_id, version)``; the table remembers the
+highest version per application id. delta-rs records whatever version it is given and never refuses
+a repeated or lower one, so the check "was this batch already committed?" is made here, against
+the table's latest snapshot, right before the append.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+
+@dataclass
+class DeltaLocation:
+    """Where a Delta table lives: a local path or any object-store URI delta-rs supports.
+
+    ``storage_options`` are passed unchanged to delta-rs (credentials, endpoints, locking).
+    The table handle is cached and refreshed incrementally, so the log is not replayed from the
+    start on every batch.
+    """
+
+    uri: str
+    storage_options: Mapping[str, str] | None = None
+    _table: DeltaTable | None = field(default=None, init=False, repr=False)
+
+    def options(self) -> dict[str, str] | None:
+        """The storage options as the plain dict delta-rs expects."""
+        return dict(self.storage_options) if self.storage_options is not None else None
+
+    def table(self, *, refresh: bool = True) -> DeltaTable | None:
+        """The table, or None while it does not exist yet.
+
+        With ``refresh`` the handle first catches up with commits made since it was last read;
+        without, it is the snapshot this process last saw or wrote (one log listing saved).
+        """
+        from deltalake import DeltaTable
+
+        if self._table is None:
+            if not DeltaTable.is_deltatable(self.uri, storage_options=self.options()):
+                return None
+            self._table = DeltaTable(self.uri, storage_options=self.options())
+        elif refresh:
+            self._table.update_incremental()
+        return self._table
+
+    def forget(self) -> None:
+        """Drop the cached handle, e.g. after another process rewrote the table."""
+        self._table = None
+
+
+def committed_version(location: DeltaLocation, app_id: str) -> int | None:
+    """Highest batch id committed to the table under ``app_id``, None if none was."""
+    table = location.table()
+    return None if table is None else table.transaction_version(app_id)
+
+
+def append_once(
+    location: DeltaLocation,
+    data: pa.Table,
+    *,
+    app_id: str,
+    batch_id: int,
+    partition_by: Sequence[str] | None = None,
+    configuration: Mapping[str, str | None] | None = None,
+) -> bool:
+    """Append ``data`` unless batch ``batch_id`` of ``app_id`` is already in the table.
+
+    The rows and the application transaction land in one atomic Delta commit, so after a crash
+    either both are visible or neither is. An empty ``data`` still commits the transaction, which
+    makes the batch's completion visible. Returns False when the append was skipped.
+
+    ``configuration`` applies only when this call creates the table.
+    """
+    from deltalake import CommitProperties, Transaction, write_deltalake
+
+    if batch_id < 0:
+        raise ValueError(f"batch_id must be >= 0, got {batch_id}")
+    table = location.table()
+    if table is not None:
+        done = table.transaction_version(app_id)
+        if done is not None and done >= batch_id:
+            return False
+    write_deltalake(
+        table if table is not None else location.uri,
+        data,
+        mode="append",
+        partition_by=list(partition_by) if partition_by else None,
+        configuration=configuration if table is None else None,
+        storage_options=location.options() if table is None else None,
+        commit_properties=CommitProperties(app_transactions=[Transaction(app_id, batch_id)]),
+    )
+    return True

@@ -1,0 +1,26 @@
+"""Idempotent writers behind the strategies: SQL (PostgreSQL, SQLite) and Delta.
+
+Importing this package loads neither SQLAlchemy nor deltalake; import
+:mod:`kafka_share_eos.sinks.sql` or :mod:`kafka_share_eos.sinks.delta` for the writers.
+"""
+
+from __future__ import annotations
+
+from .dedup import keep_latest
+from .errors import (
+    CommitConflictError,
+    MissingColumnsError,
+    SinkConfigurationError,
+    TargetTableError,
+)
+from .outcome import UpsertOutcome, UpsertWriter
+
+__all__ = [
+    "CommitConflictError",
+    "MissingColumnsError",
+    "SinkConfigurationError",
+    "TargetTableError",
+    "UpsertOutcome",
+    "UpsertWriter",
+    "keep_latest",
+]

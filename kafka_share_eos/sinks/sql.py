@@ -1,0 +1,291 @@
+"""Idempotent upserts into SQL tables (PostgreSQL, SQLite) through SQLAlchemy.
+
+Each batch is one transaction. Rows go in through the dialect's own
+``INSERT ... ON CONFLICT (key columns)`` construct: ``DO NOTHING`` when there is no version
+column (a record's content never changes between deliveries), otherwise ``DO UPDATE ... WHERE
+excluded.version > table.version`` so an older redelivery never overwrites a newer row. The
+database reports which rows it changed; the rest of the batch were already applied.
+
+On PostgreSQL, batches of at least ``bulk_threshold`` rows take the bulk path: ``COPY`` into a
+temporary table dropped at commit, then one ``INSERT ... SELECT ... ON CONFLICT`` (without a
+version column: an ``INSERT`` of the rows whose identity is absent, falling back to
+``ON CONFLICT DO NOTHING`` if a concurrent writer got there in between). Most batches
+of a stream hold only new identities, so the bulk path first tries a ``COPY`` straight into the
+target inside a savepoint: the unique key makes it fail as a whole if any identity is already
+there, and then the batch goes through the temporary table. After such a failure the next
+batches skip the direct attempt for a while.
+
+Identifiers are quoted by SQLAlchemy (and by psycopg for the ``COPY`` statement); values are
+always bound parameters or ``COPY`` data, so record contents cannot change the SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import NullPool
+
+from .errors import SinkConfigurationError, TargetTableError
+from .outcome import UpsertOutcome
+from .sql_schema import open_target
+
+_INSERTS: dict[str, Callable[[sa.Table], Any]] = {
+    "postgresql": postgresql.insert,
+    "sqlite": sqlite.insert,
+}
+_STAGE_TABLE = "kafka_share_eos_upsert_stage"
+# Batches to write through the stage table after a direct COPY met an existing key.
+_DIRECT_COPY_BACKOFF = 8
+# Rows per executemany call: bounds memory for the parameter dictionaries.
+_ROWS_PER_EXECUTE = 10_000
+
+
+def python_rows(table: pa.Table, *, for_copy: bool = False) -> Iterator[tuple[Any, ...]]:
+    """Row tuples of Python objects the DB-API drivers accept.
+
+    ``for_copy`` renders timestamps as ISO 8601 text, which PostgreSQL's COPY parses; building
+    Python datetimes would take most of the conversion time.
+    """
+    columns = []
+    for column in table.columns:
+        if pa.types.is_timestamp(column.type):
+            if column.type.unit == "ns":
+                # Python datetimes (and both databases) stop at microseconds.
+                column = pc.cast(column, pa.timestamp("us", column.type.tz), safe=False)
+            if for_copy:
+                iso = "%Y-%m-%dT%H:%M:%S%z" if column.type.tz else "%Y-%m-%dT%H:%M:%S"
+                column = pc.strftime(column, iso)
+        columns.append(column.to_pylist())
+    return zip(*columns, strict=True)
+
+
+def _rowcount(conn: Connection, statement: Any) -> int:
+    """Execute ``statement`` and return how many rows it inserted or updated."""
+    return int(conn.execute(statement.execution_options(preserve_rowcount=True)).rowcount)
+
+
+def _chunks(rows: list[Any], size: int) -> Iterator[list[Any]]:
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
+
+
+class SqlUpsertWriter:
+    """Idempotent writer into one SQL table; rows of a batch must be unique on the key columns.
+
+    Args:
+        engine: a SQLAlchemy :class:`~sqlalchemy.engine.Engine` or URL
+            (``postgresql+psycopg://...``, ``sqlite:///path.db``).
+        table: the target table's name (any characters; it is quoted).
+        key_columns: columns that identify a row; the table needs a unique key on exactly these.
+        version_column: when given, a row replaces the stored one only if its version is higher.
+        db_schema: the database schema (namespace) holding the table.
+        create_table: create the table from the first batch's Arrow schema when it is missing.
+        bulk_threshold: on PostgreSQL, batches with at least this many rows use COPY.
+
+    The writer pickles without its engine (it reconnects from the URL), so Spark executors can
+    use a copy of it.
+    """
+
+    def __init__(
+        self,
+        engine: Engine | str,
+        table: str,
+        *,
+        key_columns: Sequence[str],
+        version_column: str | None = None,
+        db_schema: str | None = None,
+        create_table: bool = False,
+        bulk_threshold: int = 100,
+    ) -> None:
+        if bulk_threshold < 1:
+            raise SinkConfigurationError(f"bulk_threshold must be >= 1, got {bulk_threshold}")
+        self._engine: Engine | None = engine if isinstance(engine, Engine) else None
+        self._owns_engine = self._engine is None
+        self._url = (
+            engine.url.render_as_string(hide_password=False)
+            if isinstance(engine, Engine)
+            else engine
+        )
+        self.dialect = sa.make_url(self._url).get_backend_name()
+        if self.dialect not in _INSERTS:
+            raise SinkConfigurationError(
+                f"SQL dialect {self.dialect!r} of the sink URL is not supported; "
+                f"use one of {sorted(_INSERTS)}"
+            )
+        self.table_name = table
+        self.key_columns = tuple(key_columns)
+        self.version_column = version_column
+        self.db_schema = db_schema
+        self.create_table = create_table
+        self.bulk_threshold = bulk_threshold
+        self._table: sa.Table | None = None
+        self._pool_connections = True
+        self._direct_copy_wait = 0
+
+    @property
+    def target(self) -> str:
+        """The table as ``dialect:schema.table``."""
+        qualified = f"{self.db_schema}.{self.table_name}" if self.db_schema else self.table_name
+        return f"{self.dialect}:{qualified}"
+
+    @property
+    def supports_bulk(self) -> bool:
+        """Whether large batches can take the COPY path (PostgreSQL only)."""
+        return self.dialect == "postgresql"
+
+    @property
+    def engine(self) -> Engine:
+        """The engine, created from the URL on first use (also after unpickling)."""
+        if self._engine is None:
+            if self._pool_connections:
+                self._engine = sa.create_engine(self._url)
+            else:
+                self._engine = sa.create_engine(self._url, poolclass=NullPool)
+        return self._engine
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        # A copy runs inside short-lived Spark tasks: it reconnects and keeps no idle connections.
+        state.update(_engine=None, _owns_engine=True, _table=None, _pool_connections=False)
+        return state
+
+    def prepare(self, schema: pa.Schema) -> None:
+        """Reflect or create the table and check its unique key and columns against ``schema``."""
+        with self.engine.begin() as conn:
+            self._table = open_target(
+                conn,
+                self.table_name,
+                schema,
+                self.key_columns,
+                db_schema=self.db_schema,
+                create=self.create_table,
+            )
+
+    def upsert(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
+        """Apply ``table`` in one transaction; ``batch_id`` only appears in errors."""
+        if table.num_rows == 0:
+            return UpsertOutcome(0, 0, "rows")
+        if self._table is None:
+            self.prepare(table.schema)
+        assert self._table is not None
+        use_copy = self.supports_bulk and table.num_rows >= self.bulk_threshold
+        try:
+            with self.engine.begin() as conn:
+                if use_copy:
+                    written, path = self._copy_upsert(conn, self._table, table)
+                else:
+                    written, path = self._row_upsert(conn, self._table, table), "rows"
+        except sa.exc.IntegrityError as error:
+            raise TargetTableError(
+                f"batch {batch_id} violates a constraint of table {self.target!r} other than the "
+                f"key {list(self.key_columns)}: {error.orig}"
+            ) from error
+        return UpsertOutcome(written, table.num_rows - written, path)
+
+    def close(self) -> None:
+        """Release pooled connections of an engine this writer created."""
+        if self._owns_engine and self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    def _on_conflict(self, target: sa.Table, statement: Any, columns: Sequence[str]) -> Any:
+        keys = [target.c[k] for k in self.key_columns]
+        excluded = statement.excluded
+        updates = {c: excluded[c] for c in columns if c not in self.key_columns}
+        if self.version_column is None or not updates:
+            return statement.on_conflict_do_nothing(index_elements=keys)
+        version = self.version_column
+        return statement.on_conflict_do_update(
+            index_elements=keys, set_=updates, where=excluded[version] > target.c[version]
+        )
+
+    def _row_upsert(self, conn: Connection, target: sa.Table, table: pa.Table) -> int:
+        names = table.column_names
+        statement = self._on_conflict(target, _INSERTS[self.dialect](target), names)
+        rows = [dict(zip(names, values, strict=True)) for values in python_rows(table)]
+        # Only inserted or updated rows come back; batched executemany has no reliable rowcount.
+        returning = statement.returning(target.c[self.key_columns[0]])
+        return sum(
+            len(conn.execute(returning, chunk).all()) for chunk in _chunks(rows, _ROWS_PER_EXECUTE)
+        )
+
+    def _copy_upsert(self, conn: Connection, target: sa.Table, table: pa.Table) -> tuple[int, str]:
+        from psycopg.errors import UniqueViolation
+
+        # Converted once: a failed direct COPY is followed by a COPY of the same rows.
+        rows = list(python_rows(table, for_copy=True))
+        if self._direct_copy_wait == 0:
+            try:
+                # A savepoint makes a failed COPY cost nothing but the time it ran.
+                with conn.begin_nested():
+                    self._copy(conn, target.schema, target.name, table.column_names, rows)
+                return table.num_rows, "copy-direct"
+            except sa.exc.IntegrityError as error:
+                if not isinstance(error.orig, UniqueViolation):
+                    raise
+                self._direct_copy_wait = _DIRECT_COPY_BACKOFF
+        else:
+            self._direct_copy_wait -= 1
+        names = table.column_names
+        stage = sa.Table(
+            _STAGE_TABLE,
+            sa.MetaData(),
+            *(sa.Column(name, target.c[name].type) for name in names),
+            prefixes=["TEMPORARY"],
+            postgresql_on_commit="DROP",
+        )
+        stage.create(conn)
+        self._copy(conn, None, _STAGE_TABLE, names, rows)
+        columns = [target.c[name] for name in names]
+        if self.version_column is None:
+            # Inserting only the absent identities is ~40% cheaper than ON CONFLICT's speculative
+            # insertion; a concurrent writer adding one of them in between makes it fail whole,
+            # and then ON CONFLICT decides.
+            existing = target.alias("existing")
+            absent = sa.select(*stage.c).where(
+                ~sa.exists().where(*(existing.c[k] == stage.c[k] for k in self.key_columns))
+            )
+            plain = postgresql.insert(target).from_select(columns, absent)
+            try:
+                with conn.begin_nested():
+                    return _rowcount(conn, plain), "copy"
+            except sa.exc.IntegrityError as error:
+                if not isinstance(error.orig, UniqueViolation):
+                    raise
+        insert = postgresql.insert(target).from_select(columns, sa.select(*stage.c))
+        return _rowcount(conn, self._on_conflict(target, insert, names)), "copy"
+
+    @staticmethod
+    def _copy(
+        conn: Connection,
+        db_schema: str | None,
+        name: str,
+        columns: Sequence[str],
+        rows: list[tuple[Any, ...]],
+    ) -> None:
+        """``COPY`` ``rows`` into ``columns`` of ``db_schema.name`` in the open transaction.
+
+        Constraint violations surface as SQLAlchemy's ``IntegrityError``, like those of every
+        other statement.
+        """
+        from psycopg import IntegrityError
+        from psycopg import sql as pgsql
+
+        qualified = pgsql.Identifier(db_schema, name) if db_schema else pgsql.Identifier(name)
+        statement = pgsql.SQL("COPY {} ({}) FROM STDIN").format(
+            qualified, pgsql.SQL(", ").join(map(pgsql.Identifier, columns))
+        )
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        try:
+            with raw.cursor() as cursor, cursor.copy(statement) as copy:
+                for row in rows:
+                    copy.write_row(row)
+        except IntegrityError as error:
+            raise sa.exc.IntegrityError(statement.as_string(raw), None, error) from error

@@ -1,0 +1,199 @@
+"""Options of the ``kafka-share`` source: names follow Spark's own Kafka source.
+
+Every ``kafka.*`` option goes to the confluent-kafka ``ShareConsumer`` with the prefix stripped;
+the source owns a few client settings (group id, acknowledgement mode, poll size) and refuses the
+Spark-Kafka options that have no meaning for a share group, naming the option in the error.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+KAFKA_PREFIX = "kafka."
+DEFAULT_POLL_TIMEOUT_MS = 1000
+DEFAULT_AVAILABLE_NOW_IDLE_MS = 5000
+# Kafka's own default for max.poll.records; set explicitly so a batch's size is always known.
+DEFAULT_MAX_POLL_RECORDS = 500
+
+
+class SourceOptionError(ValueError):
+    """An option of the ``kafka-share`` source is missing, unknown or has a bad value."""
+
+
+class AckPolicy(enum.Enum):
+    """When the source ACCEPTs the records it fetched.
+
+    ``AFTER_COMMIT``: once Spark has committed the micro-batch holding them (records stay locked
+    while the batch runs). ``AFTER_JOURNAL``: right after they are durable in the journal (short
+    lock holding; the journal alone carries them until the batch commits).
+    """
+
+    AFTER_COMMIT = "afterCommit"
+    AFTER_JOURNAL = "afterJournal"
+
+
+# Option names are matched case-insensitively (Spark lower-cases them); errors use these spellings.
+_REQUIRED = {
+    "kafka.bootstrap.servers": "the Kafka brokers to connect to (host:port[,host:port])",
+    "kafka.share.group.id": "the share group to consume as",
+    "subscribe": "a comma-separated list of topics",
+    "journalPath": "a durable directory (local path or pyarrow.fs URI) for the batch journal",
+}
+
+_REFUSED = {
+    "startingOffsets": "share groups track delivery state on the broker; the share group's "
+    "share.auto.offset.reset broker config chooses where a new group starts",
+    "endingOffsets": "share groups have no ending offsets; use trigger(availableNow=True) to drain",
+    "startingOffsetsByTimestamp": "share groups start where the broker-side group state says",
+    "startingTimestamp": "share groups start where the broker-side group state says",
+    "endingOffsetsByTimestamp": "share groups have no ending offsets",
+    "endingTimestamp": "share groups have no ending offsets",
+    "assign": "share groups assign partitions on the broker; use 'subscribe'",
+    "subscribePattern": "share consumers subscribe to topic names; use 'subscribe'",
+    "failOnDataLoss": "share groups do not expose offset gaps to the consumer",
+    "maxOffsetsPerTrigger": "use 'maxRecordsPerTrigger'",
+    "minOffsetsPerTrigger": "a share group cannot wait for a minimum",
+    "minPartitions": "each journal segment becomes one Spark partition",
+    "kafka.group.id": "use 'kafka.share.group.id' for the share group",
+    "kafka.enable.auto.commit": "share consumers acknowledge records instead of committing offsets",
+    "kafka.auto.offset.reset": "set share.auto.offset.reset on the share group (broker side)",
+    "kafka.share.acknowledgement.mode": "the source acknowledges explicitly; choose the policy "
+    "with 'acknowledge' (afterCommit or afterJournal)",
+}
+
+_OPTIONAL = (
+    "maxRecordsPerTrigger", "pollTimeoutMs", "availableNowIdleMs", "acknowledge", "includeHeaders"
+)
+_KNOWN = {name.lower() for name in (*_REQUIRED, *_OPTIONAL)}
+
+
+def _positive_int(name: str, raw: str) -> int:
+    problem = f"option {name!r} must be a positive integer, got {raw!r}"
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise SourceOptionError(problem) from None
+    if value <= 0:
+        raise SourceOptionError(problem)
+    return value
+
+
+def _boolean(name: str, raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise SourceOptionError(f"option {name!r} must be 'true' or 'false', got {raw!r}")
+
+
+def _policy(raw: str) -> AckPolicy:
+    for policy in AckPolicy:
+        if raw.strip().lower() == policy.value.lower():
+            return policy
+    choices = " or ".join(repr(p.value) for p in AckPolicy)
+    raise SourceOptionError(f"option 'acknowledge' must be {choices}, got {raw!r}")
+
+
+def _topics(raw: str) -> tuple[str, ...]:
+    topics = tuple(t.strip() for t in raw.split(",") if t.strip())
+    if not topics:
+        raise SourceOptionError(f"option 'subscribe' must name at least one topic, got {raw!r}")
+    if len(set(topics)) != len(topics):
+        raise SourceOptionError(f"option 'subscribe' names a topic twice: {raw!r}")
+    return topics
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """The validated options of one ``kafka-share`` stream."""
+
+    topics: tuple[str, ...]
+    journal_path: str
+    ack_policy: AckPolicy = AckPolicy.AFTER_COMMIT
+    max_records_per_trigger: int | None = None
+    poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
+    available_now_idle_ms: int = DEFAULT_AVAILABLE_NOW_IDLE_MS
+    include_headers: bool = False
+    consumer_config: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def max_poll_records(self) -> int:
+        """Records one poll returns at most (the client's ``max.poll.records``)."""
+        return int(self.consumer_config["max.poll.records"])
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
+        """Validate Spark's option map; raise :class:`SourceOptionError` naming the bad option."""
+        given = {name.lower(): (name, str(value)) for name, value in options.items()}
+        for name, reason in _REFUSED.items():
+            if name.lower() in given:
+                raise SourceOptionError(
+                    f"option {name!r} is not supported by the kafka-share source: {reason}"
+                )
+        for name, meaning in _REQUIRED.items():
+            if not given.get(name.lower(), ("", ""))[1].strip():
+                raise SourceOptionError(f"option {name!r} is required: {meaning}")
+        for key, (name, _) in given.items():
+            if not key.startswith(KAFKA_PREFIX) and key not in _KNOWN:
+                raise SourceOptionError(f"unknown option {name!r} for the kafka-share source")
+
+        def raw(key: str) -> str | None:
+            return given[key.lower()][1] if key.lower() in given else None
+
+        policy = _policy(raw("acknowledge") or AckPolicy.AFTER_COMMIT.value)
+        max_records = raw("maxRecordsPerTrigger")
+        max_per_trigger = None if max_records is None else _positive_int(
+            "maxRecordsPerTrigger", max_records
+        )
+        timeout = raw("pollTimeoutMs")
+        poll_timeout_ms = (
+            DEFAULT_POLL_TIMEOUT_MS if timeout is None else _positive_int("pollTimeoutMs", timeout)
+        )
+        idle = raw("availableNowIdleMs")
+        idle_ms = (
+            DEFAULT_AVAILABLE_NOW_IDLE_MS if idle is None
+            else _positive_int("availableNowIdleMs", idle)
+        )
+        headers = raw("includeHeaders")
+        include_headers = False if headers is None else _boolean("includeHeaders", headers)
+
+        client = {
+            key[len(KAFKA_PREFIX) :]: value
+            for key, (_, value) in given.items()
+            if key.startswith(KAFKA_PREFIX) and key != "kafka.share.group.id"
+        }
+        client["group.id"] = given["kafka.share.group.id"][1].strip()
+        client["share.acknowledgement.mode"] = "explicit"
+        client["max.poll.records"] = str(
+            _poll_size(policy, max_per_trigger, raw("kafka.max.poll.records"))
+        )
+        return cls(
+            topics=_topics(given["subscribe"][1]),
+            journal_path=given["journalpath"][1].strip(),
+            ack_policy=policy,
+            max_records_per_trigger=max_per_trigger,
+            poll_timeout_ms=poll_timeout_ms,
+            available_now_idle_ms=idle_ms,
+            include_headers=include_headers,
+            consumer_config=client,
+        )
+
+
+def _poll_size(policy: AckPolicy, max_per_trigger: int | None, client_value: str | None) -> int:
+    """Choose ``max.poll.records``.
+
+    Under afterCommit a batch is exactly one poll (explicit acknowledgement forbids polling again
+    before every record of the last poll is acknowledged), so ``maxRecordsPerTrigger`` *is* the poll
+    size. Under afterJournal a batch spans several polls, so a poll never exceeds the batch limit.
+    """
+    client = None if client_value is None else _positive_int("kafka.max.poll.records", client_value)
+    if policy is AckPolicy.AFTER_COMMIT:
+        if client is not None and max_per_trigger is not None and client != max_per_trigger:
+            raise SourceOptionError(
+                "options 'maxRecordsPerTrigger' and 'kafka.max.poll.records' disagree: with "
+                "acknowledge=afterCommit a micro-batch is one poll, so set only one of them"
+            )
+        return max_per_trigger or client or DEFAULT_MAX_POLL_RECORDS
+    size = client or DEFAULT_MAX_POLL_RECORDS
+    return size if max_per_trigger is None else min(size, max_per_trigger)

@@ -1,0 +1,105 @@
+"""The Spark stream reader of the ``kafka-share`` source.
+
+Offsets are ``{"seq": n}``: a batch ``(start, end]`` is the journal segments numbered
+``start+1 .. end``. Planning methods run in Spark's long-lived source runner process; ``read``
+runs on executors, on a pickled copy without the consumer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.source.options import SourceOptions
+from kafka_share_eos.source.runner import BatchPlanner
+from kafka_share_eos.source.schema import project
+
+_SEQ = "seq"
+
+
+def _seq(offset: Any) -> int:
+    if isinstance(offset, dict) and isinstance(offset.get(_SEQ), int):
+        return int(offset[_SEQ])
+    raise ValueError(
+        f"offset {offset!r} was not written by the kafka-share source (expected {{'seq': n}}): "
+        "is the checkpoint shared with another query?"
+    )
+
+
+def _offset(seq: int) -> dict[str, int]:
+    return {_SEQ: seq}
+
+
+class SegmentPartition(InputPartition):
+    """One journal segment, read by one Spark task."""
+
+    def __init__(self, seq: int) -> None:
+        super().__init__(seq)
+        self.seq = seq
+
+
+class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Plans micro-batches from a share group through the journal, and reads them back."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._options = options
+        self._journal = Journal(options.journal_path)
+        self._planner: BatchPlanner | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Executors only read the journal; the consumer stays in the runner.
+        state = dict(self.__dict__)
+        state["_planner"] = None
+        return state
+
+    def _running_planner(self) -> BatchPlanner:
+        if self._planner is None:
+            self._planner = BatchPlanner(self._options, self._journal)
+        return self._planner
+
+    def initialOffset(self) -> dict[str, int]:
+        """Just before the oldest segment present (segments a crashed first run left are kept)."""
+        present = self._journal.sequences()
+        return _offset(present[0] - 1 if present else 0)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """``ReadMaxRows(maxRecordsPerTrigger)`` when that option is set."""
+        limit = self._options.max_records_per_trigger
+        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, int]:
+        """ACCEPT the committed batch (afterCommit), then poll and journal the next one."""
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        return _offset(self._running_planner().latest(_seq(start), max_rows))
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """A share group has no end offset: the drain ends once the group delivered nothing
+        for ``availableNowIdleMs``."""
+        self._running_planner().drain()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """One partition per journal segment of the batch."""
+        return [SegmentPartition(seq) for seq in range(_seq(start) + 1, _seq(end) + 1)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Read one segment from the journal: the same path on the first run and on replay."""
+        assert isinstance(partition, SegmentPartition)
+        table = project(self._journal.read(partition.seq), self._options.include_headers)
+        return iter(table.to_batches())
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to do: Spark calls this late or never; ``latestOffset`` settles and purges."""
+
+    def stop(self) -> None:
+        """RELEASE the batch whose commit is unknown and leave the share group."""
+        if self._planner is not None:
+            self._planner.close()

@@ -1,0 +1,145 @@
+"""Planning micro-batches in Spark's source runner: settle, purge, recover, poll, journal.
+
+``latestOffset(start=end_N)`` is called only after batch N was written to Spark's commit log, so
+it is where the records of batch N are ACCEPTed (afterCommit) and where batch N's segments can be
+deleted. Nothing is acknowledged before it is in the journal.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from kafka_share_eos.source.acks import AckStats
+from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.source.options import AckPolicy, SourceOptions
+from kafka_share_eos.source.schema import to_record_batch
+from kafka_share_eos.source.session import ACCEPT, ShareSession
+
+log = logging.getLogger("kafka_share_eos.source")
+
+SessionFactory = Callable[[Mapping[str, str], Sequence[str]], ShareSession]
+
+
+class BatchPlanner:
+    """Decides the end offset (a journal sequence number) of each micro-batch.
+
+    Args:
+        options: the stream's options.
+        journal: where batches are made durable.
+        session_factory: opens the share-consumer session on first use (tests may substitute).
+    """
+
+    def __init__(
+        self,
+        options: SourceOptions,
+        journal: Journal,
+        session_factory: SessionFactory = ShareSession,
+    ) -> None:
+        self._options = options
+        self._journal = journal
+        self._session_factory = session_factory
+        self._session: ShareSession | None = None
+        # Unknown until the journal was inspected once: it may hold a dead runner's segments.
+        self._next_seq: int | None = None
+        # Sequence of the journaled batch whose records await ACCEPT (afterCommit only).
+        self._held_seq: int | None = None
+        self._purged_through = -1
+        self._draining = False
+
+    def drain(self) -> None:
+        """Switch to ``availableNow`` draining: an empty planning ends the query for good, so
+        only report one after the group delivered nothing for ``availableNowIdleMs``."""
+        self._draining = True
+
+    @property
+    def stats(self) -> AckStats | None:
+        """Acknowledgement counters of the current session, if one is open."""
+        return None if self._session is None else self._session.stats
+
+    def _open(self) -> ShareSession:
+        if self._session is None:
+            self._session = self._session_factory(
+                self._options.consumer_config, self._options.topics
+            )
+        return self._session
+
+    def latest(self, start: int, max_rows: int | None) -> int:
+        """Plan the batch after ``start``; return its end, or ``start`` when nothing arrived."""
+        session = self._open()
+        if self._held_seq is not None:
+            if self._held_seq > start:
+                # Spark has not committed the held batch yet, so it cannot move past it.
+                return self._held_seq
+            session.settle(ACCEPT)
+            self._held_seq = None
+        self._purge(start)
+        if self._next_seq is None:
+            present = self._journal.sequences()
+            self._next_seq = max([start, *present]) + 1
+            orphans = [seq for seq in present if seq > start]
+            if orphans:
+                # Journaled by a runner that died before Spark logged the offset: the records
+                # may already be ACCEPTed, so the journal is their only copy.
+                log.info("planning %d journal segments left by a previous run", len(orphans))
+                return orphans[-1]
+        self._next_seq = max(self._next_seq, start + 1)
+        if self._options.ack_policy is AckPolicy.AFTER_COMMIT:
+            return self._plan_one_poll(session, start)
+        return self._plan_journaled(session, start, max_rows)
+
+    def _first_poll(self, session: ShareSession) -> list[Any]:
+        # A poll can come back empty while the member joins or a large fetch is under way;
+        # under a processing-time trigger the next trigger simply polls again.
+        idle_until = time.monotonic() + self._options.available_now_idle_ms / 1000.0
+        while True:
+            records = session.poll(self._options.poll_timeout_ms)
+            if records or not self._draining or time.monotonic() >= idle_until:
+                return records
+
+    def _plan_one_poll(self, session: ShareSession, start: int) -> int:
+        records = self._first_poll(session)
+        if not records:
+            return start
+        seq = self._claim_seq()
+        self._journal.write(seq, to_record_batch(records))
+        self._held_seq = seq
+        return seq
+
+    def _plan_journaled(self, session: ShareSession, start: int, max_rows: int | None) -> int:
+        deadline = time.monotonic() + self._options.poll_timeout_ms / 1000.0
+        end, total = start, 0
+        records = self._first_poll(session)
+        while True:
+            if not records:
+                break
+            seq = self._claim_seq()
+            self._journal.write(seq, to_record_batch(records))
+            session.settle(ACCEPT)
+            end, total = seq, total + len(records)
+            if max_rows is not None and total + self._options.max_poll_records > max_rows:
+                break
+            remaining_ms = int((deadline - time.monotonic()) * 1000)
+            if remaining_ms <= 0:
+                break
+            records = session.poll(remaining_ms)
+        return end
+
+    def _claim_seq(self) -> int:
+        assert self._next_seq is not None
+        seq = self._next_seq
+        self._next_seq = seq + 1
+        return seq
+
+    def _purge(self, committed: int) -> None:
+        if committed > self._purged_through:
+            self._journal.purge(committed)
+            self._purged_through = committed
+
+    def close(self) -> None:
+        """RELEASE what awaits acknowledgement and leave the share group."""
+        if self._session is not None:
+            self._session.close()
+            self._held_seq = None

@@ -1,0 +1,101 @@
+"""The rows the source produces: Spark's Kafka source schema plus ``deliveryCount``.
+
+The journal always keeps headers so a replay is faithful whatever ``includeHeaders`` says;
+:func:`project` drops them on the way out when they were not asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+HEADERS = "headers"
+
+_HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+_TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
+
+# Field order follows Spark's Kafka source; deliveryCount is the share-group addition.
+JOURNAL_SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", _TIMESTAMP_TYPE),
+        ("timestampType", pa.int32()),
+        (HEADERS, _HEADER_TYPE),
+        ("deliveryCount", pa.int32()),
+    ]
+)
+
+
+def arrow_schema(include_headers: bool) -> pa.Schema:
+    """The Arrow schema of the rows handed to Spark."""
+    if include_headers:
+        return JOURNAL_SCHEMA
+    return JOURNAL_SCHEMA.remove(JOURNAL_SCHEMA.get_field_index(HEADERS))
+
+
+def spark_schema(include_headers: bool) -> StructType:
+    """The Spark schema of the stream (what ``df.schema`` shows)."""
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    fields = [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+    ]
+    if include_headers:
+        header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+        fields.append(StructField(HEADERS, ArrayType(header)))
+    fields.append(StructField("deliveryCount", IntegerType()))
+    return StructType(fields)
+
+
+def to_record_batch(messages: Sequence[Any]) -> pa.RecordBatch:
+    """Turn polled ``confluent_kafka.Message`` objects into one journal record batch.
+
+    One comprehension per column feeds Arrow's C conversion; this keeps the runner's cost near
+    one microsecond per record.
+    """
+    # librdkafka: 0 not available, 1 create time, 2 log-append time; Spark/Java use -1, 0, 1.
+    stamps = [m.timestamp() for m in messages]
+    return pa.record_batch(
+        [
+            pa.array([m.key() for m in messages], pa.binary()),
+            pa.array([m.value() for m in messages], pa.binary()),
+            pa.array([m.topic() for m in messages], pa.string()),
+            pa.array([m.partition() for m in messages], pa.int32()),
+            pa.array([m.offset() for m in messages], pa.int64()),
+            pa.array([ms * 1000 if kind else None for kind, ms in stamps], _TIMESTAMP_TYPE),
+            pa.array([kind - 1 if kind else None for kind, _ in stamps], pa.int32()),
+            pa.array([m.headers() for m in messages], _HEADER_TYPE),
+            pa.array([m.delivery_count() for m in messages], pa.int32()),
+        ],
+        schema=JOURNAL_SCHEMA,
+    )
+
+
+def project(table: pa.Table, include_headers: bool) -> pa.Table:
+    """Shape a journal table into the rows Spark expects."""
+    target = arrow_schema(include_headers)
+    return table.select(target.names).cast(target)

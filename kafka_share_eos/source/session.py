@@ -1,0 +1,100 @@
+"""The runner's share-consumer session: poll, acknowledge, commit, close.
+
+The consumer runs in explicit acknowledgement mode: every record of a poll must be acknowledged
+before the next poll, which is what lets the source decide *when* records are ACCEPTed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from confluent_kafka import AcknowledgeType, IllegalStateException, KafkaException, ShareConsumer
+
+from kafka_share_eos.source.acks import AckStats
+from kafka_share_eos.source.shutdown import SigtermHook
+
+log = logging.getLogger("kafka_share_eos.source")
+
+ACCEPT = AcknowledgeType.ACCEPT
+RELEASE = AcknowledgeType.RELEASE
+
+
+class ShareSession:
+    """One ``ShareConsumer`` subscribed to the stream's topics.
+
+    ``held`` is the last poll's records while they await their acknowledgement; on SIGTERM (or
+    :meth:`close`) they are RELEASEd, pending acknowledgements are committed and the consumer
+    leaves the group.
+    """
+
+    def __init__(self, config: Mapping[str, str], topics: Sequence[str]) -> None:
+        self.stats = AckStats()
+        self.held: list[Any] = []
+        self._consumer: ShareConsumer | None = ShareConsumer(dict(config))
+        self._consumer.set_acknowledgement_commit_callback(self.stats.on_commit_callback)
+        self._consumer.subscribe(list(topics))
+        self._hook = SigtermHook(self.close)
+        self._hook.install()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the consumer has been closed."""
+        return self._consumer is None
+
+    def _live(self) -> ShareConsumer:
+        if self._consumer is None:
+            raise RuntimeError("the share consumer of the kafka-share source is closed")
+        return self._consumer
+
+    def poll(self, timeout_ms: int) -> list[Any]:
+        """Poll once; the records returned become :attr:`held` until acknowledged."""
+        if self.held:
+            raise RuntimeError("the records of the previous poll are not acknowledged yet")
+        with self._hook.busy():
+            messages = self._live().poll(timeout_ms / 1000.0)
+        records = []
+        for message in messages:
+            error = message.error()
+            if error is None:
+                records.append(message)
+            elif error.fatal():
+                raise KafkaException(error)
+            else:
+                log.warning("share consumer error: %s", error)
+        self.held = records
+        return records
+
+    def settle(self, ack_type: AcknowledgeType) -> None:
+        """Acknowledge every held record with ``ack_type`` and commit synchronously."""
+        consumer = self._live()
+        acknowledge = consumer.acknowledge
+        for message in self.held:
+            try:
+                acknowledge(message, ack_type)
+            except (IllegalStateException, KafkaException) as error:
+                # The record is no longer in flight (its session was lost): it will be redelivered.
+                self.stats.on_refused_locally(
+                    message.topic(), message.partition(), message.offset(), error
+                )
+        if ack_type == ACCEPT:
+            self.stats.accepted += len(self.held)
+        else:
+            self.stats.released += len(self.held)
+        self.held = []
+        with self._hook.busy():
+            self.stats.on_commit_result(consumer.commit_sync())
+
+    def close(self) -> None:
+        """RELEASE held records, commit pending acknowledgements and leave the share group."""
+        if self._consumer is None:
+            return
+        try:
+            if self.held:
+                self.settle(RELEASE)
+            self._consumer.close()
+        finally:
+            self._consumer = None
+            self._hook.uninstall()
+            log.info("kafka-share consumer closed: %s", self.stats)

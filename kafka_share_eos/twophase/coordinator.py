@@ -1,0 +1,117 @@
+"""The two-phase commit of one batch across several participants."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from kafka_share_eos import faults
+from kafka_share_eos.twophase.protocol import (
+    Decision,
+    DecisionLog,
+    Outcome,
+    Participant,
+    Token,
+    Transaction,
+    check_name,
+    txid_prefix,
+)
+from kafka_share_eos.twophase.recovery import RecoveryReport, resolve_in_doubt
+
+logger = logging.getLogger("kafka_share_eos.twophase")
+
+Prepare = Callable[[Participant, Transaction], Sequence[Token]]
+"""Prepares one participant's part of a transaction and returns its token(s)."""
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """The outcome of one batch: its transaction, every token, and what recovery did first."""
+
+    txid: str
+    tokens: tuple[Token, ...]
+    recovery: RecoveryReport
+
+
+class TransactionCoordinator:
+    """Runs prepare → log decision → commit for each batch, after resolving what is in doubt.
+
+    Args:
+        log: where decisions are stored durably.
+        participants: the resources to keep in agreement (names must be unique).
+        app_id: names this pipeline; recovery touches only transactions under this name, so two
+            pipelines sharing a database or a decision log must use different ``app_id`` values.
+    """
+
+    def __init__(
+        self, log: DecisionLog, participants: Sequence[Participant], app_id: str
+    ) -> None:
+        if not participants:
+            raise ValueError("participants must name at least one participant")
+        names = [p.name for p in participants]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"participant names must be unique, repeated: {repeated}")
+        self.log = log
+        self.participants = tuple(participants)
+        self.app_id = check_name("app_id", app_id)
+        self.prefix = txid_prefix(app_id)
+
+    def recover(self) -> RecoveryReport:
+        """Resolve every transaction of this application left in doubt by an earlier run."""
+        report = resolve_in_doubt(self.log, self.participants, self.prefix)
+        if report.resolved:
+            logger.warning(
+                "%s: recovered %d in-doubt transaction part(s): %d committed, %d rolled back",
+                self.app_id, report.resolved, len(report.committed), len(report.aborted),
+            )
+        return report
+
+    def run(self, rows: pa.Table, batch_id: int, key_columns: Sequence[str]) -> CommitResult:
+        """Apply ``rows`` (unique on ``key_columns``) to every participant, all or nothing."""
+        return self.run_with(batch_id, key_columns, lambda p, txn: [p.prepare(rows, txn)])
+
+    def run_with(self, batch_id: int, key_columns: Sequence[str], prepare: Prepare) -> CommitResult:
+        """Like :meth:`run`, with ``prepare(participant, txn)`` producing each one's tokens.
+
+        This lets a participant prepare somewhere else than in this process, e.g. one token
+        per Spark partition prepared on the executors.
+        """
+        recovery = self.recover()
+        txn = Transaction.new(self.app_id, batch_id, key_columns)
+        tokens = self._prepare_all(txn, prepare)
+        if all(t.rows_written == 0 for t in tokens):
+            # Nothing prepared anywhere (e.g. a replayed batch): there is nothing to decide.
+            return CommitResult(txn.txid, tokens, recovery)
+        faults.maybe_crash("2pc.after_prepare")
+        self.log.write(Decision(txn.txid, batch_id, Outcome.COMMIT, tokens))
+        faults.maybe_crash("2pc.after_decision")
+        participants = {p.name: p for p in self.participants}
+        for index, token in enumerate(tokens):
+            if index == 1:
+                faults.maybe_crash("2pc.between_commits")
+            participants[token.participant].commit(token)
+        faults.maybe_crash("2pc.after_commit")
+        self.log.delete(txn.txid)
+        return CommitResult(txn.txid, tokens, recovery)
+
+    def _prepare_all(self, txn: Transaction, prepare: Prepare) -> tuple[Token, ...]:
+        tokens: list[Token] = []
+        try:
+            for index, participant in enumerate(self.participants):
+                if index == 1:
+                    faults.maybe_crash("2pc.between_prepares")
+                tokens.extend(prepare(participant, txn))
+        except BaseException:
+            # Presumed abort: no decision is written. Roll back everything prepared under this
+            # transaction, including work whose token never came back (a failed Spark job). If
+            # that fails too, the next recovery pass rolls it back.
+            try:
+                resolve_in_doubt(self.log, self.participants, txn.txid)
+            except Exception:
+                logger.exception("%s: rolling back %s failed", self.app_id, txn.txid)
+            raise
+        return tuple(tokens)

@@ -1,0 +1,307 @@
+"""A Postgres participant: the user's effect and a ledger of applied keys, prepared together.
+
+Prepare opens a transaction, adds the batch's keys to the ledger (a ``COPY`` when they are all
+new, else ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` to learn which are), runs the effect
+for the new records only, and ends with ``PREPARE TRANSACTION '<gid>'``. The prepared
+transaction survives the death of the session and of the server; ``COMMIT PREPARED`` /
+``ROLLBACK PREPARED`` finish it from any session.
+
+SQLAlchemy's ``begin_twophase()`` is not used: closing its connection after ``prepare()`` rolls
+the prepared transaction back, whereas here the connection must be released right after prepare.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+from sqlalchemy import Connection, Engine, TextClause, create_engine, text
+from sqlalchemy.exc import DBAPIError
+
+from kafka_share_eos import faults
+from kafka_share_eos.sinks.sql import python_rows
+from kafka_share_eos.sinks.sql_schema import sql_type
+from kafka_share_eos.twophase.protocol import (
+    Token,
+    Transaction,
+    TwoPhaseCommitError,
+    check_name,
+)
+
+Effect = str | TextClause | Callable[[Connection, pa.Table], None]
+"""SQL run once per new record (columns as ``:name`` parameters), or ``f(connection, rows)``."""
+
+# SQLSTATE of "prepared transaction with identifier ... does not exist".
+_UNDEFINED_OBJECT = "42704"
+# Batches that claim keys with INSERT ... ON CONFLICT after a direct COPY met a known key.
+_DIRECT_COPY_BACKOFF = 8
+
+
+def _literal(value: str) -> str:
+    """``value`` as a SQL string literal: PREPARE/COMMIT PREPARED take no bind parameters."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+class PreparedTransactionsDisabledError(TwoPhaseCommitError):
+    """The Postgres server does not allow prepared transactions (``max_prepared_transactions``)."""
+
+
+class PostgresParticipant:
+    """Applies a non-idempotent effect to Postgres exactly once per record key.
+
+    Args:
+        engine: SQLAlchemy engine or URL of the database (``postgresql+psycopg://...``).
+        effect: either SQL executed once per new record with the record's columns bound as
+            ``:column`` parameters (``UPDATE accounts SET balance = balance + :amount WHERE id =
+            :account``), or a function ``effect(connection, rows)`` run inside the transaction
+            with an Arrow table of the new records. It must not commit or roll back.
+        name: participant name, unique within a coordinator; part of every gid.
+        ledger_table: table of applied keys, created on first use with the key columns as
+            primary key. One ledger per effect: two participants must not share it.
+    """
+
+    def __init__(
+        self,
+        engine: Engine | str,
+        effect: Effect,
+        *,
+        name: str = "postgres",
+        ledger_table: str | None = None,
+    ) -> None:
+        self._url = (
+            engine if isinstance(engine, str) else engine.url.render_as_string(hide_password=False)
+        )
+        self._engine_or_none = None if isinstance(engine, str) else self._autocommit(engine)
+        self._effect = effect
+        self._name = check_name("name", name)
+        self._ledger_name = ledger_table or f"kse_ledger_{name}"
+        self._ledger = self._quote(self._ledger_name)
+        self._ledger_ready = False
+        self._checked_server = False
+        self._direct_copy_wait = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Executors get a copy without the engine: each process connects from the URL.
+        return {**self.__dict__, "_engine_or_none": None}
+
+    @staticmethod
+    def _autocommit(engine: Engine) -> Engine:
+        # Explicit BEGIN / PREPARE TRANSACTION statements: the driver must not open its own.
+        return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+    @property
+    def _engine(self) -> Engine:
+        if self._engine_or_none is None:
+            self._engine_or_none = self._autocommit(create_engine(self._url))
+        return self._engine_or_none
+
+    def _quote(self, identifier: str) -> str:
+        return str(self._engine.dialect.identifier_preparer.quote(identifier))
+
+    @property
+    def name(self) -> str:
+        """Participant name."""
+        return self._name
+
+    @property
+    def ledger_table(self) -> str:
+        """Name of the ledger of applied keys."""
+        return self._ledger_name
+
+    def gid(self, txid: str, part: str = "") -> str:
+        """The Postgres global transaction id of this participant's ``part`` of ``txid``."""
+        return f"{txid}:{self._name}" + (f":{part}" if part else "")
+
+    def prepare(self, rows: pa.Table, txn: Transaction, part: str = "") -> Token:
+        """Apply the effect of the records not in the ledger, record them, and prepare.
+
+        ``part`` names one of several prepared transactions of this participant in ``txn``
+        (one per Spark partition when preparing on the executors).
+        """
+        self.create_ledger(rows.schema, txn.key_columns)
+        gid = self.gid(txn.txid, part)
+        with self._engine.connect() as conn:
+            conn.exec_driver_sql("BEGIN")
+            try:
+                new_rows = self._claim_new_rows(conn, rows, txn)
+                if new_rows.num_rows == 0:
+                    # Nothing to apply: no prepared transaction to resolve later.
+                    conn.exec_driver_sql("ROLLBACK")
+                    return Token(self._name, txn.txid, 0, {"gid": None}, part)
+                self._run_effect(conn, new_rows)
+                faults.maybe_crash("2pc.postgres.before_prepare")
+                conn.exec_driver_sql(f"PREPARE TRANSACTION {_literal(gid)}")
+            except BaseException:
+                # A broken connection rolls back by itself: keep the original error.
+                with contextlib.suppress(DBAPIError):
+                    conn.exec_driver_sql("ROLLBACK")
+                raise
+        return Token(self._name, txn.txid, new_rows.num_rows, {"gid": gid}, part)
+
+    def commit(self, token: Token) -> None:
+        """``COMMIT PREPARED``; checks the ledger when the transaction is already gone."""
+        gid = token.data.get("gid")
+        if gid is None:
+            return
+        if self._finish("COMMIT PREPARED", str(gid)):
+            return
+        with self._engine.connect() as conn:
+            applied = conn.execute(
+                text(f"SELECT EXISTS (SELECT 1 FROM {self._ledger} WHERE txid = :t)"),
+                {"t": token.txid},
+            ).scalar_one()
+        if token.rows_written > 0 and not applied:
+            raise TwoPhaseCommitError(
+                f"prepared transaction {gid!r} is gone but its rows are not in ledger "
+                f"{self._ledger_name!r}: something rolled it back after the commit decision"
+            )
+
+    def abort(self, token: Token) -> None:
+        """``ROLLBACK PREPARED``; a no-op when the transaction is already gone."""
+        gid = token.data.get("gid")
+        if gid is not None:
+            self._finish("ROLLBACK PREPARED", str(gid))
+
+    def recover(self, prefix: str) -> list[Token]:
+        """Prepared transactions of this participant, in this database, under ``prefix``."""
+        self._check_server()
+        with self._engine.connect() as conn:
+            gids = list(
+                conn.execute(
+                    text(
+                        "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()"
+                        " AND starts_with(gid, :p) ORDER BY prepared"
+                    ),
+                    {"p": prefix},
+                ).scalars()
+            )
+        tokens = []
+        for gid in gids:
+            # kse:<app_id>:<batch_id>:<random>:<participant>[:<part>]
+            fields = gid.split(":")
+            if len(fields) in (5, 6) and fields[4] == self._name:
+                part = fields[5] if len(fields) == 6 else ""
+                tokens.append(Token(self._name, ":".join(fields[:4]), 0, {"gid": gid}, part))
+        return tokens
+
+    def rollback_parts(self, txid: str, part_prefix: str) -> int:
+        """Roll back this participant's prepared parts of ``txid`` starting with ``part_prefix``.
+
+        Only safe while no decision about ``txid`` can exist, i.e. during its prepare phase.
+        """
+        tokens = self.recover(f"{self.gid(txid)}:{part_prefix}")
+        for token in tokens:
+            self.abort(token)
+        return len(tokens)
+
+    def _finish(self, command: str, gid: str) -> bool:
+        """Run ``COMMIT/ROLLBACK PREPARED``; False if no such prepared transaction exists."""
+        with self._engine.connect() as conn:
+            try:
+                conn.exec_driver_sql(f"{command} {_literal(gid)}")
+            except DBAPIError as error:
+                if getattr(error.orig, "sqlstate", None) == _UNDEFINED_OBJECT:
+                    return False
+                raise
+        return True
+
+    def _claim_new_rows(self, conn: Connection, rows: pa.Table, txn: Transaction) -> pa.Table:
+        """Insert the keys into the ledger; the rows whose keys were not there yet."""
+        from psycopg.errors import UniqueViolation
+
+        if self._direct_copy_wait == 0:
+            try:
+                # Most batches hold only new keys: a COPY straight into the ledger is the
+                # fastest claim, and the primary key makes it fail as a whole otherwise.
+                with conn.begin_nested():
+                    self._copy_keys(conn, rows, txn)
+                return rows
+            except UniqueViolation:
+                self._direct_copy_wait = _DIRECT_COPY_BACKOFF
+        else:
+            self._direct_copy_wait -= 1
+        return self._insert_keys(conn, rows, txn)
+
+    def _copy_keys(self, conn: Connection, rows: pa.Table, txn: Transaction) -> None:
+        from psycopg import sql as pgsql
+
+        columns = [*txn.key_columns, "txid"]
+        statement = pgsql.SQL("COPY {} ({}) FROM STDIN").format(
+            pgsql.Identifier(self._ledger_name),
+            pgsql.SQL(", ").join(map(pgsql.Identifier, columns)),
+        )
+        keys = rows.select(list(txn.key_columns))
+        keyed = keys.append_column("txid", pa.repeat(pa.scalar(txn.txid), rows.num_rows))
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        with raw.cursor() as cursor, cursor.copy(statement) as copy:
+            for row in python_rows(keyed, for_copy=True):
+                copy.write_row(row)
+
+    def _insert_keys(self, conn: Connection, rows: pa.Table, txn: Transaction) -> pa.Table:
+        keys = txn.key_columns
+        arrays = ", ".join(
+            f"CAST(:k{i} AS {self._type(rows.schema.field(c))}[])" for i, c in enumerate(keys)
+        )
+        columns = ", ".join(self._quote(c) for c in keys)
+        params: dict[str, Any] = {f"k{i}": rows.column(c).to_pylist() for i, c in enumerate(keys)}
+        params["txid"] = txn.txid
+        inserted = conn.execute(
+            text(
+                f"INSERT INTO {self._ledger} ({columns}, txid)"
+                f" SELECT *, :txid FROM unnest({arrays}) ON CONFLICT DO NOTHING"
+                f" RETURNING {columns}"
+            ),
+            params,
+        ).all()
+        new = {tuple(row) for row in inserted}
+        batch_keys = zip(*(params[f"k{i}"] for i in range(len(keys))), strict=True)
+        return rows.filter(pa.array([key in new for key in batch_keys], pa.bool_()))
+
+    def _run_effect(self, conn: Connection, rows: pa.Table) -> None:
+        if callable(self._effect):
+            self._effect(conn, rows)
+            return
+        statement = text(self._effect) if isinstance(self._effect, str) else self._effect
+        conn.execute(statement, rows.to_pylist())
+
+    def create_ledger(self, schema: pa.Schema, keys: Sequence[str]) -> None:
+        """Check the server and create the ledger for ``keys`` of ``schema`` unless it exists.
+
+        Runs once per participant object; call it before preparing in several processes at
+        once, since concurrent ``CREATE TABLE IF NOT EXISTS`` may fail.
+        """
+        if self._ledger_ready:
+            return
+        self._check_server()
+        columns = ", ".join(
+            f"{self._quote(c)} {self._type(schema.field(c))} NOT NULL" for c in keys
+        )
+        with self._engine.connect() as conn:
+            conn.exec_driver_sql(
+                f"CREATE TABLE IF NOT EXISTS {self._ledger} ({columns}, txid text NOT NULL,"
+                f" applied_at timestamptz NOT NULL DEFAULT now(),"
+                f" PRIMARY KEY ({', '.join(self._quote(c) for c in keys)}))"
+            )
+        self._ledger_ready = True
+
+    def _type(self, field: pa.Field) -> str:
+        """The Postgres type of a key column, as the upsert sinks map it."""
+        return str(sql_type(field).compile(dialect=self._engine.dialect))
+
+    def _check_server(self) -> None:
+        if self._checked_server:
+            return
+        with self._engine.connect() as conn:
+            limit = int(conn.exec_driver_sql("SHOW max_prepared_transactions").scalar_one())
+        if limit < 1:
+            url = self._engine.url.render_as_string(hide_password=True)
+            raise PreparedTransactionsDisabledError(
+                f"the Postgres server of {url} has max_prepared_transactions = 0, so participant "
+                f"{self._name!r} cannot PREPARE TRANSACTION; set max_prepared_transactions in "
+                "postgresql.conf to at least the number of pipelines using two-phase commit on "
+                "this server (times their Postgres participants) and restart the server"
+            )
+        self._checked_server = True

@@ -1,0 +1,66 @@
+"""A decision log in a Postgres table, committed before any participant is told to commit."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, create_engine, text
+
+from kafka_share_eos.twophase.protocol import Decision
+
+
+class PostgresDecisionLog:
+    """Stores decisions as rows of ``table`` (created if missing), one per transaction id.
+
+    Each write is its own committed transaction, so the decision is durable (as durable as the
+    server's ``synchronous_commit`` makes it) before the coordinator moves on.
+
+    Args:
+        engine: a SQLAlchemy engine or URL (``postgresql+psycopg://...``).
+        table: name of the log table.
+    """
+
+    def __init__(self, engine: Engine | str, table: str = "kse_2pc_decisions") -> None:
+        self._engine = create_engine(engine) if isinstance(engine, str) else engine
+        self._table = self._engine.dialect.identifier_preparer.quote(table)
+        with self._engine.begin() as conn:
+            conn.execute(
+                text(
+                    f"CREATE TABLE IF NOT EXISTS {self._table} ("
+                    " txid text PRIMARY KEY,"
+                    " decision jsonb NOT NULL,"
+                    " decided_at timestamptz NOT NULL DEFAULT now())"
+                )
+            )
+
+    def write(self, decision: Decision) -> None:
+        """Store ``decision``; a transaction id already decided keeps its first decision."""
+        with self._engine.begin() as conn:
+            conn.execute(
+                text(
+                    f"INSERT INTO {self._table} (txid, decision) VALUES (:txid, CAST(:d AS jsonb))"
+                    " ON CONFLICT (txid) DO NOTHING"
+                ),
+                {"txid": decision.txid, "d": decision.to_json_text()},
+            )
+
+    def read(self, txid: str) -> Decision | None:
+        """The decision stored for ``txid``, if any."""
+        with self._engine.connect() as conn:
+            value = conn.execute(
+                text(f"SELECT decision::text FROM {self._table} WHERE txid = :txid"),
+                {"txid": txid},
+            ).scalar_one_or_none()
+        return None if value is None else Decision.from_json_text(value)
+
+    def delete(self, txid: str) -> None:
+        """Forget a resolved decision."""
+        with self._engine.begin() as conn:
+            conn.execute(text(f"DELETE FROM {self._table} WHERE txid = :txid"), {"txid": txid})
+
+    def txids(self, prefix: str) -> list[str]:
+        """Transaction ids with a stored decision that start with ``prefix``."""
+        with self._engine.connect() as conn:
+            rows = conn.execute(
+                text(f"SELECT txid FROM {self._table} WHERE starts_with(txid, :p) ORDER BY txid"),
+                {"p": prefix},
+            ).scalars()
+            return list(rows)

@@ -1,0 +1,110 @@
+"""Preparing Postgres participants on the Spark executors, one prepared transaction per partition.
+
+The batch is repartitioned on the key columns, so every delivery of a key lands in the same
+partition; each task deduplicates its partition and prepares it as part ``p<partition>a<attempt>``
+of the transaction, then returns the gid. The driver-side coordinator logs the gids that came
+back as its decision and commits them. A retried task first rolls back what earlier attempts of
+its partition prepared (no decision exists before every task finished); prepared work of a
+failed job never comes back as a token, so the coordinator's abort of the whole transaction
+(and, failing that, the next recovery pass) rolls it back.
+
+Speculative execution must stay off (Spark's default): two live attempts of one partition would
+wait on each other's ledger keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import pyarrow as pa
+
+from kafka_share_eos.twophase.postgres import PostgresParticipant
+from kafka_share_eos.twophase.protocol import Token, Transaction
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+_RESULT_SCHEMA = "part string, gid string, rows_in long, duplicates long, written long"
+
+
+class Deduplication(Protocol):
+    """What the executors need of a record identity (``RecordIdentity`` provides it)."""
+
+    def check_keys_present(self, table: pa.Table, batch_id: int) -> None:
+        """Raise on rows whose key is null."""
+        ...
+
+    def deduplicate(self, table: pa.Table) -> pa.Table:
+        """One row per key."""
+        ...
+
+
+@dataclass(frozen=True)
+class ExecutorPrepare:
+    """One participant's tokens for a batch prepared on the executors, and the batch counts."""
+
+    tokens: tuple[Token, ...]
+    rows_in: int
+    duplicates_in_batch: int
+
+
+@dataclass(frozen=True)
+class _PreparePartition:
+    """The function ``mapInArrow`` runs on each partition (pickled to the executors)."""
+
+    participant: PostgresParticipant
+    identity: Deduplication
+    txn: Transaction
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        assert context is not None, "_PreparePartition runs only inside a Spark task"
+        partition, attempt = context.partitionId(), context.attemptNumber()
+        if attempt > 0:
+            self.participant.rollback_parts(self.txn.txid, f"p{partition}a")
+        collected = list(batches)
+        table = pa.Table.from_batches(collected) if collected else None
+        part, gid, rows_in, duplicates, written = f"p{partition}a{attempt}", None, 0, 0, 0
+        if table is not None and table.num_rows:
+            self.identity.check_keys_present(table, self.txn.batch_id)
+            unique = self.identity.deduplicate(table)
+            token = self.participant.prepare(unique, self.txn, part=part)
+            gid = token.data.get("gid")
+            rows_in, duplicates = table.num_rows, table.num_rows - unique.num_rows
+            written = token.rows_written
+        yield pa.RecordBatch.from_pydict(
+            {
+                "part": pa.array([part]),
+                "gid": pa.array([gid], pa.string()),
+                "rows_in": pa.array([rows_in], pa.int64()),
+                "duplicates": pa.array([duplicates], pa.int64()),
+                "written": pa.array([written], pa.int64()),
+            }
+        )
+
+
+def prepare_on_executors(
+    batch_df: DataFrame, participant: PostgresParticipant, identity: Deduplication,
+    txn: Transaction,
+) -> ExecutorPrepare:
+    """Prepare ``participant``'s part of ``txn`` partition by partition on the executors."""
+    participant.create_ledger(batch_df.limit(0).toArrow().schema, txn.key_columns)
+    results = (
+        batch_df.repartition(*txn.key_columns)
+        .mapInArrow(_PreparePartition(participant, identity, txn), _RESULT_SCHEMA)
+        .collect()
+    )
+    tokens = tuple(
+        Token(participant.name, txn.txid, int(row["written"]), {"gid": row["gid"]}, row["part"])
+        for row in results
+        if row["gid"] is not None
+    )
+    return ExecutorPrepare(
+        tokens,
+        rows_in=sum(int(row["rows_in"]) for row in results),
+        duplicates_in_batch=sum(int(row["duplicates"]) for row in results),
+    )

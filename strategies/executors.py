@@ -1,0 +1,75 @@
+"""Writing a large micro-batch from the Spark executors, one transaction per partition.
+
+The batch is repartitioned on the key columns so every delivery of an identity lands in the
+same partition; each partition is then deduplicated and written by a pickled copy of the writer
+in its own transaction. A retried task re-applies its rows, which idempotence absorbs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from kafka_share_eos.sinks import UpsertOutcome, UpsertWriter
+
+from .identity import RecordIdentity
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+_COUNTS = ("rows_in", "duplicates_in_batch", "already_applied", "rows_written")
+_RESULT_SCHEMA = ", ".join(f"{name} long" for name in _COUNTS)
+
+
+@dataclass(frozen=True)
+class PartitionCounts:
+    """Counts summed over the partitions of one batch."""
+
+    rows_in: int
+    duplicates_in_batch: int
+    outcome: UpsertOutcome
+
+
+@dataclass(frozen=True)
+class _WritePartition:
+    """The function ``mapInArrow`` runs on each partition (pickled to the executors)."""
+
+    writer: UpsertWriter
+    identity: RecordIdentity
+    batch_id: int
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        counts = dict.fromkeys(_COUNTS, 0)
+        collected = list(batches)
+        if collected:
+            table = pa.Table.from_batches(collected)
+            self.identity.check_keys_present(table, self.batch_id)
+            unique = self.identity.deduplicate(table)
+            outcome = self.writer.upsert(unique, self.batch_id)
+            counts.update(
+                rows_in=table.num_rows,
+                duplicates_in_batch=table.num_rows - unique.num_rows,
+                already_applied=outcome.already_applied,
+                rows_written=outcome.written,
+            )
+        yield pa.RecordBatch.from_pydict({k: pa.array([v], pa.int64()) for k, v in counts.items()})
+
+
+def write_on_executors(
+    batch_df: DataFrame, writer: UpsertWriter, identity: RecordIdentity, batch_id: int
+) -> PartitionCounts:
+    """Write ``batch_df`` partition by partition on the executors and sum what they report."""
+    rows = (
+        batch_df.repartition(*identity.key_columns)
+        .mapInArrow(_WritePartition(writer, identity, batch_id), _RESULT_SCHEMA)
+        .collect()
+    )
+    totals = {name: sum(int(row[name]) for row in rows) for name in _COUNTS}
+    return PartitionCounts(
+        rows_in=totals["rows_in"],
+        duplicates_in_batch=totals["duplicates_in_batch"],
+        outcome=UpsertOutcome(totals["rows_written"], totals["already_applied"], "executors"),
+    )

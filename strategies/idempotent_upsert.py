@@ -1,0 +1,190 @@
+"""The idempotent upsert sink: exactly-once effects by writing each identity at most once.
+
+A redelivered record carries the same identity as its first delivery, so writing it with
+``INSERT ... ON CONFLICT`` (SQL) or ``MERGE`` (Delta) on that identity changes nothing the
+second time. The target table itself is the ledger of applied records; no other state is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
+
+import pyarrow as pa
+
+from kafka_share_eos.sinks import SinkConfigurationError, UpsertOutcome, UpsertWriter
+
+from .base import BatchStrategy
+from .executors import write_on_executors
+from .identity import RecordIdentity
+from .report import BatchReport
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from sqlalchemy.engine import Engine
+
+WritePath = Literal["auto", "driver", "executors"]
+_WRITE_PATHS = ("auto", "driver", "executors")
+
+
+class IdempotentUpsertSink(BatchStrategy):
+    """Upserts each micro-batch into a PostgreSQL, SQLite or Delta table, idempotently.
+
+    Build one with :meth:`sql` or :meth:`delta` and pass it to ``foreachBatch``; or call
+    :meth:`apply` with an Arrow table. (The constructor takes any :class:`UpsertWriter`; it
+    must be configured with the identity's key and version columns.)
+
+    Rows are identified by ``(topic, partition, offset)`` unless ``key_columns`` names
+    business-key columns; with a ``version_column`` the highest version of a key wins and an
+    older redelivery never overwrites a newer row.
+
+    Where Spark batches are written (``write_path``):
+
+    - ``"driver"``: the batch is collected as Arrow (``toArrow``) and written by the driver;
+    - ``"executors"`` (PostgreSQL only): repartitioned on the key columns and written by each
+      executor task in its own transaction;
+    - ``"auto"`` (default): executors on PostgreSQL when the batch has at least
+      ``executor_threshold`` rows (counting it costs one Spark job), else the driver. Delta is
+      always written by the driver: delta-rs must not run in forked worker processes.
+    """
+
+    def __init__(
+        self,
+        writer: UpsertWriter,
+        identity: RecordIdentity,
+        *,
+        write_path: WritePath = "auto",
+        executor_threshold: int = 250_000,
+        name: str | None = None,
+    ) -> None:
+        if write_path not in _WRITE_PATHS:
+            raise SinkConfigurationError(
+                f"write_path must be one of {list(_WRITE_PATHS)}, got {write_path!r}"
+            )
+        self._executors_allowed = getattr(writer, "dialect", None) == "postgresql"
+        if write_path == "executors" and not self._executors_allowed:
+            raise SinkConfigurationError(
+                f"write_path='executors' needs a PostgreSQL target, not {writer.target!r}"
+            )
+        super().__init__(identity, name or f"IdempotentUpsertSink[{writer.target}]")
+        self.writer = writer
+        self.write_path = write_path
+        self.executor_threshold = executor_threshold
+
+    @classmethod
+    def sql(
+        cls,
+        engine: Engine | str,
+        table: str,
+        *,
+        key_columns: Sequence[str] | None = None,
+        version_column: str | None = None,
+        db_schema: str | None = None,
+        create_table: bool = False,
+        bulk_threshold: int = 100,
+        write_path: WritePath = "auto",
+        executor_threshold: int = 250_000,
+        name: str | None = None,
+    ) -> IdempotentUpsertSink:
+        """A sink into a SQL table (``postgresql+psycopg://...`` or ``sqlite:///...``).
+
+        The table needs a primary key or unique constraint on exactly the key columns, or is
+        created from the first batch's schema with ``create_table=True``. On PostgreSQL, batches
+        of at least ``bulk_threshold`` rows are loaded with COPY.
+        """
+        from kafka_share_eos.sinks.sql import SqlUpsertWriter
+
+        identity = RecordIdentity.of(key_columns, version_column)
+        writer = SqlUpsertWriter(
+            engine,
+            table,
+            key_columns=identity.key_columns,
+            version_column=identity.version_column,
+            db_schema=db_schema,
+            create_table=create_table,
+            bulk_threshold=bulk_threshold,
+        )
+        return cls(
+            writer,
+            identity,
+            write_path=write_path,
+            executor_threshold=executor_threshold,
+            name=name,
+        )
+
+    @classmethod
+    def delta(
+        cls,
+        table_uri: str | os.PathLike[str],
+        *,
+        key_columns: Sequence[str] | None = None,
+        version_column: str | None = None,
+        app_id: str | None = None,
+        storage_options: Mapping[str, str] | None = None,
+        max_commit_attempts: int = 5,
+        name: str | None = None,
+    ) -> IdempotentUpsertSink:
+        """A sink into a Delta table (created on the first batch when missing).
+
+        ``app_id`` names the Delta application transaction recording applied batch ids. By
+        default it is the streaming query's id when the sink runs in ``foreachBatch`` (stable
+        across restarts from one checkpoint, new with a new one), else the table URI.
+        """
+        from kafka_share_eos.sinks.delta import DeltaMergeWriter
+
+        identity = RecordIdentity.of(key_columns, version_column)
+        writer = DeltaMergeWriter(
+            table_uri,
+            key_columns=identity.key_columns,
+            version_column=identity.version_column,
+            app_id=app_id,
+            storage_options=storage_options,
+            max_commit_attempts=max_commit_attempts,
+        )
+        return cls(writer, identity, write_path="driver", name=name)
+
+    def apply_dataframe(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
+        """Write a Spark micro-batch from the driver or the executors (see ``write_path``)."""
+        query_id = _streaming_query_id(batch_df)
+        bind = getattr(self.writer, "bind_streaming_query", None)
+        if query_id is not None and bind is not None:
+            bind(query_id)
+        if not self._use_executors(batch_df):
+            return super().apply_dataframe(batch_df, batch_id)
+        started = time.perf_counter()
+        self._ensure_ready(batch_df.limit(0).toArrow().schema)
+        counts = write_on_executors(batch_df, self.writer, self.identity, batch_id)
+        return self._record(
+            batch_id, counts.rows_in, counts.duplicates_in_batch, counts.outcome, started
+        )
+
+    def close(self) -> None:
+        """Release the connections the sink holds."""
+        self.writer.close()
+
+    def _use_executors(self, batch_df: DataFrame) -> bool:
+        if self.write_path == "auto":
+            return self._executors_allowed and batch_df.count() >= self.executor_threshold
+        return self.write_path == "executors"
+
+    def _prepare(self, schema: pa.Schema) -> None:
+        self.writer.prepare(schema)
+
+    def _write(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
+        return self.writer.upsert(table, batch_id)
+
+
+def _streaming_query_id(batch_df: DataFrame) -> str | None:
+    """The id of the streaming query running ``foreachBatch``, if any.
+
+    Spark sets it as a local property of the thread running the batch; Spark Connect sessions
+    have no SparkContext to ask, and a static DataFrame has no query.
+    """
+    try:
+        context = batch_df.sparkSession.sparkContext
+    except NotImplementedError:
+        return None
+    query_id = context.getLocalProperty("sql.streaming.queryId")
+    return str(query_id) if query_id else None

@@ -1,0 +1,87 @@
+"""Per-batch reports of a strategy and their running totals."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass, fields
+
+logger = logging.getLogger("kafka_share_eos.strategies")
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """What one strategy did with one micro-batch.
+
+    ``rows_in = duplicates_in_batch + already_applied + rows_written`` always holds:
+    ``duplicates_in_batch`` rows repeated an identity earlier in the same batch (removed before
+    writing), ``already_applied`` rows were found applied by an earlier batch or an earlier run
+    of this one (or were older than the stored version), ``rows_written`` changed the target.
+    """
+
+    batch_id: int
+    rows_in: int
+    duplicates_in_batch: int
+    already_applied: int
+    rows_written: int
+    write_path: str
+    seconds: float
+
+    @property
+    def duplicates(self) -> int:
+        """All rows absorbed instead of written."""
+        return self.duplicates_in_batch + self.already_applied
+
+    def log_line(self, strategy: str) -> str:
+        """The one line logged for this batch."""
+        return (
+            f"{strategy} batch {self.batch_id}: {self.rows_in} in, {self.duplicates_in_batch} "
+            f"duplicate in batch, {self.already_applied} already applied, {self.rows_written} "
+            f"written via {self.write_path} in {self.seconds:.3f}s"
+        )
+
+
+@dataclass(frozen=True)
+class ReportTotals:
+    """Sums over every batch a strategy object has handled."""
+
+    batches: int = 0
+    rows_in: int = 0
+    duplicates_in_batch: int = 0
+    already_applied: int = 0
+    rows_written: int = 0
+
+    def plus(self, report: BatchReport) -> ReportTotals:
+        """These totals with ``report`` added."""
+        return ReportTotals(
+            self.batches + 1,
+            *(
+                getattr(self, f.name) + getattr(report, f.name)
+                for f in fields(self)
+                if f.name != "batches"
+            ),
+        )
+
+
+class ReportLog:
+    """The latest reports (bounded, for long-running streams) and totals since creation."""
+
+    def __init__(self, keep: int = 1000) -> None:
+        self._reports: deque[BatchReport] = deque(maxlen=keep)
+        self.totals = ReportTotals()
+
+    def add(self, strategy: str, report: BatchReport) -> None:
+        """Keep, total and log ``report``."""
+        self._reports.append(report)
+        self.totals = self.totals.plus(report)
+        logger.info(report.log_line(strategy))
+
+    @property
+    def reports(self) -> tuple[BatchReport, ...]:
+        """The kept reports, oldest first."""
+        return tuple(self._reports)
+
+    @property
+    def last(self) -> BatchReport | None:
+        """The most recent report, if any batch ran."""
+        return self._reports[-1] if self._reports else None

@@ -1,0 +1,154 @@
+"""Exactly-once effects that are not idempotent, through two-phase commit.
+
+Upserts make a repeated write harmless. ``balance = balance + amount``, appending to a ledger, or
+writing to two stores that must agree are different: each record must take effect exactly once,
+everywhere or nowhere. :class:`TwoPhaseCommitCoordinator` prepares each micro-batch on every
+participant (each keeps a ledger of applied record keys inside the prepared work, so a
+redelivered record is skipped), logs the commit decision durably, then commits; before each
+batch it resolves whatever a crashed run left prepared.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+import pyarrow as pa
+
+from kafka_share_eos.sinks import SinkConfigurationError, UpsertOutcome
+from kafka_share_eos.twophase import (
+    CommitResult,
+    DecisionLog,
+    FileDecisionLog,
+    Participant,
+    RecoveryReport,
+    Token,
+    Transaction,
+    TransactionCoordinator,
+)
+
+from .base import BatchStrategy
+from .identity import RecordIdentity
+from .report import BatchReport
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+WRITE_PATH = "two-phase-commit"
+PrepareOn = Literal["driver", "executors"]
+
+
+def _rows_written(tokens: Sequence[Token]) -> int:
+    """Rows applied per participant; participants committed together agree on what was new."""
+    per_participant: dict[str, int] = {}
+    for token in tokens:
+        per_participant[token.participant] = (
+            per_participant.get(token.participant, 0) + token.rows_written
+        )
+    return max(per_participant.values(), default=0)
+
+
+class TwoPhaseCommitCoordinator(BatchStrategy):
+    """A ``foreachBatch`` strategy applying each batch to all participants, all or nothing.
+
+    Example::
+
+        coordinator = TwoPhaseCommitCoordinator(
+            log="/checkpoints/payments/twophase",
+            participants=[
+                PostgresParticipant(url, "UPDATE accounts SET balance = balance + :amount"
+                                         " WHERE id = :account"),
+                DeltaParticipant("/lake/payments"),
+            ],
+            app_id="payments",
+        )
+        stream.writeStream.foreachBatch(coordinator).start()
+
+    Args:
+        log: a :class:`~kafka_share_eos.twophase.DecisionLog`, or a directory URI for a
+            :class:`~kafka_share_eos.twophase.FileDecisionLog` (next to the checkpoint).
+        participants: the resources to apply each batch to; names must be unique.
+        app_id: names the pipeline (letters, digits, ``_``, ``-``): recovery resolves only
+            transactions of its own ``app_id``, so every pipeline sharing a database, a Delta
+            table or a decision log needs its own. Required because a shared default would let
+            one pipeline's recovery roll back another's transaction in flight.
+        key_columns: the columns identifying a record; ``(topic, partition, offset)`` by default.
+        prepare_on: ``"driver"`` (default) collects each Spark batch as Arrow and prepares it in
+            the driver; ``"executors"`` prepares every Spark partition in its own Postgres
+            transaction on the executors (Postgres participants only; Delta must stay in the
+            driver).
+        keep_reports: how many per-batch reports to keep in memory.
+        recover_on_start: resolve what an earlier run left prepared right away, rather than at
+            the first batch: prepared transactions hold their row locks until resolved.
+    """
+
+    def __init__(
+        self,
+        log: DecisionLog | str,
+        participants: Sequence[Participant],
+        *,
+        app_id: str,
+        key_columns: Sequence[str] | None = None,
+        prepare_on: PrepareOn = "driver",
+        keep_reports: int = 1000,
+        recover_on_start: bool = True,
+    ) -> None:
+        super().__init__(RecordIdentity.of(key_columns), "TwoPhaseCommitCoordinator", keep_reports)
+        if prepare_on not in ("driver", "executors"):
+            raise SinkConfigurationError(
+                f"prepare_on must be 'driver' or 'executors', got {prepare_on!r}"
+            )
+        if prepare_on == "executors":
+            from kafka_share_eos.twophase.postgres import PostgresParticipant
+
+            others = [p.name for p in participants if not isinstance(p, PostgresParticipant)]
+            if others:
+                raise SinkConfigurationError(
+                    f"prepare_on='executors' needs Postgres participants only; {others} must "
+                    "prepare in the driver (use prepare_on='driver')"
+                )
+        decision_log = FileDecisionLog(log) if isinstance(log, str) else log
+        self.transactions = TransactionCoordinator(decision_log, participants, app_id)
+        self.prepare_on = prepare_on
+        self.last_commit: CommitResult | None = None
+        if recover_on_start:
+            self.transactions.recover()
+
+    def recover(self) -> RecoveryReport:
+        """Resolve transactions a crashed run left prepared (also done before every batch)."""
+        return self.transactions.recover()
+
+    def apply_dataframe(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
+        """Apply a Spark micro-batch, prepared in the driver or on the executors."""
+        if self.prepare_on == "driver":
+            return super().apply_dataframe(batch_df, batch_id)
+        from kafka_share_eos.twophase.postgres import PostgresParticipant
+        from kafka_share_eos.twophase.spark import ExecutorPrepare, prepare_on_executors
+
+        started = time.perf_counter()
+        self._ensure_ready(batch_df.limit(0).toArrow().schema)
+        prepared: list[ExecutorPrepare] = []
+
+        def prepare(participant: Participant, txn: Transaction) -> Sequence[Token]:
+            assert isinstance(participant, PostgresParticipant)
+            prepared.append(prepare_on_executors(batch_df, participant, self.identity, txn))
+            return prepared[-1].tokens
+
+        result = self.transactions.run_with(batch_id, self.identity.key_columns, prepare)
+        self.last_commit = result
+        rows_in, duplicates = prepared[0].rows_in, prepared[0].duplicates_in_batch
+        written = _rows_written(result.tokens)
+        outcome = UpsertOutcome(written, rows_in - duplicates - written, f"{WRITE_PATH}-executors")
+        return self._record(batch_id, rows_in, duplicates, outcome, started)
+
+    def _prepare(self, schema: pa.Schema) -> None:
+        # Nothing to check up front: participants create their ledgers and tables from the
+        # first batch they prepare, and every batch starts with a recovery pass.
+        return
+
+    def _write(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
+        result = self.transactions.run(table, batch_id, self.identity.key_columns)
+        self.last_commit = result
+        written = _rows_written(result.tokens)
+        return UpsertOutcome(written, table.num_rows - written, WRITE_PATH)

@@ -1,0 +1,93 @@
+"""CheckpointDedupStore end to end: embedded broker over TCP, the kafka-share source, local Spark.
+
+The sink commits batch 1 and then fails, which kills the query before Spark's commit log and
+before the source ACCEPTs the batch's records. On restart Spark replays batch 1 from the journal
+(same batch id, same records) and the broker redelivers its records in later batches; the Delta
+sink must still hold every produced record exactly once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pytest
+from helpers import produce
+from test_dedup_store import delta_rows
+
+import kafka_share_eos
+from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
+from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
+from kafka_share_eos.testing.plugin import ShareTopic
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+
+
+class FailsOnceAfterWriting:
+    """Commits batch ``fail_on`` to the Delta sink, then raises, once."""
+
+    def __init__(self, inner: DeltaAppendSink, fail_on: int) -> None:
+        self.inner = inner
+        self.fail_on: int | None = fail_on
+
+    def __call__(self, table: pa.Table, batch_id: int) -> bool:
+        applied = self.inner(table, batch_id)
+        if batch_id == self.fail_on:
+            self.fail_on = None
+            raise RuntimeError(f"sink connection lost after committing batch {batch_id}")
+        return applied
+
+
+def run(spark: SparkSession, topic: ShareTopic, tmp: Path, store: CheckpointDedupStore) -> None:
+    kafka_share_eos.register(spark)
+    df: DataFrame = (
+        spark.readStream.format("kafka-share")
+        .option("kafka.bootstrap.servers", topic.bootstrap_servers)
+        .option("kafka.share.group.id", topic.group_id)
+        .option("subscribe", topic.topic)
+        .option("journalPath", str(tmp / "journal"))
+        .option("maxRecordsPerTrigger", "40")
+        .load()
+    )
+    query = (
+        df.writeStream.foreachBatch(store)
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp / "checkpoint"))
+        .start()
+    )
+    try:
+        query.awaitTermination(180)
+    finally:
+        query.stop()
+
+
+def test_failed_batch_replay_and_redeliveries_reach_the_sink_once(
+    spark: SparkSession, share_topic: ShareTopic, tmp_path: Path
+) -> None:
+    written = produce(share_topic.bootstrap_servers, share_topic.topic,
+                      [b"v%d" % i for i in range(160)], partitions=share_topic.partitions)
+    expected = sorted((share_topic.topic, p, o) for p, o in written)
+    ledger, sink = str(tmp_path / "ledger"), str(tmp_path / "sink")
+
+    failing = CheckpointDedupStore(ledger, FailsOnceAfterWriting(DeltaAppendSink(sink), 1))
+    with pytest.raises(Exception, match="sink connection lost"):
+        run(spark, share_topic, tmp_path, failing)
+    after_failure = delta_rows(sink)
+    assert len(after_failure) == len(set(after_failure)) < len(expected)
+
+    store = CheckpointDedupStore(ledger, DeltaAppendSink(sink))
+    while len(set(delta_rows(sink))) < len(expected):
+        before = store.totals.batches
+        run(spark, share_topic, tmp_path, store)
+        assert store.totals.batches > before, "a restart made no progress"
+
+    assert delta_rows(sink) == expected
+    assert delta_rows(ledger) == expected
+    replay = store.reports[0]
+    assert replay.batch_id == 1, "Spark did not replay the failed batch"
+    assert (replay.rows_written, replay.write_path) == (0, "sink-skipped-batch")
+    assert store.totals.already_applied > 0, "no redelivery reached the store"

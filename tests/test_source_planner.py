@@ -1,0 +1,207 @@
+"""The source runner's planning against a real embedded broker, without Spark.
+
+Each test runs its own broker: share-group settings (lock duration) are per broker, and a client
+disconnecting drops every share session on the broker, which would disturb a neighbour.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import consume, count_at_least, produce, share_consumer
+
+from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.source.options import SourceOptions
+from kafka_share_eos.source.runner import BatchPlanner
+
+pytestmark = pytest.mark.timeout(90)
+
+TOPIC = "orders"
+GROUP = "orders-eos"
+RECORDS = 60
+
+
+@pytest.fixture
+def broker() -> Iterator[EmbeddedBroker]:
+    with EmbeddedBroker(topics=[f"{TOPIC}:2"], record_lock_duration_ms=60_000) as broker:
+        produce(broker.bootstrap_servers, TOPIC, (b"%d" % i for i in range(RECORDS)), partitions=2)
+        yield broker
+
+
+def options(broker: EmbeddedBroker, journal: Path, **extra: str) -> SourceOptions:
+    return SourceOptions.parse(
+        {
+            "kafka.bootstrap.servers": broker.bootstrap_servers,
+            "kafka.share.group.id": GROUP,
+            "subscribe": TOPIC,
+            "journalPath": str(journal),
+            "pollTimeoutMs": "3000",
+            **extra,
+        }
+    )
+
+
+def identities(journal: Journal, seqs: list[int]) -> list[tuple[str, int, int]]:
+    rows = [row for seq in seqs for row in journal.read(seq).to_pylist()]
+    return sorted((r["topic"], r["partition"], r["offset"]) for r in rows)
+
+
+def redelivered(broker: EmbeddedBroker, seconds: float) -> list[tuple[int, int, int]]:
+    """What another member of the group can acquire within ``seconds`` (ACCEPTing it)."""
+    with share_consumer(broker.bootstrap_servers, GROUP, [TOPIC]) as consumer:
+        got = consume(consumer, until=count_at_least(RECORDS), timeout=seconds)
+    return sorted((d.partition, d.offset, d.delivery_count) for d in got)
+
+
+def test_after_commit_accepts_only_when_the_next_planning_starts(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    journal = Journal(str(tmp_path))
+    planner = BatchPlanner(options(broker, tmp_path, maxRecordsPerTrigger="1000"), journal)
+    end = planner.latest(0, None)
+    assert end == 1
+    assert len(identities(journal, [1])) > 0
+    assert planner.stats is not None and planner.stats.accepted == 0
+    # Spark did not commit batch 1; the runner stops: the records go back to the group.
+    planner.close()
+    again = redelivered(broker, 10)
+    held = {(p, o) for _, p, o in identities(journal, [1])}
+    assert {(p, o) for p, o, _ in again} >= held
+    assert all(count == 2 for p, o, count in again if (p, o) in held)
+
+
+def test_after_commit_settles_the_committed_batch_and_purges_it(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    journal = Journal(str(tmp_path))
+    planner = BatchPlanner(options(broker, tmp_path, maxRecordsPerTrigger="1000"), journal)
+    seen: list[tuple[str, int, int]] = []
+    start = 0
+    while (end := planner.latest(start, None)) != start:
+        seen += identities(journal, list(range(start + 1, end + 1)))
+        start = end
+    assert len(seen) == RECORDS == len(set(seen))
+    assert planner.stats is not None and planner.stats.accepted == RECORDS
+    assert journal.sequences() == []
+    planner.close()
+    assert redelivered(broker, 2) == []
+
+
+def test_draining_waits_out_empty_polls_while_the_member_joins(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    journal = Journal(str(tmp_path))
+    planner = BatchPlanner(options(broker, tmp_path, pollTimeoutMs="1"), journal)
+    planner.drain()
+    # A 1 ms poll is empty until the member has joined; an empty planning would end the drain.
+    assert planner.latest(0, None) == 1
+    planner.close()
+
+
+def test_after_journal_accepts_right_after_journaling(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    journal = Journal(str(tmp_path))
+    opts = options(broker, tmp_path, acknowledge="afterJournal", maxRecordsPerTrigger="40",
+                   **{"kafka.max.poll.records": "10"})
+    planner = BatchPlanner(opts, journal)
+    end = planner.latest(0, 40)
+    batch = identities(journal, list(range(1, end + 1)))
+    assert 0 < len(batch) <= 40
+    assert planner.stats is not None and planner.stats.accepted == len(batch)
+    planner.close()
+    rest = redelivered(broker, 10)
+    # Nothing of the journaled batch comes back: the journal is its only copy now.
+    assert {(p, o) for p, o, _ in rest}.isdisjoint({(p, o) for _, p, o in batch})
+    assert len(rest) + len(batch) == RECORDS
+
+
+def test_segments_of_a_dead_runner_are_planned_first(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    journal = Journal(str(tmp_path))
+    opts = options(broker, tmp_path, acknowledge="afterJournal", maxRecordsPerTrigger="20")
+    first = BatchPlanner(opts, journal)
+    orphan_end = first.latest(0, 20)
+    first.close()  # died before Spark logged the offset: segments 1..orphan_end are orphans
+    orphans = identities(journal, list(range(1, orphan_end + 1)))
+    second = BatchPlanner(opts, journal)
+    assert second.latest(0, 20) == orphan_end
+    assert second.stats is not None and second.stats.accepted == 0
+    following = second.latest(orphan_end, 20)
+    assert following > orphan_end
+    assert journal.sequences() == list(range(orphan_end + 1, following + 1))
+    assert set(identities(journal, journal.sequences())).isdisjoint(orphans)
+    second.close()
+
+
+def test_expired_locks_are_counted_not_fatal_and_records_return(tmp_path: Path) -> None:
+    with EmbeddedBroker(topics=[TOPIC], record_lock_duration_ms=1000) as broker:
+        produce(broker.bootstrap_servers, TOPIC, (b"%d" % i for i in range(RECORDS)))
+        journal = Journal(str(tmp_path))
+        planner = BatchPlanner(options(broker, tmp_path, maxRecordsPerTrigger="1000"), journal)
+        assert planner.latest(0, None) == 1
+        first = identities(journal, [1])
+        time.sleep(2.5)  # the batch outlives its locks
+        start, redeliveries = 1, []
+        deadline = time.monotonic() + 30
+        while len(redeliveries) < len(first) and time.monotonic() < deadline:
+            end = planner.latest(start, None)
+            for seq in range(start + 1, end + 1):
+                redeliveries += journal.read(seq).to_pylist()
+            start = end
+        stats = planner.stats
+        assert stats is not None
+        assert stats.failed_partitions + stats.failed_records + stats.refused_locally > 0
+        assert {(r["topic"], r["partition"], r["offset"]) for r in redeliveries} >= set(first)
+        assert min(r["deliveryCount"] for r in redeliveries) >= 2
+        planner.close()
+
+
+RUNNER = """
+import json, logging, signal, sys, time
+from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.source.options import SourceOptions
+from kafka_share_eos.source.runner import BatchPlanner
+
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+signal.signal(signal.SIGTERM, lambda *_: (print("previous handler", flush=True), sys.exit(3)))
+options = SourceOptions.parse(json.loads(sys.argv[1]))
+planner = BatchPlanner(options, Journal(options.journal_path))
+print(planner.latest(0, None), flush=True)
+while True:
+    time.sleep(0.1)
+"""
+
+
+def test_sigterm_releases_the_uncommitted_batch_and_chains(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    raw = {
+        "kafka.bootstrap.servers": broker.bootstrap_servers, "kafka.share.group.id": GROUP,
+        "subscribe": TOPIC, "journalPath": str(tmp_path), "maxRecordsPerTrigger": "1000",
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-c", RUNNER, json.dumps(raw)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "1"
+    child.send_signal(signal.SIGTERM)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 3
+    assert "previous handler" in out
+    held = {(p, o) for _, p, o in identities(Journal(str(tmp_path)), [1])}
+    assert f"released={len(held)}" in err
+    back = redelivered(broker, 10)
+    assert len(back) == RECORDS
+    assert all((count == 2) == ((p, o) in held) for p, o, count in back)

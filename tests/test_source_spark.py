@@ -1,0 +1,218 @@
+"""The kafka-share source end to end: embedded broker over TCP, local Spark, journal on disk."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from confluent_kafka import AcknowledgeType, Producer
+from helpers import consume, count_at_least, produce, share_consumer
+
+import kafka_share_eos
+from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.testing.plugin import ShareTopic
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
+
+Row = dict[str, Any]
+
+
+def stream(spark: SparkSession, topic: ShareTopic, journal: Path, **extra: str) -> DataFrame:
+    kafka_share_eos.register(spark)
+    reader = (
+        spark.readStream.format("kafka-share")
+        .option("kafka.bootstrap.servers", topic.bootstrap_servers)
+        .option("kafka.share.group.id", topic.group_id)
+        .option("subscribe", topic.topic)
+        .option("journalPath", str(journal))
+        .option("availableNowIdleMs", "2000")
+    )
+    for name, value in extra.items():
+        reader = reader.option(name, value)
+    return reader.load()
+
+
+class Collector:
+    """A foreachBatch target keeping every batch's rows in the driver, optionally failing once."""
+
+    def __init__(self, fail_on_batch: int | None = None) -> None:
+        self.batches: dict[int, list[Row]] = defaultdict(list)
+        self.fail_on_batch = fail_on_batch
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        rows = [row.asDict(recursive=True) for row in batch.collect()]
+        self.batches[batch_id] = rows
+        if batch_id == self.fail_on_batch:
+            self.fail_on_batch = None
+            raise RuntimeError(f"sink failed on batch {batch_id}")
+
+    def rows(self) -> list[Row]:
+        return [row for rows in self.batches.values() for row in rows]
+
+
+def drain(df: DataFrame, checkpoint: Path, sink: Callable[[DataFrame, int], None]) -> None:
+    query = (
+        df.writeStream.foreachBatch(sink)
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(checkpoint))
+        .start()
+    )
+    query.awaitTermination(180)
+    assert not query.isActive, "the availableNow query did not finish"
+
+
+def identity(row: Row) -> tuple[str, int, int]:
+    return (row["topic"], row["partition"], row["offset"])
+
+
+def produce_varied(topic: ShareTopic, count: int) -> dict[tuple[int, int], tuple[Any, ...]]:
+    """Null keys, empty and large values, headers; map ``(partition, offset)`` to the record."""
+    sent: dict[tuple[int, int], tuple[Any, ...]] = {}
+    producer = Producer({"bootstrap.servers": topic.bootstrap_servers, "linger.ms": 5})
+    for i in range(count):
+        key = None if i % 5 == 0 else b"k%d" % i
+        value = b"" if i % 7 == 0 else (b"L" * 300_000 if i == 13 else b"v%d" % i)
+        headers = [("h", b"%d" % i), ("empty", None)] if i % 3 == 0 else None
+
+        def record(err: Any, msg: Any, produced: tuple[Any, ...] = (key, value, headers)) -> None:
+            assert err is None, err
+            sent[(msg.partition(), msg.offset())] = produced
+
+        producer.produce(
+            topic.topic, key=key, value=value, headers=headers,
+            partition=i % topic.partitions, on_delivery=record,
+        )
+    assert producer.flush(30) == 0
+    return sent
+
+
+def test_every_record_arrives_once_with_its_columns(
+    spark: SparkSession, share_topic: ShareTopic, tmp_path: Path
+) -> None:
+    sent = produce_varied(share_topic, 300)
+    sink = Collector()
+    df = stream(spark, share_topic, tmp_path / "journal", includeHeaders="true",
+                maxRecordsPerTrigger="100")
+    drain(df, tmp_path / "checkpoint", sink)
+    rows = sink.rows()
+    assert len(rows) == len(sent)
+    assert {(r["partition"], r["offset"]): r for r in rows}.keys() == sent.keys()
+    for row in rows:
+        key, value, headers = sent[(row["partition"], row["offset"])]
+        assert (row["key"], row["value"]) == (key, value)
+        expected = None if headers is None else [{"key": k, "value": v} for k, v in headers]
+        assert row["headers"] == expected
+        assert row["topic"] == share_topic.topic
+        assert row["deliveryCount"] == 1
+        assert row["timestampType"] == 0 and row["timestamp"] is not None
+    assert all(len(batch) <= 100 for batch in sink.batches.values())
+    # Every batch was committed, so the last planning purged every segment.
+    assert Journal(str(tmp_path / "journal")).sequences() == []
+
+
+def test_headers_column_only_when_asked(
+    spark: SparkSession, share_topic: ShareTopic, tmp_path: Path
+) -> None:
+    df = stream(spark, share_topic, tmp_path / "journal")
+    assert "headers" not in df.columns
+    assert df.columns[-1] == "deliveryCount"
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ({"startingOffsets": "earliest"}, "startingOffsets"),
+        ({"kafka.group.id": "g"}, "kafka.share.group.id"),
+        ({"maxRecordsPerTrigger": "many"}, "maxRecordsPerTrigger"),
+        ({"acknowledge": "sometimes"}, "acknowledge"),
+    ],
+)
+def test_bad_options_fail_at_load_naming_the_option(
+    spark: SparkSession, share_topic: ShareTopic, tmp_path: Path, extra: dict[str, str],
+    named: str,
+) -> None:
+    with pytest.raises(Exception, match=named):
+        stream(spark, share_topic, tmp_path / "journal", **extra)
+
+
+def test_missing_journal_path_fails_at_load(spark: SparkSession, share_topic: ShareTopic) -> None:
+    kafka_share_eos.register(spark)
+    reader = (
+        spark.readStream.format("kafka-share")
+        .option("kafka.bootstrap.servers", share_topic.bootstrap_servers)
+        .option("kafka.share.group.id", share_topic.group_id)
+        .option("subscribe", share_topic.topic)
+    )
+    with pytest.raises(Exception, match="journalPath"):
+        reader.load()
+
+
+def summary(rows: list[Row]) -> list[tuple[Any, ...]]:
+    return sorted((*identity(r), r["value"], r["deliveryCount"]) for r in rows)
+
+
+def run_failing_then_restarted(
+    spark: SparkSession, topic: ShareTopic, tmp_path: Path, policy: str
+) -> tuple[Collector, Collector]:
+    """Batch 1 fails on the first run; the second run restarts on the same checkpoint."""
+    produce(topic.bootstrap_servers, topic.topic, (b"%d" % i for i in range(300)),
+            partitions=topic.partitions)
+    options = {"maxRecordsPerTrigger": "100", "acknowledge": policy}
+    first = Collector(fail_on_batch=1)
+    with pytest.raises(Exception, match="sink failed on batch 1"):
+        drain(stream(spark, topic, tmp_path / "journal", **options), tmp_path / "cp", first)
+    second = Collector()
+    drain(stream(spark, topic, tmp_path / "journal", **options), tmp_path / "cp", second)
+    # The planned-but-uncommitted batch is re-run from the journal with the same records.
+    assert 0 not in second.batches
+    assert summary(second.batches[1]) == summary(first.batches[1])
+    assert len(first.batches[1]) > 0
+    return first, second
+
+
+def test_after_commit_replays_the_failed_batch_and_its_records_are_redelivered(
+    spark: SparkSession, share_topic: ShareTopic, tmp_path: Path
+) -> None:
+    first, second = run_failing_then_restarted(spark, share_topic, tmp_path, "afterCommit")
+    applied = first.batches[0] + second.rows()
+    assert {identity(r) for r in applied} == {identity(r) for r in applied if r["deliveryCount"]}
+    assert len({identity(r) for r in applied}) == 300
+    # Batch 1 was never ACCEPTed: the broker handed its records out again (the duplicates the
+    # strategies drop), and nothing else was delivered twice.
+    again = [r for r in second.rows() if r["deliveryCount"] >= 2]
+    assert {identity(r) for r in again} == {identity(r) for r in first.batches[1]}
+
+
+def test_after_journal_replays_the_failed_batch_without_redelivery(
+    spark: SparkSession, share_topic: ShareTopic, tmp_path: Path
+) -> None:
+    first, second = run_failing_then_restarted(spark, share_topic, tmp_path, "afterJournal")
+    applied = first.batches[0] + second.rows()
+    # Records were ACCEPTed as soon as they were journaled: the journal alone replays them.
+    assert len(applied) == len({identity(r) for r in applied}) == 300
+    assert {r["deliveryCount"] for r in applied} == {1}
+
+
+def test_released_records_come_back_with_a_higher_delivery_count(
+    spark: SparkSession, share_topic: ShareTopic, tmp_path: Path
+) -> None:
+    produce(share_topic.bootstrap_servers, share_topic.topic, (b"%d" % i for i in range(200)),
+            partitions=share_topic.partitions)
+    with share_consumer(
+        share_topic.bootstrap_servers, share_topic.group_id, [share_topic.topic]
+    ) as other:
+        released = consume(other, until=count_at_least(1), timeout=30,
+                           acknowledge=lambda _: AcknowledgeType.RELEASE)
+    sink = Collector()
+    drain(stream(spark, share_topic, tmp_path / "journal"), tmp_path / "cp", sink)
+    rows = sink.rows()
+    assert len(rows) == len({identity(r) for r in rows}) == 200
+    counts = {identity(r): r["deliveryCount"] for r in rows}
+    assert released and all(counts[d.identity] == 2 for d in released)
+    assert sum(1 for c in counts.values() if c == 1) == 200 - len(released)

@@ -1,0 +1,156 @@
+"""The upsert sink under Spark: ``foreachBatch`` calls on static and streaming DataFrames, on the
+driver path and on the per-partition executor path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import sqlalchemy as sa
+from deltalake import DeltaTable, QueryBuilder
+
+from kafka_share_eos.sinks.delta import DEFAULT_APP_ID_PREFIX
+from kafka_share_eos.strategies import BatchStrategy, IdempotentUpsertSink
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+
+SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("value", pa.binary()),
+        ("deliveryCount", pa.int32()),
+    ]
+)
+
+SCHEMA_DDL = "topic string, partition int, offset long, value binary, deliveryCount int"
+
+
+def records(offsets: list[tuple[int, int]], delivery: int = 1) -> pa.Table:
+    """Source-shaped rows for (partition, offset) pairs."""
+    return pa.Table.from_pylist(
+        [
+            {
+                "topic": "t",
+                "partition": p,
+                "offset": o,
+                "value": f"{p}:{o}".encode(),
+                "deliveryCount": delivery,
+            }
+            for p, o in offsets
+        ],
+        schema=SCHEMA,
+    )
+
+
+def drop_file(path: Path, table: pa.Table, order: int) -> None:
+    """Write a parquet file the file source will pick up as the ``order``-th (by mtime)."""
+    pq.write_table(table, path)
+    os.utime(path, (1_700_000_000 + order, 1_700_000_000 + order))
+
+
+def run_stream(stream_df: DataFrame, strategy: BatchStrategy, checkpoint: str) -> StreamingQuery:
+    """Run ``stream_df`` through ``strategy`` until the source has nothing more, then stop."""
+    query = (
+        stream_df.writeStream.foreachBatch(strategy)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(240)
+    assert query.exception() is None
+    return query
+
+
+def sql_identities(url: str) -> list[tuple[str, int, int, bytes]]:
+    engine = sa.create_engine(url)
+    table = sa.Table("events", sa.MetaData(), autoload_with=engine)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(table.c.topic, table.c.partition, table.c.offset, table.c.value)
+        )
+        result = sorted(tuple(r) for r in rows)
+    engine.dispose()
+    return result
+
+
+def test_static_dataframe_on_the_driver(spark: SparkSession, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'spark.db'}"
+    sink = IdempotentUpsertSink.sql(url, "events", create_table=True)
+    batch = records([(0, o) for o in range(6)] + [(0, 1), (1, 0)], delivery=2)
+    df = spark.createDataFrame(batch)
+
+    first = sink(df, 0)
+    assert (first.rows_in, first.duplicates_in_batch, first.rows_written) == (8, 1, 7)
+    again = sink(df, 0)
+    assert (again.already_applied, again.rows_written, again.write_path) == (7, 0, "rows")
+    expected = sorted(
+        {("t", p, o, f"{p}:{o}".encode()) for p, o in [(0, o) for o in range(6)] + [(1, 0)]}
+    )
+    assert sql_identities(url) == expected
+    sink.close()
+
+
+@pytest.mark.postgres
+def test_large_batches_go_through_the_executors(spark: SparkSession, postgres_url: str) -> None:
+    sink = IdempotentUpsertSink.sql(
+        postgres_url, "events", create_table=True, executor_threshold=50, bulk_threshold=20
+    )
+    pairs = [(p, o) for p in range(3) for o in range(40)]
+    # 120 records, 30 of them delivered twice in the same batch.
+    df = spark.createDataFrame(records(pairs + pairs[::4], delivery=1)).repartition(4)
+
+    report = sink(df, 0)
+    assert report.write_path == "executors"
+    assert (report.rows_in, report.duplicates_in_batch, report.rows_written) == (150, 30, 120)
+    small = spark.createDataFrame(records([*pairs[:10], (5, 0)]))
+    report = sink(small, 1)
+    assert (report.write_path, report.already_applied, report.rows_written) == ("rows", 10, 1)
+    report = sink(df, 0)
+    assert (report.already_applied, report.rows_written) == (120, 0)
+    expected = sorted({("t", p, o, f"{p}:{o}".encode()) for p, o in [*pairs, (5, 0)]})
+    assert sql_identities(postgres_url) == expected
+    sink.close()
+
+
+def test_streaming_query_into_delta(spark: SparkSession, tmp_path: Path) -> None:
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    # Three files = three micro-batches; the second and third redeliver records of the first.
+    drop_file(incoming / "a.parquet", records([(0, o) for o in range(5)]), 1)
+    drop_file(incoming / "b.parquet", records([(0, 3), (0, 4), (0, 5), (0, 5)], delivery=2), 2)
+    drop_file(incoming / "c.parquet", records([(1, 0), (0, 0)], delivery=3), 3)
+    stream = spark.readStream.schema(SCHEMA_DDL).option("maxFilesPerTrigger", 1)
+    table_path = str(tmp_path / "delta")
+    checkpoint = str(tmp_path / "checkpoint")
+    sink = IdempotentUpsertSink.delta(table_path)
+
+    query = run_stream(stream.parquet(str(incoming)), sink, checkpoint)
+
+    assert [(r.batch_id, r.rows_in, r.duplicates, r.rows_written) for r in sink.reports] == [
+        (0, 5, 0, 5),
+        (1, 4, 3, 1),
+        (2, 2, 1, 1),
+    ]
+    # Batch ids are recorded under the query's id, which a restart from the checkpoint keeps.
+    assert DeltaTable(table_path).transaction_version(f"{DEFAULT_APP_ID_PREFIX}:{query.id}") == 2
+
+    drop_file(incoming / "d.parquet", records([(0, 5), (1, 1)], delivery=4), 4)
+    restarted = IdempotentUpsertSink.delta(table_path)
+    run_stream(stream.parquet(str(incoming)), restarted, checkpoint)
+    assert [(r.batch_id, r.already_applied, r.rows_written) for r in restarted.reports] == [
+        (3, 1, 1)
+    ]
+
+    rows = pa.table(QueryBuilder().register("t", DeltaTable(table_path)).execute("select * from t"))
+    got = sorted((r["partition"], r["offset"], r["deliveryCount"]) for r in rows.to_pylist())
+    assert got == [(0, o, 1) for o in range(5)] + [(0, 5, 2), (1, 0, 3), (1, 1, 4)]

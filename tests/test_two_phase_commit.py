@@ -1,0 +1,233 @@
+"""Two-phase commit of non-idempotent effects: account balances in Postgres plus a Delta ledger.
+
+Each record carries an amount added to an account balance (``balance = balance + amount``): a
+record applied twice would show in the totals. Batches overlap (redeliveries), repeat rows
+inside a batch, and are replayed under the same batch id.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+from sqlalchemy import create_engine, text
+
+from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
+from kafka_share_eos.twophase import Transaction
+from kafka_share_eos.twophase.delta import DeltaParticipant
+from kafka_share_eos.twophase.outbox import OutboxParticipant
+from kafka_share_eos.twophase.postgres import PostgresParticipant
+from kafka_share_eos.twophase.postgres_log import PostgresDecisionLog
+
+pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
+
+ACCOUNTS = 7
+INCREMENT = "UPDATE accounts SET balance = balance + :amount WHERE id = :account"
+
+
+def payments(count: int, seed: int = 7) -> pa.Table:
+    """``count`` payment records with Kafka coordinates spread over 3 partitions."""
+    rng = random.Random(seed)
+    return pa.table(
+        {
+            "topic": ["payments"] * count,
+            "partition": pa.array([i % 3 for i in range(count)], pa.int32()),
+            "offset": pa.array([i // 3 for i in range(count)], pa.int64()),
+            "account": pa.array([rng.randrange(ACCOUNTS) for _ in range(count)], pa.int32()),
+            "amount": pa.array([rng.randrange(1, 1000) for _ in range(count)], pa.int64()),
+        }
+    )
+
+
+def expected_balances(records: pa.Table) -> dict[int, int]:
+    totals: Counter[int] = Counter()
+    for account, amount in zip(
+        records["account"].to_pylist(), records["amount"].to_pylist(), strict=True
+    ):
+        totals[account] += amount
+    return {a: totals[a] for a in range(ACCOUNTS)}
+
+
+def create_accounts(url: str) -> None:
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL)"))
+        conn.execute(
+            text("INSERT INTO accounts VALUES (:id, 0)"), [{"id": a} for a in range(ACCOUNTS)]
+        )
+    engine.dispose()
+
+
+def balances(url: str) -> dict[int, int]:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT id, balance FROM accounts")).all()
+    engine.dispose()
+    return {int(r[0]): int(r[1]) for r in rows}
+
+
+def prepared_gids(url: str) -> list[str]:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        gids = list(conn.execute(text("SELECT gid FROM pg_prepared_xacts")).scalars())
+    engine.dispose()
+    return gids
+
+
+def delta_keys(path: str) -> list[tuple[int, int]]:
+    table = DeltaTable(path).to_pyarrow_table(columns=["partition", "offset"])
+    return sorted(
+        zip(table["partition"].to_pylist(), table["offset"].to_pylist(), strict=True)
+    )
+
+
+def test_balances_exact_under_redeliveries_replays_and_in_batch_duplicates(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    create_accounts(postgres_url)
+    delta_path = str(tmp_path / "payments")
+    records = payments(120)
+    coordinator = TwoPhaseCommitCoordinator(
+        log=str(tmp_path / "decisions"),
+        participants=[
+            PostgresParticipant(postgres_url, INCREMENT),
+            DeltaParticipant(delta_path),
+        ],
+        app_id="balances",
+    )
+    first = records.slice(0, 50)
+    # Batch 1 overlaps batch 0 (redeliveries) and repeats some of its own rows.
+    second = pa.concat_tables([records.slice(40, 50), records.slice(85, 5)])
+    third = pa.concat_tables([records.slice(90, 30), records.slice(0, 20)])
+
+    reports = [
+        coordinator.apply(first, 0),
+        coordinator.apply(second, 1),
+        coordinator.apply(second, 1),  # replay of the same batch id
+        coordinator.apply(third, 2),
+        coordinator.apply(third, 2),
+    ]
+
+    assert balances(postgres_url) == expected_balances(records)
+    assert delta_keys(delta_path) == sorted(
+        zip(records["partition"].to_pylist(), records["offset"].to_pylist(), strict=True)
+    )
+    assert [r.rows_written for r in reports] == [50, 40, 0, 30, 0]
+    assert [r.duplicates_in_batch for r in reports] == [0, 5, 5, 0, 0]
+    assert [r.already_applied for r in reports] == [0, 10, 50, 20, 50]
+    assert all(r.write_path == "two-phase-commit" for r in reports)
+    assert coordinator.totals.rows_written == records.num_rows
+    assert prepared_gids(postgres_url) == []
+
+
+def test_business_key_outbox_and_postgres_decision_log(postgres_url: str) -> None:
+    """Dedup on a business key; one outbox message per event, decisions kept in Postgres."""
+    create_accounts(postgres_url)
+    events = pa.table(
+        {
+            "event_id": ["e1", "e2", "e3", "e2", "e4"],
+            "account": pa.array([1, 2, 1, 2, 3], pa.int32()),
+            "amount": pa.array([10, 20, 30, 20, 40], pa.int64()),
+        }
+    )
+    coordinator = TwoPhaseCommitCoordinator(
+        log=PostgresDecisionLog(postgres_url),
+        participants=[
+            PostgresParticipant(postgres_url, INCREMENT, name="balances"),
+            OutboxParticipant(postgres_url, ["event_id", "account", "amount"]),
+        ],
+        app_id="events",
+        key_columns=["event_id"],
+    )
+    coordinator.apply(events.slice(0, 3), 0)
+    coordinator.apply(events, 1)
+
+    assert balances(postgres_url) == {0: 0, 1: 40, 2: 20, 3: 40, 4: 0, 5: 0, 6: 0}
+    engine = create_engine(postgres_url)
+    with engine.connect() as conn:
+        sent = conn.execute(text("SELECT payload->>'event_id' FROM kse_outbox")).scalars()
+        assert sorted(sent) == ["e1", "e2", "e3", "e4"]
+        assert conn.execute(text("SELECT count(*) FROM kse_2pc_decisions")).scalar_one() == 0
+    engine.dispose()
+
+
+def test_function_effect_sees_only_new_rows(postgres_url: str, tmp_path: Path) -> None:
+    seen: list[list[int]] = []
+
+    def effect(conn: object, rows: pa.Table) -> None:
+        seen.append(rows["offset"].to_pylist())
+
+    create_accounts(postgres_url)
+    records = payments(9)
+    coordinator = TwoPhaseCommitCoordinator(
+        log=str(tmp_path / "decisions"),
+        participants=[PostgresParticipant(postgres_url, effect)],
+        app_id="fn",
+    )
+    coordinator.apply(records.slice(0, 6), 0)
+    coordinator.apply(records, 1)
+
+    assert seen == [[0, 0, 0, 1, 1, 1], [2, 2, 2]]
+
+
+def test_missing_identity_column_is_named(postgres_url: str, tmp_path: Path) -> None:
+    coordinator = TwoPhaseCommitCoordinator(
+        log=str(tmp_path / "decisions"),
+        participants=[PostgresParticipant(postgres_url, INCREMENT)],
+        app_id="missing",
+    )
+    with pytest.raises(ValueError, match="offset"):
+        coordinator.apply(payments(3).drop_columns(["offset"]), 0)
+
+
+def test_failed_prepare_rolls_back_every_participant(postgres_url: str, tmp_path: Path) -> None:
+    """An effect that fails on the second participant leaves nothing behind anywhere."""
+    create_accounts(postgres_url)
+    coordinator = TwoPhaseCommitCoordinator(
+        log=str(tmp_path / "decisions"),
+        participants=[
+            PostgresParticipant(postgres_url, INCREMENT, name="balances"),
+            PostgresParticipant(postgres_url, "UPDATE no_such_table SET x = :amount", name="bad"),
+        ],
+        app_id="failing",
+    )
+    with pytest.raises(Exception, match="no_such_table"):
+        coordinator.apply(payments(5), 0)
+
+    assert prepared_gids(postgres_url) == []
+    assert set(balances(postgres_url).values()) == {0}
+
+
+def test_delta_table_with_other_columns_is_refused_by_name(tmp_path: Path) -> None:
+    delta_path = str(tmp_path / "payments")
+    coordinator = TwoPhaseCommitCoordinator(
+        log=str(tmp_path / "decisions"), participants=[DeltaParticipant(delta_path)], app_id="d"
+    )
+    coordinator.apply(payments(3), 0)
+    with pytest.raises(ValueError, match="'note'"):
+        coordinator.apply(payments(3).append_column("note", pa.array(["x"] * 3)), 1)
+    assert len(delta_keys(delta_path)) == 3
+
+
+def test_retried_partition_rolls_back_only_its_earlier_attempts(postgres_url: str) -> None:
+    """What a retried Spark task does before preparing its partition again."""
+    create_accounts(postgres_url)
+    participant = PostgresParticipant(postgres_url, INCREMENT)
+    records = payments(6)
+    txn = Transaction.new("retry", 0, ["topic", "partition", "offset"])
+    participant.prepare(records.slice(0, 3), txn, part="p0a0")
+    other = participant.prepare(records.slice(3, 3), txn, part="p1a0")
+
+    assert participant.rollback_parts(txn.txid, "p0a") == 1
+    # The retry would wait forever on the ledger keys of a prepared earlier attempt.
+    retried = participant.prepare(records.slice(0, 3), txn, part="p0a1")
+    assert sorted(t.part for t in participant.recover(txn.txid)) == ["p0a1", "p1a0"]
+    for token in (retried, other):
+        participant.commit(token)
+
+    assert balances(postgres_url) == expected_balances(records)
+    assert prepared_gids(postgres_url) == []

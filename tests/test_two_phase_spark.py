@@ -1,0 +1,211 @@
+"""The two-phase-commit coordinator as a real ``foreachBatch`` sink of the kafka-share source.
+
+Payments flow from the embedded broker through local Spark into account balances (Postgres) and a
+payment log (Delta). The first query run fails right after committing a batch, before Spark can
+record it, so the restarted query replays that batch and the broker redelivers what the dead
+run still held; balances and the Delta log must still count every payment exactly once.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pytest
+from confluent_kafka import Producer
+from test_two_phase_commit import (
+    INCREMENT,
+    balances,
+    create_accounts,
+    delta_keys,
+    expected_balances,
+    payments,
+    prepared_gids,
+)
+
+import kafka_share_eos
+from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
+from kafka_share_eos.testing.plugin import ShareTopic
+from kafka_share_eos.twophase.delta import DeltaParticipant
+from kafka_share_eos.twophase.postgres import PostgresParticipant
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.timeout(300)]
+
+
+class FailOnceAfter:
+    """Runs the coordinator, then fails batch ``batch`` once: its effects are already committed."""
+
+    def __init__(self, coordinator: TwoPhaseCommitCoordinator, batch: int | None) -> None:
+        self.coordinator = coordinator
+        self.batch = batch
+
+    def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
+        self.coordinator(batch_df, batch_id)
+        if batch_id == self.batch:
+            self.batch = None
+            raise RuntimeError(f"driver lost after committing batch {batch_id}")
+
+
+def produce_payments(topic: ShareTopic, count: int) -> pa.Table:
+    rng = random.Random(3)
+    sent: dict[str, list[int]] = {"partition": [], "offset": [], "account": [], "amount": []}
+    producer = Producer({"bootstrap.servers": topic.bootstrap_servers, "linger.ms": 5})
+
+    def delivered(err: object, msg: object, account: int, amount: int) -> None:
+        assert err is None, err
+        sent["partition"].append(msg.partition())  # type: ignore[attr-defined]
+        sent["offset"].append(msg.offset())  # type: ignore[attr-defined]
+        sent["account"].append(account)
+        sent["amount"].append(amount)
+
+    for i in range(count):
+        account, amount = rng.randrange(7), rng.randrange(1, 500)
+        producer.produce(
+            topic.topic, value=f"{account}:{amount}".encode(), partition=i % topic.partitions,
+            on_delivery=lambda err, msg, a=account, m=amount: delivered(err, msg, a, m),
+        )
+    assert producer.flush(30) == 0
+    return pa.table(sent)
+
+
+def payments_stream(spark: SparkSession, topic: ShareTopic, journal: Path) -> DataFrame:
+    kafka_share_eos.register(spark)
+    return (
+        spark.readStream.format("kafka-share")
+        .option("kafka.bootstrap.servers", topic.bootstrap_servers)
+        .option("kafka.share.group.id", topic.group_id)
+        .option("subscribe", topic.topic)
+        .option("journalPath", str(journal))
+        .option("maxRecordsPerTrigger", "40")
+        .load()
+        .selectExpr(
+            "topic", "partition", "offset",
+            "CAST(split(CAST(value AS STRING), ':')[0] AS INT) AS account",
+            "CAST(split(CAST(value AS STRING), ':')[1] AS BIGINT) AS amount",
+        )
+    )
+
+
+def test_spark_stream_applies_each_payment_once_across_a_failed_run(
+    spark: SparkSession, share_topic: ShareTopic, postgres_url: str, tmp_path: Path
+) -> None:
+    create_accounts(postgres_url)
+    sent = produce_payments(share_topic, 150)
+    delta_path = str(tmp_path / "payments")
+
+    def run(fail_after: int | None) -> TwoPhaseCommitCoordinator:
+        coordinator = TwoPhaseCommitCoordinator(
+            log=str(tmp_path / "checkpoint-2pc"),
+            participants=[PostgresParticipant(postgres_url, INCREMENT),
+                          DeltaParticipant(delta_path)],
+            app_id="payments",
+        )
+        query = (
+            payments_stream(spark, share_topic, tmp_path / "journal")
+            .writeStream.foreachBatch(FailOnceAfter(coordinator, fail_after))
+            .trigger(availableNow=True)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .start()
+        )
+        try:
+            query.awaitTermination(180)
+        finally:
+            query.stop()
+        return coordinator
+
+    with pytest.raises(Exception, match="driver lost after committing batch 1"):
+        run(fail_after=1)
+    restarted = run(fail_after=None)
+
+    assert balances(postgres_url) == expected_balances(sent)
+    assert delta_keys(delta_path) == sorted(
+        zip(sent["partition"].to_pylist(), sent["offset"].to_pylist(), strict=True)
+    )
+    assert prepared_gids(postgres_url) == []
+    # The replayed batch 1 was absorbed by the ledgers, not applied again.
+    first = restarted.reports[0]
+    assert first.batch_id == 1
+    assert first.rows_written == 0
+    assert first.already_applied == first.rows_in - first.duplicates_in_batch > 0
+
+
+def test_prepare_on_executors_applies_each_payment_once(
+    spark: SparkSession, postgres_url: str, tmp_path: Path
+) -> None:
+    """One prepared transaction per Spark partition; the driver logs and commits their gids."""
+    create_accounts(postgres_url)
+    records = payments(90)
+    coordinator = TwoPhaseCommitCoordinator(
+        log=str(tmp_path / "decisions"),
+        participants=[PostgresParticipant(postgres_url, INCREMENT)],
+        app_id="executors",
+        prepare_on="executors",
+    )
+    first = spark.createDataFrame(records.slice(0, 60).to_pandas()).repartition(3)
+    # Redeliveries of batch 0, in-batch duplicates, and new records, spread over partitions.
+    second = spark.createDataFrame(
+        pa.concat_tables([records.slice(50, 40), records.slice(80, 10)]).to_pandas()
+    ).repartition(3)
+
+    reports = [coordinator(first, 0), coordinator(second, 1), coordinator(second, 1)]
+
+    assert balances(postgres_url) == expected_balances(records)
+    assert [r.rows_written for r in reports] == [60, 30, 0]
+    assert [r.duplicates_in_batch for r in reports] == [0, 10, 10]
+    assert [r.already_applied for r in reports] == [0, 10, 40]
+    assert coordinator.last_commit is not None
+    assert prepared_gids(postgres_url) == []
+
+
+def test_failed_executor_job_leaves_nothing_applied_nor_prepared(
+    spark: SparkSession, postgres_url: str, tmp_path: Path
+) -> None:
+    """One partition's effect fails: the others' prepared work is rolled back, not committed."""
+
+    def fail_on_first_record(conn: object, rows: pa.Table) -> None:
+        # Defined here so that Spark pickles it by value for the executors.
+        keys = zip(rows["partition"].to_pylist(), rows["offset"].to_pylist(), strict=True)
+        if (0, 0) in set(keys):
+            raise RuntimeError("cannot apply record 0/0")
+
+    create_accounts(postgres_url)
+    records = payments(60)
+    batch = spark.createDataFrame(records.to_pandas())
+    failing = TwoPhaseCommitCoordinator(
+        log=str(tmp_path / "decisions"),
+        participants=[PostgresParticipant(postgres_url, fail_on_first_record)],
+        app_id="failing",
+        prepare_on="executors",
+    )
+    with pytest.raises(Exception, match="cannot apply record 0/0"):
+        failing(batch, 0)
+    # A task still running when the job failed may prepare after the rollback: the next
+    # batch's recovery pass resolves it before anything else.
+    failing.recover()
+    assert prepared_gids(postgres_url) == []
+    assert set(balances(postgres_url).values()) == {0}
+
+    # Nothing reached the ledger either: a working effect then applies every record.
+    working = TwoPhaseCommitCoordinator(
+        log=str(tmp_path / "decisions"),
+        participants=[PostgresParticipant(postgres_url, INCREMENT)],
+        app_id="failing",
+        prepare_on="executors",
+    )
+    assert working(batch, 0).rows_written == records.num_rows
+    assert balances(postgres_url) == expected_balances(records)
+
+
+def test_executors_mode_refuses_driver_only_participants(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"\['delta'\]"):
+        TwoPhaseCommitCoordinator(
+            log=str(tmp_path / "decisions"),
+            participants=[DeltaParticipant(str(tmp_path / "delta"))],
+            app_id="refused",
+            prepare_on="executors",
+        )
