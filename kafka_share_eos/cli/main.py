@@ -22,3 +22,7 @@ app.add_typer(dedup, name="dedup")
 @app.callback()
 def main() -> None:
     """Exactly-once effects for PySpark pipelines on Kafka share groups."""
+
+
+if __name__ == "__main__":
+    app()

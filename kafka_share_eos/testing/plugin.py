@@ -3,6 +3,8 @@
 - ``embedded_broker``: one embedded share-group broker per test session.
 - ``share_topic``: a fresh topic (and a share group name nobody used) per test.
 - ``spark``: one local Spark session per test session.
+- ``postgres_server``: a throwaway PostgreSQL server per test session (``KSE_TEST_POSTGRES_URL``
+  points the fixtures at an existing server instead); ``postgres_url``: a fresh database per test.
 - ``delta_path``: a fresh location for a Delta table.
 """
 
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos.testing.postgres import PostgresDatabases, postgres_for_tests
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,6 +63,21 @@ def spark() -> Iterator[SparkSession]:
     session = local_spark_session()
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresDatabases]:
+    """A PostgreSQL server for the session (``KSE_TEST_POSTGRES_URL`` to use an existing one)."""
+    with postgres_for_tests() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresDatabases) -> Iterator[str]:
+    """SQLAlchemy URL of a fresh database, dropped after the test."""
+    name = f"kse_{uuid.uuid4().hex[:16]}"
+    yield postgres_server.create_database(name)
+    postgres_server.drop_database(name)
 
 
 @pytest.fixture
