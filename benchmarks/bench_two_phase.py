@@ -22,13 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 import sqlalchemy as sa
+from _common import best_seconds, postgres_database
 
 from kafka_share_eos.strategies.base import BatchStrategy
 from kafka_share_eos.strategies.idempotent_upsert import IdempotentUpsertSink
@@ -65,17 +64,6 @@ def add_to_balances(conn: sa.Connection, rows: pa.Table) -> None:
         ),
         {"accounts": rows["account"].to_pylist(), "amounts": rows["amount"].to_pylist()},
     )
-
-
-@contextmanager
-def _postgres_url(url: str | None) -> Iterator[str]:
-    if url is not None:
-        yield url
-        return
-    from kafka_share_eos.testing.postgres import postgres_for_tests
-
-    with postgres_for_tests() as server:
-        yield server.create_database()
 
 
 def _reset(engine: sa.Engine) -> None:
@@ -120,19 +108,24 @@ def run(
     data = [payment_batch(rows_per_batch, b * rows_per_batch) for b in range(batches)]
     total = rows_per_batch * batches
     seconds: dict[str, float] = {}
-    with _postgres_url(url) as db_url, tempfile.TemporaryDirectory() as workdir:
+    with postgres_database(url) as db_url, tempfile.TemporaryDirectory() as workdir:
         engine = sa.create_engine(db_url)
         for name, make in _strategies(db_url, workdir).items():
-            best = float("inf")
-            for attempt in range(repeats):
+
+            def prepare(
+                attempt: int, name: str = name, make: Callable[[str], BatchStrategy] = make
+            ) -> Callable[[], object]:
                 _reset(engine)
                 strategy = make(f"{name}-{attempt}")
-                started = time.perf_counter()
-                for batch_id, batch in enumerate(data):
-                    strategy.apply(batch, batch_id)
-                best = min(best, time.perf_counter() - started)
-                assert strategy.totals.rows_written == total, (name, strategy.totals)
-            seconds[name] = best
+
+                def work() -> None:
+                    for batch_id, batch in enumerate(data):
+                        strategy.apply(batch, batch_id)
+                    assert strategy.totals.rows_written == total, (name, strategy.totals)
+
+                return work
+
+            seconds[name] = best_seconds(prepare, repeats)
         engine.dispose()
     rates = {name: total / s for name, s in seconds.items()}
     return {

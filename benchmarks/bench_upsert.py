@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 import sqlalchemy as sa
+from _common import best_seconds, postgres_database
 from deltalake import write_deltalake
 from psycopg import sql as pgsql
 
@@ -48,29 +47,6 @@ def source_rows(count: int, first_offset: int = 0, value_bytes: int = 100) -> pa
             "deliveryCount": pa.array([1] * count, pa.int32()),
         }
     )
-
-
-def _best_seconds(prepare: Callable[[int], Callable[[], object]], repeats: int) -> float:
-    """Fastest of ``repeats`` timed runs; ``prepare(attempt)`` sets up fresh targets untimed and
-    returns the work to time."""
-    best = float("inf")
-    for attempt in range(repeats):
-        work = prepare(attempt)
-        started = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
-@contextmanager
-def _postgres_url(url: str | None) -> Iterator[str]:
-    if url is not None:
-        yield url
-        return
-    from kafka_share_eos.testing.postgres import postgres_for_tests
-
-    with postgres_for_tests() as server:
-        yield server.create_database()
 
 
 def bench_postgres(rows: pa.Table, url: str, repeats: int) -> dict[str, float]:
@@ -119,11 +95,11 @@ def bench_postgres(rows: pa.Table, url: str, repeats: int) -> dict[str, float]:
     def rate(seconds: float, rows_written: int = count) -> float:
         return rows_written / seconds
 
-    append_s = _best_seconds(plain_copy, repeats)
-    fresh_s = _best_seconds(upsert("fresh", rows), repeats)
-    mixed_s = _best_seconds(upsert("mixed", rows, applied_before=count // 10), repeats)
-    full_s = _best_seconds(upsert("redelivered", rows, applied_before=count), repeats)
-    small_s = _best_seconds(upsert("rows_path", small, bulk_threshold=count + 1), repeats)
+    append_s = best_seconds(plain_copy, repeats)
+    fresh_s = best_seconds(upsert("fresh", rows), repeats)
+    mixed_s = best_seconds(upsert("mixed", rows, applied_before=count // 10), repeats)
+    full_s = best_seconds(upsert("redelivered", rows, applied_before=count), repeats)
+    small_s = best_seconds(upsert("rows_path", small, bulk_threshold=count + 1), repeats)
     paths = {name: sink.last_report for name, sink in sinks.items()}
     assert all(report is not None for report in paths.values())
     engine.dispose()
@@ -160,8 +136,8 @@ def bench_delta(base_rows: int, batch_rows: int, repeats: int) -> dict[str, floa
             sink = IdempotentUpsertSink.delta(fresh_table("merge", attempt))
             return lambda: sink.apply(batch, 0)
 
-        append_s = _best_seconds(append, repeats)
-        merge_s = _best_seconds(merge, repeats)
+        append_s = best_seconds(append, repeats)
+        merge_s = best_seconds(merge, repeats)
     return {
         "base_rows": base_rows,
         "batch_rows": batch_rows,
@@ -179,7 +155,7 @@ def run(
     postgres_url: str | None = None,
 ) -> dict[str, Any]:
     """Run both comparisons; starts a throwaway PostgreSQL unless ``postgres_url`` is given."""
-    with _postgres_url(postgres_url) as url:
+    with postgres_database(postgres_url) as url:
         postgres = bench_postgres(source_rows(rows), url, repeats)
     delta = bench_delta(delta_base_rows, delta_batch_rows, repeats)
     return {"postgres": postgres, "delta": delta}

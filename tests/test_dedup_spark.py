@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pytest
 from helpers import produce
+from helpers.streaming import run_available_now, share_stream
 from test_dedup_store import delta_rows
 
-import kafka_share_eos
 from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
 from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
 from kafka_share_eos.testing.plugin import ShareTopic
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -43,26 +43,8 @@ class FailsOnceAfterWriting:
 
 
 def run(spark: SparkSession, topic: ShareTopic, tmp: Path, store: CheckpointDedupStore) -> None:
-    kafka_share_eos.register(spark)
-    df: DataFrame = (
-        spark.readStream.format("kafka-share")
-        .option("kafka.bootstrap.servers", topic.bootstrap_servers)
-        .option("kafka.share.group.id", topic.group_id)
-        .option("subscribe", topic.topic)
-        .option("journalPath", str(tmp / "journal"))
-        .option("maxRecordsPerTrigger", "40")
-        .load()
-    )
-    query = (
-        df.writeStream.foreachBatch(store)
-        .trigger(availableNow=True)
-        .option("checkpointLocation", str(tmp / "checkpoint"))
-        .start()
-    )
-    try:
-        query.awaitTermination(180)
-    finally:
-        query.stop()
+    df = share_stream(spark, topic, tmp / "journal", maxRecordsPerTrigger="40")
+    run_available_now(df, tmp / "checkpoint", store)
 
 
 def test_failed_batch_replay_and_redeliveries_reach_the_sink_once(

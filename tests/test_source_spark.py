@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from confluent_kafka import AcknowledgeType, Producer
 from helpers import consume, count_at_least, produce, share_consumer
+from helpers.streaming import run_available_now, share_stream
 
-import kafka_share_eos
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.testing.plugin import ShareTopic
 
@@ -24,18 +23,7 @@ Row = dict[str, Any]
 
 
 def stream(spark: SparkSession, topic: ShareTopic, journal: Path, **extra: str) -> DataFrame:
-    kafka_share_eos.register(spark)
-    reader = (
-        spark.readStream.format("kafka-share")
-        .option("kafka.bootstrap.servers", topic.bootstrap_servers)
-        .option("kafka.share.group.id", topic.group_id)
-        .option("subscribe", topic.topic)
-        .option("journalPath", str(journal))
-        .option("availableNowIdleMs", "2000")
-    )
-    for name, value in extra.items():
-        reader = reader.option(name, value)
-    return reader.load()
+    return share_stream(spark, topic, journal, **{"availableNowIdleMs": "2000", **extra})
 
 
 class Collector:
@@ -54,17 +42,6 @@ class Collector:
 
     def rows(self) -> list[Row]:
         return [row for rows in self.batches.values() for row in rows]
-
-
-def drain(df: DataFrame, checkpoint: Path, sink: Callable[[DataFrame, int], None]) -> None:
-    query = (
-        df.writeStream.foreachBatch(sink)
-        .trigger(availableNow=True)
-        .option("checkpointLocation", str(checkpoint))
-        .start()
-    )
-    query.awaitTermination(180)
-    assert not query.isActive, "the availableNow query did not finish"
 
 
 def identity(row: Row) -> tuple[str, int, int]:
@@ -99,7 +76,7 @@ def test_every_record_arrives_once_with_its_columns(
     sink = Collector()
     df = stream(spark, share_topic, tmp_path / "journal", includeHeaders="true",
                 maxRecordsPerTrigger="100")
-    drain(df, tmp_path / "checkpoint", sink)
+    run_available_now(df, tmp_path / "checkpoint", sink)
     rows = sink.rows()
     assert len(rows) == len(sent)
     assert {(r["partition"], r["offset"]): r for r in rows}.keys() == sent.keys()
@@ -142,15 +119,8 @@ def test_bad_options_fail_at_load_naming_the_option(
 
 
 def test_missing_journal_path_fails_at_load(spark: SparkSession, share_topic: ShareTopic) -> None:
-    kafka_share_eos.register(spark)
-    reader = (
-        spark.readStream.format("kafka-share")
-        .option("kafka.bootstrap.servers", share_topic.bootstrap_servers)
-        .option("kafka.share.group.id", share_topic.group_id)
-        .option("subscribe", share_topic.topic)
-    )
     with pytest.raises(Exception, match="journalPath"):
-        reader.load()
+        share_stream(spark, share_topic, None)
 
 
 def summary(rows: list[Row]) -> list[tuple[Any, ...]]:
@@ -164,11 +134,12 @@ def run_failing_then_restarted(
     produce(topic.bootstrap_servers, topic.topic, (b"%d" % i for i in range(300)),
             partitions=topic.partitions)
     options = {"maxRecordsPerTrigger": "100", "acknowledge": policy}
+    journal, checkpoint = tmp_path / "journal", tmp_path / "cp"
     first = Collector(fail_on_batch=1)
     with pytest.raises(Exception, match="sink failed on batch 1"):
-        drain(stream(spark, topic, tmp_path / "journal", **options), tmp_path / "cp", first)
+        run_available_now(stream(spark, topic, journal, **options), checkpoint, first)
     second = Collector()
-    drain(stream(spark, topic, tmp_path / "journal", **options), tmp_path / "cp", second)
+    run_available_now(stream(spark, topic, journal, **options), checkpoint, second)
     # The planned-but-uncommitted batch is re-run from the journal with the same records.
     assert 0 not in second.batches
     assert summary(second.batches[1]) == summary(first.batches[1])
@@ -210,7 +181,7 @@ def test_released_records_come_back_with_a_higher_delivery_count(
         released = consume(other, until=count_at_least(1), timeout=30,
                            acknowledge=lambda _: AcknowledgeType.RELEASE)
     sink = Collector()
-    drain(stream(spark, share_topic, tmp_path / "journal"), tmp_path / "cp", sink)
+    run_available_now(stream(spark, share_topic, tmp_path / "journal"), tmp_path / "cp", sink)
     rows = sink.rows()
     assert len(rows) == len({identity(r) for r in rows}) == 200
     counts = {identity(r): r["deliveryCount"] for r in rows}

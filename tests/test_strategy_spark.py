@@ -12,26 +12,24 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 from deltalake import DeltaTable, QueryBuilder
+from helpers.streaming import run_available_now
 
 from kafka_share_eos.sinks.delta import DEFAULT_APP_ID_PREFIX
-from kafka_share_eos.strategies import BatchStrategy, IdempotentUpsertSink
+from kafka_share_eos.source.schema import arrow_schema
+from kafka_share_eos.strategies import IdempotentUpsertSink
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
+# The source columns the strategies read; the streamed parquet files hold only these.
 SCHEMA = pa.schema(
     [
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("value", pa.binary()),
-        ("deliveryCount", pa.int32()),
+        arrow_schema(include_headers=False).field(name)
+        for name in ("topic", "partition", "offset", "value", "deliveryCount")
     ]
 )
-
 SCHEMA_DDL = "topic string, partition int, offset long, value binary, deliveryCount int"
 
 
@@ -56,19 +54,6 @@ def drop_file(path: Path, table: pa.Table, order: int) -> None:
     """Write a parquet file the file source will pick up as the ``order``-th (by mtime)."""
     pq.write_table(table, path)
     os.utime(path, (1_700_000_000 + order, 1_700_000_000 + order))
-
-
-def run_stream(stream_df: DataFrame, strategy: BatchStrategy, checkpoint: str) -> StreamingQuery:
-    """Run ``stream_df`` through ``strategy`` until the source has nothing more, then stop."""
-    query = (
-        stream_df.writeStream.foreachBatch(strategy)
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(240)
-    assert query.exception() is None
-    return query
 
 
 def sql_identities(url: str) -> list[tuple[str, int, int, bytes]]:
@@ -134,7 +119,7 @@ def test_streaming_query_into_delta(spark: SparkSession, tmp_path: Path) -> None
     checkpoint = str(tmp_path / "checkpoint")
     sink = IdempotentUpsertSink.delta(table_path)
 
-    query = run_stream(stream.parquet(str(incoming)), sink, checkpoint)
+    query = run_available_now(stream.parquet(str(incoming)), checkpoint, sink, timeout=240)
 
     assert [(r.batch_id, r.rows_in, r.duplicates, r.rows_written) for r in sink.reports] == [
         (0, 5, 0, 5),
@@ -146,7 +131,7 @@ def test_streaming_query_into_delta(spark: SparkSession, tmp_path: Path) -> None
 
     drop_file(incoming / "d.parquet", records([(0, 5), (1, 1)], delivery=4), 4)
     restarted = IdempotentUpsertSink.delta(table_path)
-    run_stream(stream.parquet(str(incoming)), restarted, checkpoint)
+    run_available_now(stream.parquet(str(incoming)), checkpoint, restarted, timeout=240)
     assert [(r.batch_id, r.already_applied, r.rows_written) for r in restarted.reports] == [
         (3, 1, 1)
     ]

@@ -7,13 +7,19 @@ inside a batch, and are replayed under the same batch id.
 
 from __future__ import annotations
 
-import random
-from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
+from helpers.accounts import (
+    INCREMENT,
+    balances,
+    create_accounts,
+    delta_keys,
+    expected_balances,
+    payments,
+    prepared_gids,
+)
 from sqlalchemy import create_engine, text
 
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
@@ -24,65 +30,6 @@ from kafka_share_eos.twophase.postgres import PostgresParticipant
 from kafka_share_eos.twophase.postgres_log import PostgresDecisionLog
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
-
-ACCOUNTS = 7
-INCREMENT = "UPDATE accounts SET balance = balance + :amount WHERE id = :account"
-
-
-def payments(count: int, seed: int = 7) -> pa.Table:
-    """``count`` payment records with Kafka coordinates spread over 3 partitions."""
-    rng = random.Random(seed)
-    return pa.table(
-        {
-            "topic": ["payments"] * count,
-            "partition": pa.array([i % 3 for i in range(count)], pa.int32()),
-            "offset": pa.array([i // 3 for i in range(count)], pa.int64()),
-            "account": pa.array([rng.randrange(ACCOUNTS) for _ in range(count)], pa.int32()),
-            "amount": pa.array([rng.randrange(1, 1000) for _ in range(count)], pa.int64()),
-        }
-    )
-
-
-def expected_balances(records: pa.Table) -> dict[int, int]:
-    totals: Counter[int] = Counter()
-    for account, amount in zip(
-        records["account"].to_pylist(), records["amount"].to_pylist(), strict=True
-    ):
-        totals[account] += amount
-    return {a: totals[a] for a in range(ACCOUNTS)}
-
-
-def create_accounts(url: str) -> None:
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(text("CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL)"))
-        conn.execute(
-            text("INSERT INTO accounts VALUES (:id, 0)"), [{"id": a} for a in range(ACCOUNTS)]
-        )
-    engine.dispose()
-
-
-def balances(url: str) -> dict[int, int]:
-    engine = create_engine(url)
-    with engine.connect() as conn:
-        rows = conn.execute(text("SELECT id, balance FROM accounts")).all()
-    engine.dispose()
-    return {int(r[0]): int(r[1]) for r in rows}
-
-
-def prepared_gids(url: str) -> list[str]:
-    engine = create_engine(url)
-    with engine.connect() as conn:
-        gids = list(conn.execute(text("SELECT gid FROM pg_prepared_xacts")).scalars())
-    engine.dispose()
-    return gids
-
-
-def delta_keys(path: str) -> list[tuple[int, int]]:
-    table = DeltaTable(path).to_pyarrow_table(columns=["partition", "offset"])
-    return sorted(
-        zip(table["partition"].to_pylist(), table["offset"].to_pylist(), strict=True)
-    )
 
 
 def test_balances_exact_under_redeliveries_replays_and_in_batch_duplicates(

@@ -19,15 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from test_two_phase_commit import (
-    INCREMENT,
-    balances,
-    create_accounts,
-    delta_keys,
-    expected_balances,
-    payments,
-    prepared_gids,
-)
+from helpers import accounts
 
 from kafka_share_eos.faults import CRASH_AT_ENV
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
@@ -60,13 +52,13 @@ def decision_log(url: str, log: str) -> DecisionLog:
 def make_coordinator(url: str, delta_path: str, log: str) -> TwoPhaseCommitCoordinator:
     return TwoPhaseCommitCoordinator(
         log=decision_log(url, log),
-        participants=[PostgresParticipant(url, INCREMENT), DeltaParticipant(delta_path)],
+        participants=[PostgresParticipant(url, accounts.INCREMENT), DeltaParticipant(delta_path)],
         app_id=APP_ID,
     )
 
 
 def batch() -> pa.Table:
-    return payments(40, seed=11)
+    return accounts.payments(40, seed=11)
 
 
 def staged_manifests(delta_path: str) -> list[str]:
@@ -84,7 +76,7 @@ def staged_manifests(delta_path: str) -> list[str]:
 def test_recovery_after_crash_is_all_or_nothing(
     point: str, log: str, postgres_url: str, tmp_path: Path
 ) -> None:
-    create_accounts(postgres_url)
+    accounts.create_accounts(postgres_url)
     delta_path = str(tmp_path / "delta")
     log_location = "postgres" if log == "postgres" else str(tmp_path / "decisions")
     # The Delta table already holds an earlier batch, as it would in a running pipeline.
@@ -110,7 +102,7 @@ def test_recovery_after_crash_is_all_or_nothing(
     left_behind, committed = CRASH_POINTS[point]
     decisions = decision_log(postgres_url, log_location)
     assert (
-        bool(prepared_gids(postgres_url)),
+        bool(accounts.prepared_gids(postgres_url)),
         bool(staged_manifests(delta_path)),
         bool(decisions.txids("kse:")),
     ) == left_behind
@@ -118,21 +110,22 @@ def test_recovery_after_crash_is_all_or_nothing(
     # A fresh coordinator resolves what the dead one left as soon as it is created.
     coordinator = make_coordinator(postgres_url, delta_path, log_location)
     records = batch()
-    zero = dict.fromkeys(range(len(expected_balances(records))), 0)
-    assert prepared_gids(postgres_url) == []
+    expected = accounts.expected_balances(records)
+    zero = dict.fromkeys(expected, 0)
+    assert accounts.prepared_gids(postgres_url) == []
     assert staged_manifests(delta_path) == []
     assert decisions.txids("kse:") == []
-    assert balances(postgres_url) == (expected_balances(records) if committed else zero)
+    assert accounts.balances(postgres_url) == (expected if committed else zero)
     batch_keys = sorted(
         zip(records["partition"].to_pylist(), records["offset"].to_pylist(), strict=True)
     )
-    assert delta_keys(delta_path) == sorted([(9, 0), *(batch_keys if committed else [])])
+    assert accounts.delta_keys(delta_path) == sorted([(9, 0), *(batch_keys if committed else [])])
 
     # The batch is redelivered (Spark re-runs it): it takes effect exactly once in total.
     coordinator.apply(records, BATCH_ID)
-    assert balances(postgres_url) == expected_balances(records)
-    assert delta_keys(delta_path) == sorted([(9, 0), *batch_keys])
-    assert prepared_gids(postgres_url) == []
+    assert accounts.balances(postgres_url) == expected
+    assert accounts.delta_keys(delta_path) == sorted([(9, 0), *batch_keys])
+    assert accounts.prepared_gids(postgres_url) == []
 
 
 def _child(url: str, delta_path: str, log: str) -> None:

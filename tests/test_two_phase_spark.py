@@ -15,17 +15,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
-from test_two_phase_commit import (
-    INCREMENT,
-    balances,
-    create_accounts,
-    delta_keys,
-    expected_balances,
-    payments,
-    prepared_gids,
-)
+from helpers import accounts
+from helpers.streaming import run_available_now, share_stream
 
-import kafka_share_eos
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
 from kafka_share_eos.testing.plugin import ShareTopic
 from kafka_share_eos.twophase.delta import DeltaParticipant
@@ -74,59 +66,43 @@ def produce_payments(topic: ShareTopic, count: int) -> pa.Table:
 
 
 def payments_stream(spark: SparkSession, topic: ShareTopic, journal: Path) -> DataFrame:
-    kafka_share_eos.register(spark)
-    return (
-        spark.readStream.format("kafka-share")
-        .option("kafka.bootstrap.servers", topic.bootstrap_servers)
-        .option("kafka.share.group.id", topic.group_id)
-        .option("subscribe", topic.topic)
-        .option("journalPath", str(journal))
-        .option("maxRecordsPerTrigger", "40")
-        .load()
-        .selectExpr(
-            "topic", "partition", "offset",
-            "CAST(split(CAST(value AS STRING), ':')[0] AS INT) AS account",
-            "CAST(split(CAST(value AS STRING), ':')[1] AS BIGINT) AS amount",
-        )
+    return share_stream(spark, topic, journal, maxRecordsPerTrigger="40").selectExpr(
+        "topic", "partition", "offset",
+        "CAST(split(CAST(value AS STRING), ':')[0] AS INT) AS account",
+        "CAST(split(CAST(value AS STRING), ':')[1] AS BIGINT) AS amount",
     )
 
 
 def test_spark_stream_applies_each_payment_once_across_a_failed_run(
     spark: SparkSession, share_topic: ShareTopic, postgres_url: str, tmp_path: Path
 ) -> None:
-    create_accounts(postgres_url)
+    accounts.create_accounts(postgres_url)
     sent = produce_payments(share_topic, 150)
     delta_path = str(tmp_path / "payments")
 
     def run(fail_after: int | None) -> TwoPhaseCommitCoordinator:
         coordinator = TwoPhaseCommitCoordinator(
             log=str(tmp_path / "checkpoint-2pc"),
-            participants=[PostgresParticipant(postgres_url, INCREMENT),
+            participants=[PostgresParticipant(postgres_url, accounts.INCREMENT),
                           DeltaParticipant(delta_path)],
             app_id="payments",
         )
-        query = (
-            payments_stream(spark, share_topic, tmp_path / "journal")
-            .writeStream.foreachBatch(FailOnceAfter(coordinator, fail_after))
-            .trigger(availableNow=True)
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .start()
+        run_available_now(
+            payments_stream(spark, share_topic, tmp_path / "journal"),
+            tmp_path / "checkpoint",
+            FailOnceAfter(coordinator, fail_after),
         )
-        try:
-            query.awaitTermination(180)
-        finally:
-            query.stop()
         return coordinator
 
     with pytest.raises(Exception, match="driver lost after committing batch 1"):
         run(fail_after=1)
     restarted = run(fail_after=None)
 
-    assert balances(postgres_url) == expected_balances(sent)
-    assert delta_keys(delta_path) == sorted(
+    assert accounts.balances(postgres_url) == accounts.expected_balances(sent)
+    assert accounts.delta_keys(delta_path) == sorted(
         zip(sent["partition"].to_pylist(), sent["offset"].to_pylist(), strict=True)
     )
-    assert prepared_gids(postgres_url) == []
+    assert accounts.prepared_gids(postgres_url) == []
     # The replayed batch 1 was absorbed by the ledgers, not applied again.
     first = restarted.reports[0]
     assert first.batch_id == 1
@@ -138,11 +114,11 @@ def test_prepare_on_executors_applies_each_payment_once(
     spark: SparkSession, postgres_url: str, tmp_path: Path
 ) -> None:
     """One prepared transaction per Spark partition; the driver logs and commits their gids."""
-    create_accounts(postgres_url)
-    records = payments(90)
+    accounts.create_accounts(postgres_url)
+    records = accounts.payments(90)
     coordinator = TwoPhaseCommitCoordinator(
         log=str(tmp_path / "decisions"),
-        participants=[PostgresParticipant(postgres_url, INCREMENT)],
+        participants=[PostgresParticipant(postgres_url, accounts.INCREMENT)],
         app_id="executors",
         prepare_on="executors",
     )
@@ -154,12 +130,12 @@ def test_prepare_on_executors_applies_each_payment_once(
 
     reports = [coordinator(first, 0), coordinator(second, 1), coordinator(second, 1)]
 
-    assert balances(postgres_url) == expected_balances(records)
+    assert accounts.balances(postgres_url) == accounts.expected_balances(records)
     assert [r.rows_written for r in reports] == [60, 30, 0]
     assert [r.duplicates_in_batch for r in reports] == [0, 10, 10]
     assert [r.already_applied for r in reports] == [0, 10, 40]
     assert coordinator.last_commit is not None
-    assert prepared_gids(postgres_url) == []
+    assert accounts.prepared_gids(postgres_url) == []
 
 
 def test_failed_executor_job_leaves_nothing_applied_nor_prepared(
@@ -173,8 +149,8 @@ def test_failed_executor_job_leaves_nothing_applied_nor_prepared(
         if (0, 0) in set(keys):
             raise RuntimeError("cannot apply record 0/0")
 
-    create_accounts(postgres_url)
-    records = payments(60)
+    accounts.create_accounts(postgres_url)
+    records = accounts.payments(60)
     batch = spark.createDataFrame(records.to_pandas())
     failing = TwoPhaseCommitCoordinator(
         log=str(tmp_path / "decisions"),
@@ -187,18 +163,18 @@ def test_failed_executor_job_leaves_nothing_applied_nor_prepared(
     # A task still running when the job failed may prepare after the rollback: the next
     # batch's recovery pass resolves it before anything else.
     failing.recover()
-    assert prepared_gids(postgres_url) == []
-    assert set(balances(postgres_url).values()) == {0}
+    assert accounts.prepared_gids(postgres_url) == []
+    assert set(accounts.balances(postgres_url).values()) == {0}
 
     # Nothing reached the ledger either: a working effect then applies every record.
     working = TwoPhaseCommitCoordinator(
         log=str(tmp_path / "decisions"),
-        participants=[PostgresParticipant(postgres_url, INCREMENT)],
+        participants=[PostgresParticipant(postgres_url, accounts.INCREMENT)],
         app_id="failing",
         prepare_on="executors",
     )
     assert working(batch, 0).rows_written == records.num_rows
-    assert balances(postgres_url) == expected_balances(records)
+    assert accounts.balances(postgres_url) == accounts.expected_balances(records)
 
 
 def test_executors_mode_refuses_driver_only_participants(tmp_path: Path) -> None:

@@ -14,22 +14,12 @@ import pytest
 import sqlalchemy as sa
 from deltalake import DeltaTable, QueryBuilder
 
+from kafka_share_eos.source.schema import arrow_schema
 from kafka_share_eos.strategies import IdempotentUpsertSink
 
 pytestmark = pytest.mark.timeout(120)
 
-SOURCE_SCHEMA = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("us", "UTC")),
-        ("timestampType", pa.int32()),
-        ("deliveryCount", pa.int32()),
-    ]
-)
+SOURCE_SCHEMA = arrow_schema(include_headers=False)
 EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
 
 

@@ -1,0 +1,73 @@
+"""Accounts whose balances add up payment records: an effect that shows any double application.
+
+Payment records carry Kafka coordinates, an account and an amount; the Postgres effect
+``INCREMENT`` adds the amount to the account's balance.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pyarrow as pa
+from deltalake import DeltaTable
+from sqlalchemy import create_engine, text
+
+ACCOUNTS = 7
+INCREMENT = "UPDATE accounts SET balance = balance + :amount WHERE id = :account"
+
+
+def payments(count: int, seed: int = 7) -> pa.Table:
+    """``count`` payment records with Kafka coordinates spread over 3 partitions."""
+    rng = random.Random(seed)
+    return pa.table(
+        {
+            "topic": ["payments"] * count,
+            "partition": pa.array([i % 3 for i in range(count)], pa.int32()),
+            "offset": pa.array([i // 3 for i in range(count)], pa.int64()),
+            "account": pa.array([rng.randrange(ACCOUNTS) for _ in range(count)], pa.int32()),
+            "amount": pa.array([rng.randrange(1, 1000) for _ in range(count)], pa.int64()),
+        }
+    )
+
+
+def expected_balances(records: pa.Table) -> dict[int, int]:
+    totals: Counter[int] = Counter()
+    for account, amount in zip(
+        records["account"].to_pylist(), records["amount"].to_pylist(), strict=True
+    ):
+        totals[account] += amount
+    return {a: totals[a] for a in range(ACCOUNTS)}
+
+
+def create_accounts(url: str) -> None:
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL)"))
+        conn.execute(
+            text("INSERT INTO accounts VALUES (:id, 0)"), [{"id": a} for a in range(ACCOUNTS)]
+        )
+    engine.dispose()
+
+
+def balances(url: str) -> dict[int, int]:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT id, balance FROM accounts")).all()
+    engine.dispose()
+    return {int(r[0]): int(r[1]) for r in rows}
+
+
+def prepared_gids(url: str) -> list[str]:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        gids = list(conn.execute(text("SELECT gid FROM pg_prepared_xacts")).scalars())
+    engine.dispose()
+    return gids
+
+
+def delta_keys(path: str) -> list[tuple[int, int]]:
+    table = DeltaTable(path).to_pyarrow_table(columns=["partition", "offset"])
+    return sorted(
+        zip(table["partition"].to_pylist(), table["offset"].to_pylist(), strict=True)
+    )

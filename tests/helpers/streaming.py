@@ -1,0 +1,59 @@
+"""Building kafka-share streams and running them to the end in the session's Spark."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import kafka_share_eos
+from kafka_share_eos.testing.plugin import ShareTopic
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+
+def share_stream(
+    spark: SparkSession, topic: ShareTopic, journal: Path | None, **options: str
+) -> DataFrame:
+    """The kafka-share source on ``topic``'s share group; ``journal=None`` leaves out
+    ``journalPath`` so that its absence can be tested."""
+    kafka_share_eos.register(spark)
+    reader = (
+        spark.readStream.format("kafka-share")
+        .option("kafka.bootstrap.servers", topic.bootstrap_servers)
+        .option("kafka.share.group.id", topic.group_id)
+        .option("subscribe", topic.topic)
+    )
+    if journal is not None:
+        reader = reader.option("journalPath", str(journal))
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load()
+
+
+def run_available_now(
+    df: DataFrame,
+    checkpoint: Path | str,
+    sink: Callable[[DataFrame, int], object],
+    timeout: float = 180,
+) -> StreamingQuery:
+    """Run ``df`` into the ``foreachBatch`` ``sink`` until the source has nothing more.
+
+    A failing batch raises here; the query is stopped in every case, so a hang or a failure
+    leaves no query running into the next test.
+    """
+    query = (
+        df.writeStream.foreachBatch(sink)
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(checkpoint))
+        .start()
+    )
+    try:
+        finished = query.awaitTermination(timeout)
+    finally:
+        query.stop()
+    assert finished, f"the availableNow query did not finish within {timeout} s"
+    assert query.exception() is None
+    return query
