@@ -66,8 +66,7 @@ class BatchStrategy(ABC):
         started = time.perf_counter()
         table = as_arrow(data)
         self._ensure_ready(table.schema)
-        self.identity.check_keys_present(table, batch_id)
-        unique = self.identity.deduplicate(table)
+        unique = self.identity.unique_rows(table, batch_id)
         outcome = self._write(unique, batch_id)
         return self._record(
             batch_id, table.num_rows, table.num_rows - unique.num_rows, outcome, started

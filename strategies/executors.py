@@ -46,8 +46,7 @@ class _WritePartition:
         collected = list(batches)
         if collected:
             table = pa.Table.from_batches(collected)
-            self.identity.check_keys_present(table, self.batch_id)
-            unique = self.identity.deduplicate(table)
+            unique = self.identity.unique_rows(table, self.batch_id)
             outcome = self.writer.upsert(unique, self.batch_id)
             counts.update(
                 rows_in=table.num_rows,

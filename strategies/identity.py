@@ -74,6 +74,11 @@ class RecordIdentity:
         """One row per identity: the newest version, or the first delivery without versions."""
         return keep_latest(table, self.key_columns, self.version_column)
 
+    def unique_rows(self, table: pa.Table, batch_id: int) -> pa.Table:
+        """The rows of batch ``batch_id`` to apply: keys checked, one row per identity."""
+        self.check_keys_present(table, batch_id)
+        return self.deduplicate(table)
+
 
 def _describe_row(table: pa.Table, index: int) -> str:
     """A row's Kafka coordinates when the batch has them, else its position in the batch."""

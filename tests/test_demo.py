@@ -3,47 +3,26 @@
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, QueryBuilder
+from helpers.delta import read_delta
+from helpers.scripts import run_python
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
 
 def test_demo_applies_every_order_exactly_once_despite_a_crash(tmp_path: Path) -> None:
     work = tmp_path / "demo"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kafka_share_eos.cli.main",
-            "demo",
-            "--orders",
-            "600",
-            "--per-trigger",
-            "200",
-            "--workdir",
-            str(work),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=280,
-        check=False,
+    result = run_python(
+        "-m", "kafka_share_eos.cli.main", "demo", "--orders", "600", "--per-trigger", "200",
+        "--workdir", str(work),
     )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "simulated crash" in result.stdout + result.stderr
     assert result.stdout.count("verified") == 2
 
     with sqlite3.connect(work / "orders.db") as db:
         rows = db.execute("SELECT order_id, COUNT(*) FROM orders GROUP BY order_id").fetchall()
     assert sorted(rows) == [(order_id, 1) for order_id in range(600)]
-    delta = pa.table(
-        QueryBuilder()
-        .register("o", DeltaTable(str(work / "orders-delta")))
-        .execute("SELECT order_id FROM o")
-    )
+    delta = read_delta(str(work / "orders-delta"), "SELECT order_id FROM t")
     assert sorted(delta.column("order_id").to_pylist()) == list(range(600))

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, QueryBuilder
+from helpers.delta import read_delta
+from helpers.scripts import run_python
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -16,26 +14,10 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_delta_dedup_pipeline_appends_every_event_once(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(EXAMPLES / "delta_dedup_pipeline.py"),
-            "--events",
-            "300",
-            "--workdir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=280,
-        check=False,
+    result = run_python(
+        str(EXAMPLES / "delta_dedup_pipeline.py"), "--events", "300", "--workdir", str(tmp_path)
     )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    events = pa.table(
-        QueryBuilder()
-        .register("e", DeltaTable(str(tmp_path / "events")))
-        .execute("SELECT reading FROM e")
-    )
+    events = read_delta(str(tmp_path / "events"), "SELECT reading FROM t")
     readings = sorted(events.column("reading").to_pylist())
     assert readings == sorted(f"reading {i}" for i in range(300))
     assert "300 appended" in result.stdout

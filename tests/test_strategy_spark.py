@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
-from deltalake import DeltaTable, QueryBuilder
+from deltalake import DeltaTable
+from helpers.delta import read_delta
 from helpers.streaming import run_available_now
 
 from kafka_share_eos.sinks.delta import DEFAULT_APP_ID_PREFIX
@@ -136,6 +137,6 @@ def test_streaming_query_into_delta(spark: SparkSession, tmp_path: Path) -> None
         (3, 1, 1)
     ]
 
-    rows = pa.table(QueryBuilder().register("t", DeltaTable(table_path)).execute("select * from t"))
+    rows = read_delta(table_path)
     got = sorted((r["partition"], r["offset"], r["deliveryCount"]) for r in rows.to_pylist())
     assert got == [(0, o, 1) for o in range(5)] + [(0, 5, 2), (1, 0, 3), (1, 1, 4)]

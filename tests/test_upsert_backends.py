@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
-from deltalake import DeltaTable, QueryBuilder
+from helpers.delta import read_delta
 
 from kafka_share_eos.source.schema import arrow_schema
 from kafka_share_eos.strategies import IdempotentUpsertSink
@@ -85,10 +85,7 @@ def _sql_backend(url: str, **options: Any) -> Backend:
 
 def _delta_backend(path: str) -> Backend:
     def read() -> list[dict[str, Any]]:
-        # QueryBuilder rather than to_pyarrow_table(): the latter can abort the interpreter at exit.
-        return pa.table(
-            QueryBuilder().register("t", DeltaTable(path)).execute("select * from t")
-        ).to_pylist()
+        return read_delta(path).to_pylist()
 
     def make_sink(**identity: Any) -> IdempotentUpsertSink:
         return IdempotentUpsertSink.delta(path, **identity)

@@ -7,8 +7,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, QueryBuilder
+from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
+from helpers.delta import read_delta
 
 from kafka_share_eos.sinks.delta import DEFAULT_APP_ID_PREFIX, DeltaMergeWriter
 from kafka_share_eos.strategies import CommitConflictError, IdempotentUpsertSink
@@ -27,7 +28,7 @@ def balances(keys: range, version: int) -> pa.Table:
 
 
 def read(path: str) -> dict[int, tuple[int, float]]:
-    table = pa.table(QueryBuilder().register("t", DeltaTable(path)).execute("select * from t"))
+    table = read_delta(path)
     return {r["account"]: (r["version"], r["balance"]) for r in table.to_pylist()}
 
 

@@ -32,12 +32,8 @@ _RESULT_SCHEMA = "part string, gid string, rows_in long, duplicates long, writte
 class Deduplication(Protocol):
     """What the executors need of a record identity (``RecordIdentity`` provides it)."""
 
-    def check_keys_present(self, table: pa.Table, batch_id: int) -> None:
-        """Raise on rows whose key is null."""
-        ...
-
-    def deduplicate(self, table: pa.Table) -> pa.Table:
-        """One row per key."""
+    def unique_rows(self, table: pa.Table, batch_id: int) -> pa.Table:
+        """The rows to apply: raise on a null key, then one row per key."""
         ...
 
 
@@ -70,8 +66,7 @@ class _PreparePartition:
         table = pa.Table.from_batches(collected) if collected else None
         part, gid, rows_in, duplicates, written = f"p{partition}a{attempt}", None, 0, 0, 0
         if table is not None and table.num_rows:
-            self.identity.check_keys_present(table, self.txn.batch_id)
-            unique = self.identity.deduplicate(table)
+            unique = self.identity.unique_rows(table, self.txn.batch_id)
             token = self.participant.prepare(unique, self.txn, part=part)
             gid = token.data.get("gid")
             rows_in, duplicates = table.num_rows, table.num_rows - unique.num_rows

@@ -1,0 +1,15 @@
+"""Running the project's commands and examples as real processes in tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def run_python(*args: str, timeout: float = 280) -> subprocess.CompletedProcess[str]:
+    """Run ``python ARGS`` with this interpreter; fail with the output's tail unless it exits 0."""
+    result = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
