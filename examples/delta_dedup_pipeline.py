@@ -1,8 +1,8 @@
 """Append events to a Delta table exactly once, behind the checkpoint-dedup store.
 
-    python examples/delta_dedup_pipeline.py --workdir /tmp/events            # embedded broker
+    python examples/delta_dedup_pipeline.py                              # embedded broker
     python examples/delta_dedup_pipeline.py --bootstrap-servers broker:9092 --topic events \\
-        --workdir /data/events                                              # a Kafka 4.2+ cluster
+        --group events-eos --workdir /data/events                        # a Kafka 4.2+ cluster
 
 A plain append is not idempotent; the store drops identities its Delta ledger already holds,
 appends the rest, then records them, so redeliveries and replayed batches never append twice.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,14 +36,14 @@ def broker_with_sample_events(topic: str, events: int) -> Iterator[str]:
         yield broker.bootstrap_servers
 
 
-def run(bootstrap_servers: str, topic: str, workdir: Path) -> int:
+def run(bootstrap_servers: str, topic: str, group: str, workdir: Path) -> int:
     """Drain the topic into ``workdir/events`` and return the number of rows appended."""
     spark = local_spark_session("delta-dedup-pipeline")
     kafka_share_eos.register(spark)
     events = (
         spark.readStream.format("kafka-share")
         .option("kafka.bootstrap.servers", bootstrap_servers)
-        .option("kafka.share.group.id", "events-eos")
+        .option("kafka.share.group.id", group)
         .option("subscribe", topic)
         .option("journalPath", str(workdir / "journal"))
         .load()
@@ -73,14 +74,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap-servers", help="a Kafka 4.2+ cluster (default: embedded)")
     parser.add_argument("--topic", default="events")
+    parser.add_argument("--group", default="events-eos", help="the share group to consume as")
     parser.add_argument("--events", type=int, default=1_000, help="sample events (embedded)")
-    parser.add_argument("--workdir", type=Path, required=True)
+    parser.add_argument("--workdir", type=Path, help="journal, ledger, table (default: temp)")
     args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="delta-dedup-"))
     if args.bootstrap_servers:
-        run(args.bootstrap_servers, args.topic, args.workdir)
+        run(args.bootstrap_servers, args.topic, args.group, workdir)
         return
     with broker_with_sample_events(args.topic, args.events) as bootstrap:
-        run(bootstrap, args.topic, args.workdir)
+        run(bootstrap, args.topic, args.group, workdir)
 
 
 if __name__ == "__main__":

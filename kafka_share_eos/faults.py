@@ -1,26 +1,107 @@
-"""Named crash points for fault-injection tests.
+"""Named crash points for fault injection.
 
 Production code calls :func:`maybe_crash` at the moments where a crash is most dangerous (after a
 prepare, after a decision is logged, ...). Nothing happens unless the environment variable
-``KSE_CRASH_AT`` names that point (a comma-separated list names several); then the process kills
-itself with SIGKILL, so no ``finally`` block, ``atexit`` hook or buffered write gets to run: the
-state left behind is exactly what a power cut or an OOM kill would leave.
+``KSE_CRASH_AT`` names that point; then the process is killed with SIGKILL, so no ``finally``
+block, ``atexit`` hook or buffered write gets to run: the state left behind is exactly what a
+power cut or an OOM kill would leave.
+
+``KSE_CRASH_AT`` is a comma-separated list of ``point`` (crash on its first hit) or ``point@n``
+(crash on the n-th hit of that point in this process). Two more variables serve a supervisor
+that runs a whole pipeline (Spark driver, JVM, source runner, workers) as one process group:
+
+- ``KSE_CRASH_PGID``: SIGKILL that process group rather than only this process, so the pipeline
+  dies as a whole wherever the point is hit (planning runs in another process than
+  ``foreachBatch``);
+- ``KSE_CRASH_RECORD``: a file to which the point and hit number are appended just before the
+  kill, telling the supervisor that this crash point, and not something else, killed the run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+from collections import Counter
 
 CRASH_AT_ENV = "KSE_CRASH_AT"
+
+AFTER_POLL = "source.after_poll"
+AFTER_JOURNAL = "source.after_journal"
+BEFORE_ACK = "source.before_ack"
+DURING_ACK = "source.during_ack"
+SINK_MID_WRITE = "sink.mid_write"
+STRATEGY_AFTER_WRITE = "strategy.after_write"
+CRASH_PGID_ENV = "KSE_CRASH_PGID"
+CRASH_RECORD_ENV = "KSE_CRASH_RECORD"
+
+_hits: Counter[str] = Counter()
+
+
+def parse_crash_at(spec: str) -> dict[str, int]:
+    """``{point: hit}`` from a ``KSE_CRASH_AT`` value; a point without ``@n`` crashes on hit 1.
+
+    Raises:
+        ValueError: naming an entry whose hit number is not a positive integer.
+    """
+    enabled: dict[str, int] = {}
+    for entry in (e.strip() for e in spec.split(",")):
+        if not entry:
+            continue
+        point, sep, hit = entry.partition("@")
+        if not sep:
+            enabled[point] = 1
+            continue
+        if not hit.isdigit() or int(hit) < 1:
+            raise ValueError(
+                f"{CRASH_AT_ENV} entry {entry!r}: the hit after '@' must be a positive integer"
+            )
+        enabled[point.strip()] = int(hit)
+    return enabled
 
 
 def crash_points() -> frozenset[str]:
     """The crash points enabled through ``KSE_CRASH_AT``."""
-    return frozenset(p.strip() for p in os.environ.get(CRASH_AT_ENV, "").split(",") if p.strip())
+    return frozenset(parse_crash_at(os.environ.get(CRASH_AT_ENV, "")))
+
+
+def crash_spec(point: str, hit: int = 1) -> str:
+    """The ``KSE_CRASH_AT`` entry crashing on the ``hit``-th hit of ``point``."""
+    return point if hit == 1 else f"{point}@{hit}"
+
+
+def armed(point: str) -> bool:
+    """Whether ``KSE_CRASH_AT`` names ``point``: lets a caller set up a state worth crashing in
+    (half of a batch acknowledged, say) only when a crash there is wanted."""
+    spec = os.environ.get(CRASH_AT_ENV, "")
+    return bool(spec) and point in parse_crash_at(spec)
 
 
 def maybe_crash(point: str) -> None:
-    """Kill this process with SIGKILL if ``point`` is enabled in ``KSE_CRASH_AT``."""
-    if point in crash_points():
-        os.kill(os.getpid(), signal.SIGKILL)
+    """Count a hit of ``point``; SIGKILL if ``KSE_CRASH_AT`` enables this hit of it."""
+    spec = os.environ.get(CRASH_AT_ENV)
+    if not spec:
+        return
+    crash_on = parse_crash_at(spec).get(point)
+    if crash_on is None:
+        return
+    _hits[point] += 1
+    if _hits[point] == crash_on:
+        _crash(point, crash_on)
+
+
+def _crash(point: str, hit: int) -> None:
+    record = os.environ.get(CRASH_RECORD_ENV)
+    if record:
+        # One small O_APPEND write: whole even if processes of the group crash together, and
+        # in the page cache (so visible to the supervisor) before the kill.
+        fd = os.open(record, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, f"{point}@{hit} pid={os.getpid()}\n".encode())
+        finally:
+            os.close(fd)
+    group = os.environ.get(CRASH_PGID_ENV)
+    if group:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(int(group), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from kafka_share_eos import faults
 from kafka_share_eos.sinks import UpsertOutcome
 
 from .identity import RecordIdentity
@@ -101,6 +102,8 @@ class BatchStrategy(ABC):
         outcome: UpsertOutcome,
         started: float,
     ) -> BatchReport:
+        # Every write path reports through here once the sink has committed.
+        faults.maybe_crash(faults.STRATEGY_AFTER_WRITE)
         report = BatchReport(
             batch_id=batch_id,
             rows_in=rows_in,

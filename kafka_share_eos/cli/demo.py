@@ -19,6 +19,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from kafka_share_eos.sharegroup import EmbeddedBroker
@@ -41,7 +49,8 @@ class _Pipeline:
     """The foreachBatch target: both sinks, live progress, and one simulated crash."""
 
     sinks: list[IdempotentUpsertSink]
-    console: Console
+    progress: Progress
+    task: TaskID
     crash_on_batch: int | None
     batches: int = 0
     records: int = 0
@@ -61,22 +70,43 @@ class _Pipeline:
         table = orders.toArrow()
         redelivered = sum(1 for count in table.column("deliveryCount").to_pylist() if count > 1)
         data = table.drop_columns(["deliveryCount"])
-        for sink in self.sinks:
-            report = sink.apply(data, batch_id)
+        reports = [sink.apply(data, batch_id) for sink in self.sinks]
+        for sink, report in zip(self.sinks, reports, strict=True):
             self.absorbed[sink.name] = self.absorbed.get(sink.name, 0) + report.duplicates
+        # Every sink writes the same new orders; the bar follows the first.
+        written = reports[0].rows_written
         self.batches += 1
         self.records += table.num_rows
         self.redelivered += redelivered
-        self.console.print(
+        self.progress.update(
+            self.task,
+            advance=written,
+            batches=self.batches,
+            records=self.records,
+            redelivered=self.redelivered,
+            absorbed=" / ".join(f"{name} {n}" for name, n in self.absorbed.items()),
+        )
+        self.progress.console.print(
             f"batch {batch_id:>3}: {table.num_rows:>6} records, {redelivered:>5} redelivered, "
-            + ", ".join(
-                f"{name}: {report_absorbed} absorbed so far"
-                for name, report_absorbed in self.absorbed.items()
-            )
+            f"{written:>6} new orders written"
         )
         if batch_id == self.crash_on_batch:
             self.crash_on_batch = None
             raise SimulatedCrash(f"simulated crash after writing batch {batch_id}")
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("orders applied"),
+        BarColumn(bar_width=20),
+        MofNCompleteColumn(),
+        TextColumn(
+            "batches {task.fields[batches]} · records {task.fields[records]} · redelivered "
+            "{task.fields[redelivered]} · absorbed {task.fields[absorbed]}"
+        ),
+        TimeElapsedColumn(),
+        console=console,
+    )
 
 
 def _produce(bootstrap: str, orders: int, seed: int) -> dict[int, int]:
@@ -122,7 +152,10 @@ def _run_query(
     except Exception as exc:  # the query surfaces the crash wrapped in Spark's own error
         if "simulated crash" not in str(exc):
             raise
-        pipeline.console.print("[yellow]pipeline crashed after writing a batch; restarting[/]")
+        pipeline.progress.console.print(
+            "[yellow]the pipeline crashed after writing a batch (simulated crash); restarting it "
+            "on the same checkpoint[/]"
+        )
 
 
 def _verify(sql_url: str, delta_path: Path, expected: dict[int, int]) -> list[tuple[str, int, int]]:
@@ -157,7 +190,13 @@ def demo(
     orders: Annotated[int, typer.Option(min=1, help="Orders to produce.")] = 5_000,
     per_trigger: Annotated[int, typer.Option(min=1, help="Records per micro-batch.")] = 1_000,
     sql_url: Annotated[
-        str | None, typer.Option(help="SQLAlchemy URL of the SQL sink (default: SQLite file).")
+        str | None,
+        typer.Option(
+            "--sql-url",
+            "--postgres-url",
+            help="SQLAlchemy URL of the SQL sink, e.g. postgresql+psycopg://user@host/db "
+            "(default: an SQLite file in the working directory).",
+        ),
     ] = None,
     workdir: Annotated[
         Path | None, typer.Option(help="Where journal, checkpoint and tables go (default: temp).")
@@ -184,9 +223,13 @@ def demo(
             IdempotentUpsertSink.sql(sql_target, "orders", create_table=True, name="sql"),
             IdempotentUpsertSink.delta(delta_path, app_id="orders-demo", name="delta"),
         ]
-        pipeline = _Pipeline(sinks, console, crash_on_batch=1)
-        _run_query(spark, broker.bootstrap_servers, work, pipeline, per_trigger)
-        _run_query(spark, broker.bootstrap_servers, work, pipeline, per_trigger)
+        with _progress(console) as progress:
+            task = progress.add_task(
+                "orders", total=len(expected), batches=0, records=0, redelivered=0, absorbed="0"
+            )
+            pipeline = _Pipeline(sinks, progress, task, crash_on_batch=1)
+            _run_query(spark, broker.bootstrap_servers, work, pipeline, per_trigger)
+            _run_query(spark, broker.bootstrap_servers, work, pipeline, per_trigger)
         spark.stop()
     results = _verify(sql_target, delta_path, expected)
     summary = Table(title=f"kafka-share-eos demo ({time.monotonic() - started:.0f} s)")

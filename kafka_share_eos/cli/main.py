@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import typer
 
+from kafka_share_eos.cli.bench import bench
 from kafka_share_eos.cli.broker import broker
 from kafka_share_eos.cli.dedup import dedup
 from kafka_share_eos.cli.demo import demo
+from kafka_share_eos.cli.verify import verify
 
 app = typer.Typer(
     name="kafka-share-eos",
@@ -14,8 +16,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+app.command(name="bench")(bench)
 app.command(name="broker")(broker)
 app.command(name="demo")(demo)
+app.command(name="verify")(verify)
 app.add_typer(dedup, name="dedup")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from kafka_share_eos import faults
 from kafka_share_eos.ledger.delta_txn import DeltaLocation, append_once
 from kafka_share_eos.sinks import MissingColumnsError
 
@@ -55,6 +56,7 @@ class DeltaAppendSink:
                     missing, table.column_names,
                 )
             table = table.select(self.columns)
+        faults.maybe_crash(faults.SINK_MID_WRITE)
         return append_once(
             self.location, table, app_id=self.app_id, batch_id=batch_id,
             partition_by=self.partition_by,

@@ -20,6 +20,8 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.exceptions import CommitFailedError
 
+from kafka_share_eos import faults
+
 from .errors import CommitConflictError, MissingColumnsError, SinkConfigurationError
 from .outcome import UpsertOutcome
 
@@ -163,6 +165,8 @@ class DeltaMergeWriter:
             merger = merger.when_matched_update_all(
                 predicate=f"source.{version} > target.{version}"
             )
-        metrics = merger.when_not_matched_insert_all().execute()
+        merger = merger.when_not_matched_insert_all()
+        faults.maybe_crash(faults.SINK_MID_WRITE)
+        metrics = merger.execute()
         written = int(metrics["num_target_rows_inserted"]) + int(metrics["num_target_rows_updated"])
         return UpsertOutcome(written, table.num_rows - written, "merge")

@@ -31,6 +31,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
+from kafka_share_eos import faults
+
 from .errors import SinkConfigurationError, TargetTableError
 from .outcome import UpsertOutcome
 from .sql_schema import open_target
@@ -181,6 +183,7 @@ class SqlUpsertWriter:
                     written, path = self._copy_upsert(conn, self._table, table)
                 else:
                     written, path = self._row_upsert(conn, self._table, table), "rows"
+                faults.maybe_crash(faults.SINK_MID_WRITE)
         except sa.exc.IntegrityError as error:
             raise TargetTableError(
                 f"batch {batch_id} violates a constraint of table {self.target!r} other than the "

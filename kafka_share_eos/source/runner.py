@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kafka_share_eos import faults
 from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
@@ -73,6 +74,7 @@ class BatchPlanner:
             if self._held_seq > start:
                 # Spark has not committed the held batch yet, so it cannot move past it.
                 return self._held_seq
+            faults.maybe_crash(faults.BEFORE_ACK)
             session.settle(ACCEPT)
             self._held_seq = None
         self._purge(start)
@@ -103,8 +105,10 @@ class BatchPlanner:
         records = self._first_poll(session)
         if not records:
             return start
+        faults.maybe_crash(faults.AFTER_POLL)
         seq = self._claim_seq()
         self._journal.write(seq, to_record_batch(records))
+        faults.maybe_crash(faults.AFTER_JOURNAL)
         self._held_seq = seq
         return seq
 
@@ -115,8 +119,11 @@ class BatchPlanner:
         while True:
             if not records:
                 break
+            faults.maybe_crash(faults.AFTER_POLL)
             seq = self._claim_seq()
             self._journal.write(seq, to_record_batch(records))
+            faults.maybe_crash(faults.AFTER_JOURNAL)
+            faults.maybe_crash(faults.BEFORE_ACK)
             session.settle(ACCEPT)
             end, total = seq, total + len(records)
             if max_rows is not None and total + self._options.max_poll_records > max_rows:

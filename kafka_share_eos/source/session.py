@@ -12,6 +12,7 @@ from typing import Any
 
 from confluent_kafka import AcknowledgeType, IllegalStateException, KafkaException, ShareConsumer
 
+from kafka_share_eos import faults
 from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.shutdown import SigtermHook
 
@@ -70,7 +71,13 @@ class ShareSession:
         """Acknowledge every held record with ``ack_type`` and commit synchronously."""
         consumer = self._live()
         acknowledge = consumer.acknowledge
-        for message in self.held:
+        # With the crash point armed, half the batch is acknowledged and committed first, so a
+        # crash leaves the batch partly settled.
+        crash_after = len(self.held) // 2 if faults.armed(faults.DURING_ACK) else -1
+        for index, message in enumerate(self.held):
+            if index == crash_after:
+                consumer.commit_sync()
+                faults.maybe_crash(faults.DURING_ACK)
             try:
                 acknowledge(message, ack_type)
             except (IllegalStateException, KafkaException) as error:

@@ -1,4 +1,4 @@
-"""Timing and database set-up shared by the benchmark scripts."""
+"""Timing and database set-up shared by the benchmarks."""
 
 from __future__ import annotations
 

@@ -1,0 +1,182 @@
+"""Account balances with two-phase commit: every payment added exactly once, in Postgres and Delta.
+
+    python examples/account_balances.py                  # embedded broker, throwaway Postgres
+    python examples/account_balances.py --bootstrap-servers broker:9092 --topic payments \\
+        --group balances-eos --postgres-url postgresql+psycopg://app@db/bank --workdir /data/bank
+
+``balance = balance + amount`` is not idempotent: applied twice, it is wrong. The coordinator
+prepares each micro-batch in Postgres (the increments, skipping payments its ledger already
+holds) and in Delta (an audit table of the payments), logs its decision, then commits both.
+To show that redeliveries change nothing, the pipeline fails once right after a batch was
+committed: Spark re-runs that batch from the journal and the broker redelivers its records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import sqlalchemy as sa
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+import kafka_share_eos
+from kafka_share_eos import EmbeddedBroker
+from kafka_share_eos.strategies import TwoPhaseCommitCoordinator
+from kafka_share_eos.testing.postgres import postgres_for_tests
+from kafka_share_eos.testing.spark import local_spark_session
+from kafka_share_eos.twophase.delta import DeltaParticipant
+from kafka_share_eos.twophase.postgres import PostgresParticipant
+
+PAYMENT_SCHEMA = "payment_id BIGINT, account INT, amount BIGINT"
+INCREMENT = "UPDATE accounts SET balance = balance + :amount WHERE id = :account"
+
+
+def sample_payment(payment_id: int, accounts: int) -> dict[str, int]:
+    """The embedded topic's payment number ``payment_id``."""
+    return {"payment_id": payment_id, "account": payment_id % accounts,
+            "amount": 1 + payment_id * 37 % 500}
+
+
+@contextlib.contextmanager
+def broker_with_sample_payments(topic: str, payments: int, accounts: int) -> Iterator[str]:
+    """An embedded broker holding ``payments`` sample payments."""
+    from confluent_kafka import Producer
+
+    with EmbeddedBroker([f"{topic}:4"]) as broker:
+        producer = Producer(broker.client_config())
+        for payment_id in range(payments):
+            producer.produce(topic, value=json.dumps(sample_payment(payment_id, accounts)))
+        producer.flush(30)
+        yield broker.bootstrap_servers
+
+
+@contextlib.contextmanager
+def throwaway_postgres() -> Iterator[str]:
+    """A fresh database on a local PostgreSQL server (prepared transactions enabled)."""
+    with postgres_for_tests() as server:
+        yield server.create_database()
+
+
+def create_accounts(postgres_url: str, accounts: int) -> None:
+    """Accounts 0 .. accounts-1 with a zero balance, unless the table exists."""
+    engine = sa.create_engine(postgres_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "CREATE TABLE IF NOT EXISTS accounts (id int PRIMARY KEY, balance bigint NOT NULL)"
+        ))
+        conn.execute(
+            sa.text("INSERT INTO accounts VALUES (:id, 0) ON CONFLICT DO NOTHING"),
+            [{"id": account} for account in range(accounts)],
+        )
+    engine.dispose()
+
+
+class FailOnceAfter:
+    """foreachBatch: apply the batch, then fail once after batch ``batch_id``, as a crash would."""
+
+    def __init__(self, coordinator: TwoPhaseCommitCoordinator, batch_id: int | None) -> None:
+        self.coordinator = coordinator
+        self.fail_after = batch_id
+
+    def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
+        self.coordinator(batch_df, batch_id)
+        if batch_id == self.fail_after:
+            self.fail_after = None
+            raise RuntimeError(f"simulated failure after committing batch {batch_id}")
+
+
+def run(args: argparse.Namespace, bootstrap_servers: str, postgres_url: str) -> dict[int, int]:
+    """Drain the topic into the balances and the audit table; return the balances."""
+    create_accounts(postgres_url, args.accounts)
+    coordinator = TwoPhaseCommitCoordinator(
+        log=str(args.workdir / "decisions"),
+        participants=[
+            PostgresParticipant(postgres_url, INCREMENT, name="balances"),
+            DeltaParticipant(str(args.workdir / "payments")),
+        ],
+        app_id="balances",
+    )
+    pipeline = FailOnceAfter(coordinator, args.fail_after_batch)
+    spark = local_spark_session("account-balances")
+    kafka_share_eos.register(spark)
+    payments = (
+        spark.readStream.format("kafka-share")
+        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .option("kafka.share.group.id", args.group)
+        .option("subscribe", args.topic)
+        .option("journalPath", str(args.workdir / "journal"))
+        .option("maxRecordsPerTrigger", str(args.per_trigger))
+        .load()
+        .select("topic", "partition", "offset",
+                F.from_json(F.col("value").cast("string"), PAYMENT_SCHEMA).alias("payment"))
+        .select("topic", "partition", "offset", "payment.*")
+    )
+    while True:  # a restart on the same checkpoint, as a scheduler would do after a failure
+        query = (
+            payments.writeStream.foreachBatch(pipeline)
+            .trigger(availableNow=True)
+            .option("checkpointLocation", str(args.workdir / "checkpoint"))
+            .start()
+        )
+        try:
+            query.awaitTermination()
+            break
+        except StreamingQueryException as failure:
+            if "simulated failure" not in str(failure):
+                raise
+            print("the pipeline failed after committing a batch; restarting it")
+    totals = coordinator.totals
+    print(
+        f"{totals.batches} batches, {totals.rows_in} payments in, "
+        f"{totals.duplicates_in_batch + totals.already_applied} redelivered or replayed payments "
+        f"absorbed, {totals.rows_written} applied"
+    )
+    engine = sa.create_engine(postgres_url)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT id, balance FROM accounts ORDER BY id")).all()
+    engine.dispose()
+    return {int(account): int(balance) for account, balance in rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap-servers", help="a Kafka 4.2+ cluster (default: embedded)")
+    parser.add_argument("--topic", default="payments")
+    parser.add_argument("--group", default="balances-eos", help="the share group to consume as")
+    parser.add_argument("--postgres-url", help="SQLAlchemy URL (default: a throwaway server)")
+    parser.add_argument("--workdir", type=Path, help="journal, checkpoint, decisions, Delta")
+    parser.add_argument("--accounts", type=int, default=10)
+    parser.add_argument("--payments", type=int, default=2_000, help="sample payments (embedded)")
+    parser.add_argument("--per-trigger", type=int, default=200, help="payments per micro-batch")
+    parser.add_argument("--fail-after-batch", type=int, default=1,
+                        help="fail once after committing this batch (-1: never)")
+    args = parser.parse_args()
+    args.workdir = args.workdir or Path(tempfile.mkdtemp(prefix="account-balances-"))
+    with contextlib.ExitStack() as stack:
+        postgres_url = args.postgres_url or stack.enter_context(throwaway_postgres())
+        if args.bootstrap_servers:
+            print(f"balances: {run(args, args.bootstrap_servers, postgres_url)}")
+            return
+        bootstrap = stack.enter_context(
+            broker_with_sample_payments(args.topic, args.payments, args.accounts)
+        )
+        balances = run(args, bootstrap, postgres_url)
+    expected = dict.fromkeys(range(args.accounts), 0)
+    for payment_id in range(args.payments):
+        payment = sample_payment(payment_id, args.accounts)
+        expected[payment["account"]] += payment["amount"]
+    print(f"balances: {balances}")
+    if balances != expected:
+        sys.exit(f"balances differ from the payments produced: expected {expected}")
+    print("every payment was added exactly once")
+
+
+if __name__ == "__main__":
+    main()

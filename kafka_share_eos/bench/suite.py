@@ -1,0 +1,229 @@
+"""Every benchmark in one run, for ``kafka-share-eos bench``.
+
+The benchmarks run one after the other on this machine (the source against the embedded broker,
+the strategies against one PostgreSQL server and local Delta tables) and are reduced to
+:class:`~kafka_share_eos.bench.ratios.Ratio` rows. A benchmark that fails is reported by name
+with its error; the others still run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from kafka_share_eos.bench.machine import machine_details, postgres_version
+from kafka_share_eos.bench.ratios import (
+    Ratio,
+    dedup_ratios,
+    source_ratios,
+    two_phase_ratios,
+    upsert_ratios,
+)
+from kafka_share_eos.testing.postgres import PostgresDatabases, postgres_for_tests
+
+logger = logging.getLogger("kafka_share_eos.bench")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The workload of every benchmark."""
+
+    source_records: int
+    source_partitions: int
+    source_poll_records: int
+    upsert_rows: int
+    upsert_repeats: int
+    delta_base_rows: int
+    delta_batch_rows: int
+    two_phase_rows_per_batch: int
+    two_phase_batches: int
+    two_phase_repeats: int
+    dedup_ledger_sizes: tuple[int, ...]
+    dedup_batch_rows: int
+    dedup_batches: int
+
+
+FULL = Sizes(
+    source_records=200_000,
+    source_partitions=16,
+    source_poll_records=50_000,
+    upsert_rows=200_000,
+    upsert_repeats=3,
+    delta_base_rows=1_000_000,
+    delta_batch_rows=20_000,
+    two_phase_rows_per_batch=20_000,
+    two_phase_batches=5,
+    two_phase_repeats=2,
+    dedup_ledger_sizes=(10_000, 1_000_000, 10_000_000),
+    dedup_batch_rows=10_000,
+    dedup_batches=5,
+)
+"""The sizes the numbers in the docs were measured with (several minutes)."""
+
+QUICK = Sizes(
+    source_records=6_000,
+    source_partitions=4,
+    source_poll_records=1_000,
+    upsert_rows=5_000,
+    upsert_repeats=1,
+    delta_base_rows=20_000,
+    delta_batch_rows=1_000,
+    two_phase_rows_per_batch=1_000,
+    two_phase_batches=2,
+    two_phase_repeats=1,
+    dedup_ledger_sizes=(1_000, 10_000),
+    dedup_batch_rows=1_000,
+    dedup_batches=2,
+)
+"""Tiny sizes that check every benchmark runs (about a minute); the ratios are only indicative."""
+
+
+@dataclass
+class SuiteResult:
+    """What one run of the suite measured."""
+
+    sizes: Sizes
+    machine: dict[str, str]
+    ratios: list[Ratio] = field(default_factory=list)
+    results: dict[str, Any] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything as plain JSON values: machine, sizes, rows, raw results, failures."""
+        return {
+            "machine": self.machine,
+            "sizes": asdict(self.sizes),
+            "ratios": [ratio.to_json() for ratio in self.ratios],
+            "failures": self.failures,
+            "results": self.results,
+        }
+
+
+def _source_module() -> ModuleType:
+    """The source benchmark: in the package, or still in ``benchmarks/`` of a source checkout."""
+    try:
+        return importlib.import_module("kafka_share_eos.bench.source")
+    except ModuleNotFoundError as missing:
+        if missing.name != "kafka_share_eos.bench.source":
+            raise
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_source.py"
+    spec = importlib.util.spec_from_file_location("bench_source", script)
+    if spec is None or spec.loader is None or not script.exists():
+        raise ModuleNotFoundError("the source benchmark (kafka_share_eos.bench.source) is missing")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Databases:
+    """Fresh PostgreSQL databases for the benchmarks, on a server started on first use."""
+
+    def __init__(self, stack: ExitStack, admin_url: str | None) -> None:
+        self._stack = stack
+        self._admin_url = admin_url
+        self._server: PostgresDatabases | None = None
+        self.version: str | None = None
+
+    @contextmanager
+    def database(self) -> Iterator[str]:
+        if self._server is None:
+            self._server = (
+                self._stack.enter_context(postgres_for_tests())
+                if self._admin_url is None
+                else PostgresDatabases(self._admin_url)
+            )
+        name = f"kse_bench_{uuid.uuid4().hex[:12]}"
+        server = self._server
+        url = server.create_database(name)
+        try:
+            self.version = self.version or postgres_version(url)
+            yield url
+        finally:
+            server.drop_database(name)
+
+
+def _run_source(sizes: Sizes, _: _Databases) -> dict[str, Any]:
+    result: dict[str, Any] = _source_module().run(
+        records=sizes.source_records,
+        partitions=sizes.source_partitions,
+        poll_records=sizes.source_poll_records,
+    )
+    return result
+
+
+def _run_upsert(sizes: Sizes, databases: _Databases) -> dict[str, Any]:
+    from kafka_share_eos.bench import upsert
+
+    with databases.database() as url:
+        return upsert.run(
+            sizes.upsert_rows,
+            sizes.delta_base_rows,
+            sizes.delta_batch_rows,
+            sizes.upsert_repeats,
+            postgres_url=url,
+        )
+
+
+def _run_two_phase(sizes: Sizes, databases: _Databases) -> dict[str, Any]:
+    from kafka_share_eos.bench import two_phase
+
+    with databases.database() as url:
+        return two_phase.run(
+            sizes.two_phase_rows_per_batch, sizes.two_phase_batches, sizes.two_phase_repeats, url
+        )
+
+
+def _run_dedup(sizes: Sizes, _: _Databases) -> dict[str, Any]:
+    from kafka_share_eos.bench import dedup
+
+    return dedup.run(sizes.dedup_ledger_sizes, sizes.dedup_batch_rows, sizes.dedup_batches)
+
+
+Runner = Callable[[Sizes, _Databases], dict[str, Any]]
+Reducer = Callable[[Mapping[str, Any]], list[Ratio]]
+
+# The source runs first: it starts Spark, whose JVM should not be forked from a process that
+# has already used delta-rs.
+BENCHMARKS: dict[str, tuple[Runner, Reducer]] = {
+    "source": (_run_source, source_ratios),
+    "upsert": (_run_upsert, upsert_ratios),
+    "two-phase commit": (_run_two_phase, two_phase_ratios),
+    "dedup": (_run_dedup, dedup_ratios),
+}
+
+
+def run_suite(
+    sizes: Sizes,
+    postgres_url: str | None = None,
+    on_start: Callable[[str], None] = lambda _: None,
+) -> SuiteResult:
+    """Run every benchmark with ``sizes``.
+
+    Args:
+        sizes: the workload (:data:`FULL` or :data:`QUICK`).
+        postgres_url: SQLAlchemy URL of a superuser on an existing server, where each benchmark
+            creates and drops its own database; ``None`` starts a throwaway server.
+        on_start: called with each benchmark's name before it runs.
+    """
+    results: dict[str, Any] = {}
+    ratios: list[Ratio] = []
+    failures: dict[str, str] = {}
+    with ExitStack() as stack:
+        databases = _Databases(stack, postgres_url)
+        for name, (runner, reduce) in BENCHMARKS.items():
+            on_start(name)
+            try:
+                results[name] = runner(sizes, databases)
+                ratios += reduce(results[name])
+            except Exception as exc:  # one broken benchmark must not hide the others' numbers
+                logger.warning("benchmark %s failed", name, exc_info=True)
+                failures[name] = f"{type(exc).__name__}: {exc}"
+    return SuiteResult(sizes, machine_details(databases.version), ratios, results, failures)

@@ -1,0 +1,152 @@
+"""Cost of two-phase commit: the 2PC coordinator against the idempotent upsert sink, same run.
+
+Both strategies apply the same batches (Kafka-shaped rows with an account and an amount) to the
+same Postgres server through their Arrow entry point ``apply(table, batch_id)``:
+
+- ``upsert``: ``IdempotentUpsertSink.sql`` into a table keyed on (topic, partition, offset),
+  its COPY bulk path (the baseline);
+- ``2pc_set_effect``: the coordinator with one Postgres participant whose effect is a function
+  adding the batch's amounts to account balances in one set-based ``UPDATE``;
+- ``2pc_row_effect``: the same effect as SQL run once per record
+  (``UPDATE ... SET balance = balance + :amount``), the simplest way to write an effect;
+- ``2pc_postgres_delta``: the set-based effect plus a Delta participant appending the records.
+
+Every 2PC variant keeps its ledger of applied keys, logs its decision to a file and runs
+``PREPARE TRANSACTION`` / ``COMMIT PREPARED`` per batch. Ratios are 2PC rows/s over upsert rows/s,
+best of ``repeats`` runs. ``python benchmarks/bench_two_phase.py --help``; ``run()`` returns the
+numbers as a dict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import sqlalchemy as sa
+
+from kafka_share_eos.bench.common import best_seconds, postgres_database
+from kafka_share_eos.strategies.base import BatchStrategy
+from kafka_share_eos.strategies.idempotent_upsert import IdempotentUpsertSink
+from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
+from kafka_share_eos.twophase.delta import DeltaParticipant
+from kafka_share_eos.twophase.postgres import PostgresParticipant
+
+ACCOUNTS = 1000
+
+
+def payment_batch(count: int, first_offset: int) -> pa.Table:
+    """Rows shaped like the parsed output of the kafka-share source, over 8 partitions."""
+    offsets = range(first_offset, first_offset + count)
+    return pa.table(
+        {
+            "topic": pa.array(["payments"] * count),
+            "partition": pa.array([o % 8 for o in offsets], pa.int32()),
+            "offset": pa.array(list(offsets), pa.int64()),
+            "account": pa.array([o % ACCOUNTS for o in offsets], pa.int32()),
+            "amount": pa.array([o % 97 + 1 for o in offsets], pa.int64()),
+        }
+    )
+
+
+def add_to_balances(conn: sa.Connection, rows: pa.Table) -> None:
+    """The set-based effect: one UPDATE adding each account's total of the new records."""
+    conn.execute(
+        sa.text(
+            "UPDATE accounts AS a SET balance = a.balance + s.total"
+            " FROM (SELECT account, sum(amount) AS total"
+            "       FROM unnest(CAST(:accounts AS int[]), CAST(:amounts AS bigint[]))"
+            "            AS r(account, amount) GROUP BY account) AS s"
+            " WHERE a.id = s.account"
+        ),
+        {"accounts": rows["account"].to_pylist(), "amounts": rows["amount"].to_pylist()},
+    )
+
+
+def _reset(engine: sa.Engine) -> None:
+    with engine.begin() as conn:
+        for table in ("upsert_target", "accounts", "kse_ledger_balances"):
+            conn.execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
+        conn.execute(sa.text("CREATE TABLE accounts (id int PRIMARY KEY, balance bigint)"))
+        conn.execute(
+            sa.text("INSERT INTO accounts SELECT g, 0 FROM generate_series(0, :n) AS g"),
+            {"n": ACCOUNTS - 1},
+        )
+
+
+def _strategies(url: str, workdir: str) -> dict[str, Callable[[str], BatchStrategy]]:
+    def coordinator(effect: Any, delta: bool) -> Callable[[str], BatchStrategy]:
+        def make(attempt: str) -> BatchStrategy:
+            participants: list[Any] = [PostgresParticipant(url, effect, name="balances")]
+            if delta:
+                participants.append(DeltaParticipant(f"{workdir}/{attempt}/delta"))
+            return TwoPhaseCommitCoordinator(
+                log=f"{workdir}/{attempt}/decisions", participants=participants, app_id="bench"
+            )
+
+        return make
+
+    return {
+        "upsert": lambda attempt: IdempotentUpsertSink.sql(
+            url, "upsert_target", create_table=True, write_path="driver"
+        ),
+        "2pc_set_effect": coordinator(add_to_balances, delta=False),
+        "2pc_row_effect": coordinator(
+            "UPDATE accounts SET balance = balance + :amount WHERE id = :account", delta=False
+        ),
+        "2pc_postgres_delta": coordinator(add_to_balances, delta=True),
+    }
+
+
+def run(
+    rows_per_batch: int = 20_000, batches: int = 5, repeats: int = 2, url: str | None = None
+) -> dict[str, Any]:
+    """Measure every strategy on the same batches and server; rows/s and ratios to upsert."""
+    data = [payment_batch(rows_per_batch, b * rows_per_batch) for b in range(batches)]
+    total = rows_per_batch * batches
+    seconds: dict[str, float] = {}
+    with postgres_database(url) as db_url, tempfile.TemporaryDirectory() as workdir:
+        engine = sa.create_engine(db_url)
+        for name, make in _strategies(db_url, workdir).items():
+
+            def prepare(
+                attempt: int, name: str = name, make: Callable[[str], BatchStrategy] = make
+            ) -> Callable[[], object]:
+                _reset(engine)
+                strategy = make(f"{name}-{attempt}")
+
+                def work() -> None:
+                    for batch_id, batch in enumerate(data):
+                        strategy.apply(batch, batch_id)
+                    assert strategy.totals.rows_written == total, (name, strategy.totals)
+
+                return work
+
+            seconds[name] = best_seconds(prepare, repeats)
+        engine.dispose()
+    rates = {name: total / s for name, s in seconds.items()}
+    return {
+        "rows_per_batch": rows_per_batch,
+        "batches": batches,
+        "rows_per_second": {k: round(v) for k, v in rates.items()},
+        "ratio_to_upsert": {
+            k: round(v / rates["upsert"], 3) for k, v in rates.items() if k != "upsert"
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows-per-batch", type=int, default=20_000)
+    parser.add_argument("--batches", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--url", help="SQLAlchemy URL of a database (default: a throwaway server)")
+    args = parser.parse_args()
+    print(json.dumps(run(args.rows_per_batch, args.batches, args.repeats, args.url), indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""Cost of idempotence: the upsert sink against a plain append of the same rows, same run.
+
+- PostgreSQL: the sink's COPY bulk path (COPY into a temporary table, then one
+  ``INSERT ... SELECT ... ON CONFLICT``) against a plain ``COPY`` of the same rows into a table of
+  the same shape; also the sink's row path and a full redelivery (every row already applied).
+- Delta: the sink's MERGE (with its application transaction) against ``write_deltalake``
+  append of the same batch into a table of the same size.
+
+Ratios are sink throughput / plain-append throughput, measured side by side (best of
+``repeats``). Run ``python benchmarks/bench_upsert.py --help``; ``run()`` returns the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+import sqlalchemy as sa
+from deltalake import write_deltalake
+from psycopg import sql as pgsql
+
+from kafka_share_eos.bench.common import best_seconds, postgres_database
+from kafka_share_eos.sinks.sql import python_rows
+from kafka_share_eos.sinks.sql_schema import table_from_schema
+from kafka_share_eos.strategies import SOURCE_IDENTITY, IdempotentUpsertSink
+
+
+def source_rows(count: int, first_offset: int = 0, value_bytes: int = 100) -> pa.Table:
+    """Rows shaped like the kafka-share source, spread over 8 partitions."""
+    offsets = range(first_offset, first_offset + count)
+    return pa.table(
+        {
+            "key": pa.array([f"key-{o}".encode() for o in offsets], pa.binary()),
+            "value": pa.array([bytes(value_bytes)] * count, pa.binary()),
+            "topic": pa.array(["orders"] * count),
+            "partition": pa.array([o % 8 for o in offsets], pa.int32()),
+            "offset": pa.array(list(offsets), pa.int64()),
+            "timestamp": pa.array(
+                [datetime(2025, 1, 1, tzinfo=UTC)] * count, pa.timestamp("us", "UTC")
+            ),
+            "timestampType": pa.array([0] * count, pa.int32()),
+            "deliveryCount": pa.array([1] * count, pa.int32()),
+        }
+    )
+
+
+def bench_postgres(rows: pa.Table, url: str, repeats: int) -> dict[str, float]:
+    """Plain COPY append vs the sink on new rows, on rows 10% of which are already applied, on a
+    full redelivery, and (for small batches) the row path."""
+    engine = sa.create_engine(url)
+    count = rows.num_rows
+    small = rows.slice(0, min(count, 10_000))
+
+    def plain_copy(attempt: int) -> Callable[[], object]:
+        table = table_from_schema(f"append_{attempt}", rows.schema, SOURCE_IDENTITY, None)
+        table.create(engine)
+        statement = pgsql.SQL("COPY {} ({}) FROM STDIN").format(
+            pgsql.Identifier(table.name),
+            pgsql.SQL(", ").join(map(pgsql.Identifier, rows.column_names)),
+        )
+
+        def work() -> None:
+            with engine.begin() as conn:
+                raw = conn.connection.driver_connection
+                assert raw is not None
+                with raw.cursor() as cursor, cursor.copy(statement) as copy:
+                    for row in python_rows(rows, for_copy=True):
+                        copy.write_row(row)
+
+        return work
+
+    sinks: dict[str, IdempotentUpsertSink] = {}
+
+    def upsert(
+        name: str, batch: pa.Table, bulk_threshold: int = 1, applied_before: int = 0
+    ) -> Callable[[int], Callable[[], object]]:
+        def prepare(attempt: int) -> Callable[[], object]:
+            sink = IdempotentUpsertSink.sql(
+                engine, f"{name}_{attempt}", create_table=True, bulk_threshold=bulk_threshold
+            )
+            sink.apply(batch.slice(0, applied_before), 0)  # creates the table
+            # Untimed: a fresh writer for the measured batch, as after a restart.
+            sinks[name] = sink = IdempotentUpsertSink.sql(
+                engine, f"{name}_{attempt}", bulk_threshold=bulk_threshold
+            )
+            return lambda: sink.apply(batch, 1)
+
+        return prepare
+
+    def rate(seconds: float, rows_written: int = count) -> float:
+        return rows_written / seconds
+
+    append_s = best_seconds(plain_copy, repeats)
+    fresh_s = best_seconds(upsert("fresh", rows), repeats)
+    mixed_s = best_seconds(upsert("mixed", rows, applied_before=count // 10), repeats)
+    full_s = best_seconds(upsert("redelivered", rows, applied_before=count), repeats)
+    small_s = best_seconds(upsert("rows_path", small, bulk_threshold=count + 1), repeats)
+    paths = {name: sink.last_report for name, sink in sinks.items()}
+    assert all(report is not None for report in paths.values())
+    engine.dispose()
+    return {
+        "rows": count,
+        "plain_copy_rows_per_s": rate(append_s),
+        "upsert_new_rows_per_s": rate(fresh_s),
+        "upsert_10pct_applied_rows_per_s": rate(mixed_s),
+        "upsert_all_applied_rows_per_s": rate(full_s),
+        f"upsert_row_path_{small.num_rows}_rows_per_s": rate(small_s, small.num_rows),
+        "upsert_new_vs_plain_copy": append_s / fresh_s,
+        "upsert_10pct_applied_vs_plain_copy": append_s / mixed_s,
+        "upsert_all_applied_vs_plain_copy": append_s / full_s,
+    }
+
+
+def bench_delta(base_rows: int, batch_rows: int, repeats: int) -> dict[str, float]:
+    """``write_deltalake`` append vs the sink's MERGE of the same new rows into a table of
+    ``base_rows`` rows."""
+    base = source_rows(base_rows)
+    batch = source_rows(batch_rows, first_offset=base_rows)
+    with tempfile.TemporaryDirectory(prefix="bench-delta-") as workdir:
+
+        def fresh_table(kind: str, attempt: int) -> str:
+            path = f"{workdir}/{kind}-{attempt}"
+            write_deltalake(path, base)
+            return path
+
+        def append(attempt: int) -> Callable[[], object]:
+            path = fresh_table("append", attempt)
+            return lambda: write_deltalake(path, batch, mode="append")
+
+        def merge(attempt: int) -> Callable[[], object]:
+            sink = IdempotentUpsertSink.delta(fresh_table("merge", attempt))
+            return lambda: sink.apply(batch, 0)
+
+        append_s = best_seconds(append, repeats)
+        merge_s = best_seconds(merge, repeats)
+    return {
+        "base_rows": base_rows,
+        "batch_rows": batch_rows,
+        "append_rows_per_s": batch_rows / append_s,
+        "merge_rows_per_s": batch_rows / merge_s,
+        "merge_vs_append": append_s / merge_s,
+    }
+
+
+def run(
+    rows: int = 200_000,
+    delta_base_rows: int = 1_000_000,
+    delta_batch_rows: int = 20_000,
+    repeats: int = 3,
+    postgres_url: str | None = None,
+) -> dict[str, Any]:
+    """Run both comparisons; starts a throwaway PostgreSQL unless ``postgres_url`` is given."""
+    with postgres_database(postgres_url) as url:
+        postgres = bench_postgres(source_rows(rows), url, repeats)
+    delta = bench_delta(delta_base_rows, delta_batch_rows, repeats)
+    return {"postgres": postgres, "delta": delta}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=200_000, help="rows per PostgreSQL batch")
+    parser.add_argument("--delta-base-rows", type=int, default=1_000_000)
+    parser.add_argument("--delta-batch-rows", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--postgres-url", help="SQLAlchemy URL of an existing database")
+    args = parser.parse_args()
+    result = run(
+        args.rows, args.delta_base_rows, args.delta_batch_rows, args.repeats, args.postgres_url
+    )
+    print(json.dumps(result, indent=2))
+    pg, delta = result["postgres"], result["delta"]
+    for case in ("new", "10pct_applied", "all_applied"):
+        print(
+            f"PostgreSQL upsert, {case.replace('_', ' ')}: {pg[f'upsert_{case}_rows_per_s']:,.0f} "
+            f"rows/s vs plain COPY {pg['plain_copy_rows_per_s']:,.0f} rows/s = "
+            f"{pg[f'upsert_{case}_vs_plain_copy']:.0%}"
+        )
+    print(
+        f"Delta: MERGE upsert {delta['merge_rows_per_s']:,.0f} rows/s vs append "
+        f"{delta['append_rows_per_s']:,.0f} rows/s = {delta['merge_vs_append']:.0%}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+"""The verification matrix: targets x crash points x runs, on one broker, in parallel."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import statistics
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos.testing.postgres import PostgresDatabases, postgres_for_tests
+from kafka_share_eos.verify.points import RANDOM_KILL, points_of
+from kafka_share_eos.verify.process import kill_all
+from kafka_share_eos.verify.run import Mix, RunEnvironment, RunResult, RunSpec, execute
+from kafka_share_eos.verify.score import Score
+from kafka_share_eos.verify.targets import SAFE_TARGETS, TARGETS
+
+# The embedded broker's share-group settings for verification: a dead member's partitions move
+# to the survivors within seconds, and a slow sink outlasts the record locks.
+SESSION_TIMEOUT_MS = 3000
+HEARTBEAT_INTERVAL_MS = 500
+SLOW_SINK_LOCK_MS = 4000
+SLOW_SINK_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class MatrixOptions:
+    """What to verify and how hard."""
+
+    targets: Sequence[str] = SAFE_TARGETS
+    points: Sequence[str] | None = None
+    """Crash points to try; None means every point of each target."""
+    only: Sequence[tuple[str, str]] | None = None
+    """Explicit ``(target, point)`` cells, instead of ``targets`` x ``points``."""
+    runs: int = 1
+    records: int = 40
+    crashes: int = 2
+    per_trigger: int = 10
+    partitions: int = 3
+    seed: int = 0
+    parallel: int = 1
+    mix: Mix = field(default_factory=Mix)
+    postgres_url: str | None = None
+    workdir: Path | None = None
+    keep: bool = False
+
+    def cells(self) -> list[tuple[str, str]]:
+        """``(target, point)`` pairs to run; raise ValueError for names no target knows."""
+        targets = [t for t, _ in self.only] if self.only is not None else self.targets
+        unknown = [t for t in targets if t not in TARGETS]
+        if unknown:
+            raise ValueError(f"unknown strategy {unknown}; choose from {list(TARGETS)}")
+        if self.only is not None:
+            wrong = [cell for cell in self.only if cell[1] not in points_of(cell[0])]
+            if wrong:
+                raise ValueError(f"crash point not of that strategy: {wrong}")
+            return list(dict.fromkeys(self.only))
+        cells = [
+            (target, point)
+            for target in self.targets
+            for point in points_of(target)
+            if self.points is None or point in self.points
+        ]
+        unused = [p for p in self.points or () if not any(p == point for _, point in cells)]
+        if unused:
+            raise ValueError(
+                f"crash point(s) {unused} belong to none of the strategies {list(self.targets)}"
+            )
+        return cells
+
+    def specs(self) -> list[RunSpec]:
+        """Every run, cell after cell."""
+        return [
+            RunSpec(target, point, index, self.seed, self.records, self.crashes,
+                    self.per_trigger, self.partitions, self.mix)
+            for target, point in self.cells()
+            for index in range(self.runs)
+        ]
+
+
+@dataclass
+class CellResult:
+    """The runs of one ``(target, point)`` cell."""
+
+    target: str
+    point: str
+    runs: list[RunResult] = field(default_factory=list)
+
+    def total(self, name: str) -> int:
+        """Sum of a :class:`RunResult` counter over the runs."""
+        return sum(int(getattr(run, name)) for run in self.runs)
+
+    def score_total(self, name: str) -> int:
+        """Sum of a :class:`Score` counter over the runs."""
+        return sum(int(getattr(run.score, name)) for run in self.runs)
+
+    @property
+    def exercised(self) -> bool:
+        """Whether the crash point actually fired (or the random kill struck) in some run."""
+        return self.total("kills" if self.point == RANDOM_KILL else "crashes") > 0
+
+    @property
+    def ok(self) -> bool:
+        """Every run exact and error-free, and the point exercised."""
+        return self.exercised and all(run.ok for run in self.runs)
+
+    @property
+    def errors(self) -> list[str]:
+        """The errors of failed runs."""
+        return [f"{run.spec.key}: {run.error}" for run in self.runs if run.error]
+
+    def cycle_seconds(self) -> list[float]:
+        """Durations of every start that ended in a crash or kill."""
+        return [s for run in self.runs for s in run.cycle_seconds]
+
+    def to_json(self) -> dict[str, Any]:
+        """The cell's totals and its runs, for ``--json``."""
+        cycles = self.cycle_seconds()
+        return {
+            "strategy": self.target,
+            "crash_point": self.point,
+            "ok": self.ok,
+            "exercised": self.exercised,
+            "runs": len(self.runs),
+            "records": self.score_total("records"),
+            "crashes": self.total("crashes"),
+            "kills": self.total("kills"),
+            "starts": self.total("starts"),
+            "duplicates": self.score_total("duplicates"),
+            "losses": self.score_total("losses"),
+            "dead_lettered": self.score_total("dead_lettered"),
+            "redeliveries_absorbed": self.total("absorbed"),
+            "redelivered": self.total("redelivered"),
+            "failed_starts": self.total("failed_starts"),
+            "mean_crash_cycle_seconds": round(statistics.fmean(cycles), 2) if cycles else None,
+            "errors": self.errors,
+            "run_details": [_run_json(run) for run in self.runs],
+        }
+
+
+def _run_json(run: RunResult) -> dict[str, Any]:
+    return {
+        "run": run.spec.index,
+        "seed": run.spec.rng_seed,
+        "starts": run.starts,
+        "crashes": run.crashes,
+        "kills": run.kills,
+        "duplicates": run.score.duplicates,
+        "losses": run.score.losses,
+        "per_sink": {sink: {"duplicates": d, "losses": lost}
+                     for sink, (d, lost) in run.score.per_sink.items()},
+        "seconds": round(run.seconds, 1),
+        "error": run.error,
+    }
+
+
+@dataclass
+class MatrixResult:
+    """Every cell of a matrix run."""
+
+    cells: list[CellResult]
+    seconds: float = 0.0
+    workdir: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether every cell verified exactly-once."""
+        return all(cell.ok for cell in self.cells)
+
+
+@contextlib.contextmanager
+def _postgres(options: MatrixOptions) -> Iterator[PostgresDatabases | None]:
+    if not any(TARGETS[t].needs_postgres for t, _ in options.cells()):
+        yield None
+    elif options.postgres_url is not None:
+        yield PostgresDatabases(options.postgres_url)
+    else:
+        with postgres_for_tests() as server:
+            yield server
+
+
+def _safe_execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
+    try:
+        return execute(spec, env)
+    except Exception as error:  # one broken run must not hide the others' results
+        return RunResult(spec, Score.empty(), error=f"{type(error).__name__}: {error}")
+
+
+def run_matrix(
+    options: MatrixOptions, on_run: Callable[[RunResult], None] | None = None
+) -> MatrixResult:
+    """Run every cell ``options.runs`` times, ``options.parallel`` runs at a time."""
+    import time
+
+    started = time.monotonic()
+    specs = options.specs()
+    cells = {cell: CellResult(*cell) for cell in options.cells()}
+    work = options.workdir or Path(tempfile.mkdtemp(prefix="kafka-share-eos-verify-"))
+    work.mkdir(parents=True, exist_ok=True)
+    broker = EmbeddedBroker(
+        session_timeout_ms=SESSION_TIMEOUT_MS,
+        heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+        record_lock_duration_ms=SLOW_SINK_LOCK_MS if options.mix.slow_sink else None,
+    )
+    with broker, _postgres(options) as postgres:
+        env = RunEnvironment(broker, work, postgres, SLOW_SINK_SECONDS)
+
+        def one(spec: RunSpec) -> RunResult:
+            result = _safe_execute(spec, env)
+            if on_run is not None:
+                on_run(result)
+            return result
+
+        try:
+            with ThreadPoolExecutor(max_workers=options.parallel) as pool:
+                for result in pool.map(one, specs):
+                    cells[(result.spec.target, result.spec.point)].runs.append(result)
+        finally:
+            kill_all()
+    matrix = MatrixResult(list(cells.values()), time.monotonic() - started, work)
+    if matrix.ok and not options.keep and options.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+        matrix.workdir = None
+    return matrix

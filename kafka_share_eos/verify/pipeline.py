@@ -1,0 +1,127 @@
+"""The pipeline the verifier crashes: ``python -m kafka_share_eos.verify.pipeline CONFIG NAME``.
+
+It reads the run's share group through the ``kafka-share`` source with ``availableNow`` (so it
+exits once the group is drained), turns each micro-batch into effect rows and hands them to the
+target's strategy, appending one line per finished batch to ``progress.jsonl`` in its directory.
+Restarted on the same directory, it resumes from its checkpoint and journal.
+
+Run in its own session (the verifier starts it with ``start_new_session=True``), it makes crash
+points kill its whole process group: the Spark JVM, the source runner and the Python workers die
+together with the driver, as on a machine failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kafka_share_eos import faults
+from kafka_share_eos.verify.records import effect_rows
+from kafka_share_eos.verify.targets import TARGETS, RunContext
+
+PROGRESS_FILE = "progress.jsonl"
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Everything a pipeline process needs, written as JSON by the verifier."""
+
+    target: str
+    run_dir: str
+    bootstrap_servers: str
+    topic: str
+    group_id: str
+    postgres_url: str | None = None
+    max_records_per_trigger: int = 10
+    idle_ms: int = 2000
+    slow_sink_seconds: float = 0.0
+    slow_sink_share: float = 0.0
+    seed: int = 0
+
+    def save(self, path: Path) -> None:
+        """Write the configuration as JSON."""
+        path.write_text(json.dumps(asdict(self)))
+
+    @classmethod
+    def load(cls, path: Path) -> PipelineConfig:
+        """Read a configuration written by :meth:`save`."""
+        return cls(**json.loads(path.read_text()))
+
+    def context(self) -> RunContext:
+        """The run's state locations."""
+        return RunContext(Path(self.run_dir), self.postgres_url)
+
+    def pipeline_dir(self, name: str) -> Path:
+        """The directory of pipeline ``name``: checkpoint, journal, progress, logs."""
+        return Path(self.run_dir) / f"pipeline-{name}"
+
+
+class VerifyBatch:
+    """The ``foreachBatch`` function: effect rows to the strategy, one progress line per batch."""
+
+    def __init__(self, config: PipelineConfig, strategy: Any, progress: Path) -> None:
+        self._strategy = strategy
+        self._progress = progress
+        self._slow_seconds = config.slow_sink_seconds
+        self._slow_share = config.slow_sink_share
+        self._rng = random.Random(f"{config.seed}:{os.getpid()}")
+
+    def __call__(self, batch_df: Any, batch_id: int) -> None:
+        batch = batch_df.toArrow()
+        redelivered = sum(1 for n in batch["deliveryCount"].to_pylist() if n and n > 1)
+        if self._slow_seconds and self._rng.random() < self._slow_share:
+            # Holding the batch past the record lock duration makes the broker redeliver it.
+            time.sleep(self._slow_seconds)
+        report = self._strategy.apply(effect_rows(batch, poison_fails=True), batch_id)
+        line = {
+            "batch": batch_id,
+            "rows": batch.num_rows,
+            "redelivered": redelivered,
+            "absorbed": report.duplicates_in_batch + report.already_applied,
+            "written": report.rows_written,
+            "time": time.time(),
+        }
+        with self._progress.open("a") as out:
+            out.write(json.dumps(line) + "\n")
+
+
+def run(config: PipelineConfig, name: str) -> None:
+    """Run pipeline ``name`` of the run until its share group is drained."""
+    import kafka_share_eos
+    from kafka_share_eos.testing.spark import local_spark_session
+
+    if os.getpgrp() == os.getpid():
+        os.environ.setdefault(faults.CRASH_PGID_ENV, str(os.getpgrp()))
+    directory = config.pipeline_dir(name)
+    directory.mkdir(parents=True, exist_ok=True)
+    strategy = TARGETS[config.target]().build(config.context(), name)
+    spark = local_spark_session(f"kafka-share-eos-verify-{name}", cores=1)
+    kafka_share_eos.register(spark)
+    stream = (
+        spark.readStream.format("kafka-share")
+        .option("kafka.bootstrap.servers", config.bootstrap_servers)
+        .option("kafka.share.group.id", config.group_id)
+        .option("subscribe", config.topic)
+        .option("journalPath", str(directory / "journal"))
+        .option("maxRecordsPerTrigger", str(config.max_records_per_trigger))
+        .option("availableNowIdleMs", str(config.idle_ms))
+        .load()
+    )
+    query = (
+        stream.writeStream.foreachBatch(VerifyBatch(config, strategy, directory / PROGRESS_FILE))
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(directory / "checkpoint"))
+        .start()
+    )
+    query.awaitTermination()
+    spark.stop()
+
+
+if __name__ == "__main__":
+    run(PipelineConfig.load(Path(sys.argv[1])), sys.argv[2])

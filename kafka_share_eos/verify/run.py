@@ -1,0 +1,296 @@
+"""One verification run: produce, crash and restart the pipeline until drained, then count.
+
+A run owns a fresh topic and share group on the broker, a directory (checkpoints, journals,
+Delta tables, SQLite files) and, for Postgres targets, a fresh database. Pipeline ``a`` is
+started with a crash point armed at a seeded random hit (or a seeded random SIGKILL), again and
+again on the same checkpoint until it has crashed ``crashes`` times, then once more to drain.
+A second pipeline ``b`` in the same share group, when asked for, runs beside it without crash
+points, with its own checkpoint and journal and the same sinks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import random
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafka_share_eos import faults
+from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos.testing.postgres import PostgresDatabases
+from kafka_share_eos.verify.disturb import SessionDropper
+from kafka_share_eos.verify.pipeline import PROGRESS_FILE, PipelineConfig
+from kafka_share_eos.verify.points import RANDOM_KILL
+from kafka_share_eos.verify.process import Exit, PipelineProcess
+from kafka_share_eos.verify.records import plan_records, produce
+from kafka_share_eos.verify.score import Score, score
+from kafka_share_eos.verify.targets import TARGETS, Produced, RunContext, Target
+
+START_TIMEOUT_S = 300.0
+# Seconds after a start: Spark takes ~10 s to plan its first batch here, a run of 40 records
+# drains ~10 s later; a few kills still land during start-up.
+KILL_WINDOW_S = (8.0, 20.0)
+MAX_FAILED_STARTS = 4
+
+
+@dataclass(frozen=True)
+class Mix:
+    """What else goes on during a run besides the crashes."""
+
+    second_consumer: bool = False
+    session_drops: bool = False
+    slow_sink: bool = False
+    bad_records: bool = False
+    random_kills: bool = False
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of one cell of the matrix."""
+
+    target: str
+    point: str
+    index: int
+    seed: int
+    records: int = 40
+    crashes: int = 2
+    per_trigger: int = 10
+    partitions: int = 3
+    mix: Mix = field(default_factory=Mix)
+
+    @property
+    def key(self) -> str:
+        """``target-point-index``, also the run's directory name."""
+        return f"{self.target}-{self.point}-{self.index}"
+
+    @property
+    def rng_seed(self) -> str:
+        """Seed of everything random in this run (records, crash hits, kill moments)."""
+        return f"{self.seed}:{self.target}:{self.point}:{self.index}"
+
+
+@dataclass
+class RunResult:
+    """What happened in a run and what the sinks hold afterwards."""
+
+    spec: RunSpec
+    score: Score
+    starts: int = 0
+    crashes: int = 0
+    kills: int = 0
+    failed_starts: int = 0
+    session_drops: int = 0
+    absorbed: int = 0
+    redelivered: int = 0
+    seconds: float = 0.0
+    cycle_seconds: list[float] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """No duplicate, no loss, no error."""
+        return self.error is None and self.score.ok
+
+
+@dataclass
+class RunEnvironment:
+    """What runs share: the broker, the Postgres server, a working directory."""
+
+    broker: EmbeddedBroker
+    work: Path
+    postgres: PostgresDatabases | None = None
+    slow_sink_seconds: float = 0.0
+
+
+def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
+    """Carry out one run and score it."""
+    started = time.monotonic()
+    target = TARGETS[spec.target]()
+    with _database(env, target) as postgres_url:
+        ctx = RunContext(env.work / spec.key, postgres_url)
+        ctx.run_dir.mkdir(parents=True)
+        topic = f"verify-{uuid.uuid4().hex[:12]}"
+        env.broker.create_topic(topic, spec.partitions)
+        planned = plan_records(spec.records, spec.rng_seed, spec.mix.bad_records)
+        produced = produce(env.broker.bootstrap_servers, topic, planned, spec.partitions)
+        target.setup(ctx, planned)
+        config = PipelineConfig(
+            target=spec.target,
+            run_dir=str(ctx.run_dir),
+            bootstrap_servers=env.broker.bootstrap_servers,
+            topic=topic,
+            group_id=topic,
+            postgres_url=postgres_url,
+            max_records_per_trigger=spec.per_trigger,
+            slow_sink_seconds=env.slow_sink_seconds if spec.mix.slow_sink else 0.0,
+            slow_sink_share=0.3 if spec.mix.slow_sink else 0.0,
+            seed=spec.seed,
+        )
+        config.save(ctx.run_dir / "config.json")
+        supervisor = _Supervisor(spec, config, ctx, target, produced)
+        with contextlib.ExitStack() as stack:
+            dropper = (
+                stack.enter_context(SessionDropper(env.broker.bootstrap_servers, spec.rng_seed))
+                if spec.mix.session_drops
+                else None
+            )
+            result = supervisor.run()
+        result.session_drops = dropper.drops if dropper is not None else 0
+        result.score = score(target.landed(ctx, produced), produced, supervisor.dead_lettered())
+        result.seconds = time.monotonic() - started
+        return result
+
+
+@contextlib.contextmanager
+def _database(env: RunEnvironment, target: Target) -> Iterator[str | None]:
+    if not target.needs_postgres:
+        yield None
+        return
+    if env.postgres is None:
+        raise ValueError(f"target {target.name!r} needs PostgreSQL and none was given")
+    name = f"kse_verify_{uuid.uuid4().hex[:12]}"
+    url = env.postgres.create_database(name)
+    try:
+        yield url
+    finally:
+        env.postgres.drop_database(name)
+
+
+class _Supervisor:
+    """Starts, crashes and restarts the pipelines of one run."""
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        config: PipelineConfig,
+        ctx: RunContext,
+        target: Target,
+        produced: Produced,
+    ) -> None:
+        self.spec = spec
+        self.config = config
+        self.ctx = ctx
+        self.target = target
+        self.produced = produced
+        self.rng = random.Random(spec.rng_seed)
+        self.config_path = ctx.run_dir / "config.json"
+        self.crash_record = ctx.run_dir / "crashes.log"
+        self.result = RunResult(spec, Score.empty())
+        self._second: PipelineProcess | None = None
+
+    def run(self) -> RunResult:
+        result = self.result
+        confirmations = 0
+        try:
+            while result.starts < 2 * self.spec.crashes + MAX_FAILED_STARTS + 2:
+                if self.spec.mix.second_consumer:
+                    self._keep_second_running()
+                outcome, seconds = self._start_first()
+                if outcome in (Exit.CRASHED, Exit.KILLED):
+                    result.cycle_seconds.append(seconds)
+                    continue
+                if outcome is Exit.FAILED:
+                    result.failed_starts += 1
+                    if result.failed_starts > MAX_FAILED_STARTS:
+                        result.error = f"pipeline keeps failing:\n{self._tail('a')}"
+                        break
+                    continue
+                self._stop_second()
+                if self._complete():
+                    break
+                # Drained with records missing: one more start tells "not yet" from "lost".
+                confirmations += 1
+                if confirmations > 1:
+                    break
+            else:
+                result.error = f"gave up after {result.starts} starts"
+        finally:
+            if self._second is not None:
+                self._second.kill()
+                self._second.wait(10)
+        self._read_progress()
+        return result
+
+    def _start_first(self) -> tuple[Exit, float]:
+        armed = self.result.crashes + self.result.kills < self.spec.crashes
+        point = self.spec.point
+        crash_at = None
+        kill_after = None
+        if armed and point != RANDOM_KILL:
+            crash_at = faults.crash_spec(point, self.rng.randint(1, self._batches_left()))
+        if armed and (point == RANDOM_KILL or self.spec.mix.random_kills):
+            kill_after = self.rng.uniform(*KILL_WINDOW_S)
+        self.result.starts += 1
+        process = self._process("a", crash_at)
+        timer = threading.Timer(kill_after, process.kill) if kill_after is not None else None
+        if timer is not None:
+            timer.start()
+        outcome = process.wait(START_TIMEOUT_S)
+        if timer is not None:
+            timer.cancel()
+        if outcome is Exit.CRASHED:
+            self.result.crashes += 1
+        elif outcome is Exit.KILLED:
+            self.result.kills += 1
+        return outcome, time.monotonic() - process.started
+
+    def _process(self, name: str, crash_at: str | None) -> PipelineProcess:
+        directory = self.config.pipeline_dir(name)
+        directory.mkdir(parents=True, exist_ok=True)
+        return PipelineProcess(
+            self.config_path, name, directory / "output.log", crash_at, self.crash_record
+        )
+
+    def _keep_second_running(self) -> None:
+        if self._second is not None and not self._second.running:
+            self._reap_second()
+        if self._second is None:
+            self._second = self._process("b", None)
+
+    def _stop_second(self) -> None:
+        """Let the second pipeline drain too before the sinks are counted."""
+        if self._second is not None:
+            self._reap_second()
+
+    def _reap_second(self) -> None:
+        assert self._second is not None
+        if self._second.wait(START_TIMEOUT_S) is Exit.FAILED:
+            self.result.failed_starts += 1
+        self._second = None
+
+    def _batches_left(self) -> int:
+        written = sum(line.get("written", 0) for line in self._progress_lines())
+        left = max(0, len(self.produced) - written)
+        return max(1, math.ceil(left / self.spec.per_trigger))
+
+    def _complete(self) -> bool:
+        counted = score(self.target.landed(self.ctx, self.produced), self.produced,
+                        self.dead_lettered())
+        return counted.losses == 0
+
+    def dead_lettered(self) -> frozenset[tuple[int, int]]:
+        """Records the strategy diverted to its dead-letter sink (none without one)."""
+        return frozenset()
+
+    def _progress_lines(self) -> list[dict[str, int]]:
+        lines = []
+        for name in ("a", "b"):
+            path = self.config.pipeline_dir(name) / PROGRESS_FILE
+            if path.exists():
+                lines += [json.loads(line) for line in path.read_text().splitlines() if line]
+        return lines
+
+    def _read_progress(self) -> None:
+        lines = self._progress_lines()
+        self.result.absorbed = sum(line["absorbed"] for line in lines)
+        self.result.redelivered = sum(line["redelivered"] for line in lines)
+
+    def _tail(self, name: str) -> str:
+        log = self.config.pipeline_dir(name) / "output.log"
+        return log.read_text(errors="replace")[-2000:] if log.exists() else ""
