@@ -4,7 +4,8 @@ The data flow is share group -> source/journal -> strategy -> sink. The public s
 
 - :class:`EmbeddedBroker`, a share-group-capable Kafka broker in this process;
 - :func:`register`, which makes ``spark.readStream.format("kafka-share")`` available;
-- :mod:`kafka_share_eos.strategies`, the ``foreachBatch`` strategies.
+- :mod:`kafka_share_eos.strategies`, the ``foreachBatch`` strategies;
+- :mod:`kafka_share_eos.deadletter`, where strategies put the records they cannot apply.
 
 Heavy optional dependencies (pyspark, sqlalchemy, deltalake) are imported only when used.
 """

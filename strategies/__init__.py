@@ -14,10 +14,11 @@ from kafka_share_eos.sinks import (
     TargetTableError,
 )
 
-from .base import BatchStrategy, as_arrow
+from .base import BatchStrategy, StrategyOptions, as_arrow
 from .checkpoint_dedup import CheckpointDedupStore
 from .idempotent_upsert import IdempotentUpsertSink
 from .identity import SOURCE_IDENTITY, RecordIdentity
+from .quarantine import DeadLetterPolicy
 from .report import BatchReport, ReportTotals
 from .two_phase_commit import TwoPhaseCommitCoordinator
 
@@ -27,11 +28,13 @@ __all__ = [
     "BatchStrategy",
     "CheckpointDedupStore",
     "CommitConflictError",
+    "DeadLetterPolicy",
     "IdempotentUpsertSink",
     "MissingColumnsError",
     "RecordIdentity",
     "ReportTotals",
     "SinkConfigurationError",
+    "StrategyOptions",
     "TargetTableError",
     "TwoPhaseCommitCoordinator",
     "as_arrow",

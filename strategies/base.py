@@ -12,15 +12,19 @@ from __future__ import annotations
 import sys
 import time
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import pyarrow as pa
 
 from kafka_share_eos import faults
+from kafka_share_eos.deadletter import DeadLetterSink
 from kafka_share_eos.sinks import UpsertOutcome
 
 from .identity import RecordIdentity
+from .quarantine import DeadLetterPolicy
 from .report import BatchReport, ReportLog, ReportTotals
+from .screening import Screening
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -41,18 +45,55 @@ def as_arrow(data: Any) -> pa.Table:
     )
 
 
+class StrategyOptions(TypedDict, total=False):
+    """Options every strategy takes.
+
+    Attributes:
+        name: names the strategy in logs and reports.
+        keep_reports: how many per-batch reports to keep in memory (totals cover all).
+        transform: ``transform(rows) -> rows`` turns the source's rows into the rows to apply
+            (e.g. decodes the value into columns), one output row per input row. With dead
+            letters, a row it raises on is dead-lettered and the rest of the batch applied.
+        dead_letters: a :class:`DeadLetterPolicy`, or just its sink: records past the delivery
+            limit, that ``transform`` cannot handle, with a null identity or that the target
+            refuses go there, with the error, and the rest of the batch is applied.
+        metrics_path: a local file to which one JSON line per batch report is appended.
+    """
+
+    name: str
+    keep_reports: int
+    transform: Callable[[pa.Table], pa.Table]
+    dead_letters: DeadLetterPolicy | DeadLetterSink
+    metrics_path: str
+
+
 class BatchStrategy(ABC):
     """Base of the ``foreachBatch`` strategies.
 
     Subclasses implement :meth:`_prepare` (check or create the target for the batch schema, once)
-    and :meth:`_write` (apply rows that are unique on the identity, report what changed).
+    and :meth:`_write` (apply rows that are unique on the identity, report what changed), and may
+    implement :meth:`_check_rows` so that rows the target refuses can be dead-lettered.
     """
 
-    def __init__(self, identity: RecordIdentity, name: str, keep_reports: int = 1000) -> None:
+    def __init__(
+        self, identity: RecordIdentity, default_name: str, **options: Unpack[StrategyOptions]
+    ) -> None:
         self.identity = identity
-        self.name = name
-        self._log = ReportLog(keep_reports)
+        self.name = options.get("name") or default_name
+        self._log = ReportLog(options.get("keep_reports", 1000), options.get("metrics_path"))
+        dead_letters = options.get("dead_letters")
+        self.dead_letters = (
+            DeadLetterPolicy(dead_letters)
+            if isinstance(dead_letters, DeadLetterSink)
+            else dead_letters
+        )
+        self.transform = options.get("transform")
         self._ready = False
+
+    @property
+    def screens_rows(self) -> bool:
+        """Whether batches go through ``transform`` or dead letters (driver-side work)."""
+        return self.transform is not None or self.dead_letters is not None
 
     def __call__(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
         """The ``foreachBatch`` entry point."""
@@ -66,11 +107,27 @@ class BatchStrategy(ABC):
         """Deduplicate and apply one batch (Arrow table/record batch or pandas DataFrame)."""
         started = time.perf_counter()
         table = as_arrow(data)
-        self._ensure_ready(table.schema)
-        unique = self.identity.unique_rows(table, batch_id)
-        outcome = self._write(unique, batch_id)
+        if not self.screens_rows:
+            self._ensure_ready(table.schema)
+            unique = self.identity.unique_rows(table, batch_id)
+            outcome = self._write(unique, batch_id)
+            return self._record(
+                batch_id, table.num_rows, table.num_rows - unique.num_rows, outcome, started
+            )
+        screening = Screening(table, batch_id, self.name, self.dead_letters, self.transform)
+        rows = screening.transformed()
+        self._ensure_ready(rows.schema)
+        unique = screening.unique(self.identity)
+        screening.send_letters()
+        try:
+            outcome = self._write(unique, batch_id)
+        except Exception as error:
+            good = screening.refused_by_target(unique, error, self._check_rows())
+            screening.send_letters()
+            outcome = self._write(good, batch_id)
         return self._record(
-            batch_id, table.num_rows, table.num_rows - unique.num_rows, outcome, started
+            batch_id, table.num_rows, screening.duplicates_in_batch, outcome, started,
+            dead_lettered=screening.dead_lettered,
         )
 
     @property
@@ -101,6 +158,8 @@ class BatchStrategy(ABC):
         duplicates_in_batch: int,
         outcome: UpsertOutcome,
         started: float,
+        *,
+        dead_lettered: int = 0,
     ) -> BatchReport:
         # Every write path reports through here once the sink has committed.
         faults.maybe_crash(faults.STRATEGY_AFTER_WRITE)
@@ -110,11 +169,17 @@ class BatchStrategy(ABC):
             duplicates_in_batch=duplicates_in_batch,
             already_applied=outcome.already_applied,
             rows_written=outcome.written,
+            dead_lettered=dead_lettered,
             write_path=outcome.path,
             seconds=time.perf_counter() - started,
         )
         self._log.add(self.name, report)
         return report
+
+    def _check_rows(self) -> Callable[[pa.Table], object] | None:
+        """A function raising what writing its rows would raise, without writing; None when
+        the target cannot check rows, so a refused row fails the whole batch."""
+        return None
 
     @abstractmethod
     def _prepare(self, schema: pa.Schema) -> None:

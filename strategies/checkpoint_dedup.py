@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import pyarrow as pa
 
@@ -25,7 +25,7 @@ from kafka_share_eos.ledger.identity_ledger import DEFAULT_APP_ID, IdentityLedge
 from kafka_share_eos.ledger.retention import RetentionPolicy, prune
 from kafka_share_eos.sinks import SinkConfigurationError, UpsertOutcome
 
-from .base import BatchStrategy
+from .base import BatchStrategy, StrategyOptions
 from .identity import RecordIdentity
 
 logger = logging.getLogger("kafka_share_eos.strategies")
@@ -57,6 +57,9 @@ class CheckpointDedupStore(BatchStrategy):
         prune_every: prune automatically after every this many batches (None: never).
         compact_every: compact and vacuum the ledger after every this many batches (None: never).
         vacuum_retention: how long files replaced by compaction stay on storage.
+        options: see :class:`StrategyOptions` (``transform``, ``dead_letters``, ...). Rows the
+            user's sink refuses fail the batch: a sink applied at most once per batch id cannot
+            be probed row by row.
     """
 
     def __init__(
@@ -71,10 +74,10 @@ class CheckpointDedupStore(BatchStrategy):
         prune_every: int | None = None,
         compact_every: int | None = None,
         vacuum_retention: dt.timedelta = DEFAULT_VACUUM_RETENTION,
-        keep_reports: int = 1000,
+        **options: Unpack[StrategyOptions],
     ) -> None:
         identity = RecordIdentity.of(key_columns)
-        super().__init__(identity, "CheckpointDedupStore", keep_reports)
+        super().__init__(identity, "CheckpointDedupStore", **options)
         for name, every in (("prune_every", prune_every), ("compact_every", compact_every)):
             if every is not None and every < 1:
                 raise SinkConfigurationError(f"{name} must be >= 1 or None, got {every}")

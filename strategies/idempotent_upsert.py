@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal, Unpack
 
 import pyarrow as pa
 
 from kafka_share_eos.sinks import SinkConfigurationError, UpsertOutcome, UpsertWriter
 
-from .base import BatchStrategy
+from .base import BatchStrategy, StrategyOptions
 from .executors import write_on_executors
 from .identity import RecordIdentity
 from .report import BatchReport
@@ -48,6 +48,11 @@ class IdempotentUpsertSink(BatchStrategy):
     - ``"auto"`` (default): executors on PostgreSQL when the batch has at least
       ``executor_threshold`` rows (counting it costs one Spark job), else the driver. Delta is
       always written by the driver: delta-rs must not run in forked worker processes.
+
+    With ``transform`` or ``dead_letters`` (see :class:`StrategyOptions`) batches are written
+    by the driver. A row the target refuses (a constraint, a type or range violation) is found
+    by checking halves of the batch in transactions that are rolled back (SQL) or by casting to
+    the table's types (Delta), dead-lettered, and the rest of the batch is written.
     """
 
     def __init__(
@@ -57,7 +62,7 @@ class IdempotentUpsertSink(BatchStrategy):
         *,
         write_path: WritePath = "auto",
         executor_threshold: int = 250_000,
-        name: str | None = None,
+        **options: Unpack[StrategyOptions],
     ) -> None:
         if write_path not in _WRITE_PATHS:
             raise SinkConfigurationError(
@@ -68,7 +73,12 @@ class IdempotentUpsertSink(BatchStrategy):
             raise SinkConfigurationError(
                 f"write_path='executors' needs a PostgreSQL target, not {writer.target!r}"
             )
-        super().__init__(identity, name or f"IdempotentUpsertSink[{writer.target}]")
+        super().__init__(identity, f"IdempotentUpsertSink[{writer.target}]", **options)
+        if write_path == "executors" and self.screens_rows:
+            raise SinkConfigurationError(
+                "write_path='executors' cannot be combined with transform or dead_letters: "
+                "rows are screened in the driver (use write_path='auto' or 'driver')"
+            )
         self.writer = writer
         self.write_path = write_path
         self.executor_threshold = executor_threshold
@@ -86,7 +96,7 @@ class IdempotentUpsertSink(BatchStrategy):
         bulk_threshold: int = 100,
         write_path: WritePath = "auto",
         executor_threshold: int = 250_000,
-        name: str | None = None,
+        **options: Unpack[StrategyOptions],
     ) -> IdempotentUpsertSink:
         """A sink into a SQL table (``postgresql+psycopg://...`` or ``sqlite:///...``).
 
@@ -111,7 +121,7 @@ class IdempotentUpsertSink(BatchStrategy):
             identity,
             write_path=write_path,
             executor_threshold=executor_threshold,
-            name=name,
+            **options,
         )
 
     @classmethod
@@ -124,7 +134,7 @@ class IdempotentUpsertSink(BatchStrategy):
         app_id: str | None = None,
         storage_options: Mapping[str, str] | None = None,
         max_commit_attempts: int = 5,
-        name: str | None = None,
+        **options: Unpack[StrategyOptions],
     ) -> IdempotentUpsertSink:
         """A sink into a Delta table (created on the first batch when missing).
 
@@ -143,7 +153,7 @@ class IdempotentUpsertSink(BatchStrategy):
             storage_options=storage_options,
             max_commit_attempts=max_commit_attempts,
         )
-        return cls(writer, identity, write_path="driver", name=name)
+        return cls(writer, identity, write_path="driver", **options)
 
     def apply_dataframe(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
         """Write a Spark micro-batch from the driver or the executors (see ``write_path``)."""
@@ -166,7 +176,9 @@ class IdempotentUpsertSink(BatchStrategy):
 
     def _use_executors(self, batch_df: DataFrame) -> bool:
         if self.write_path == "auto":
-            return self._executors_allowed and batch_df.count() >= self.executor_threshold
+            if self.screens_rows or not self._executors_allowed:
+                return False
+            return batch_df.count() >= self.executor_threshold
         return self.write_path == "executors"
 
     def _prepare(self, schema: pa.Schema) -> None:
@@ -174,6 +186,10 @@ class IdempotentUpsertSink(BatchStrategy):
 
     def _write(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
         return self.writer.upsert(table, batch_id)
+
+    def _check_rows(self) -> Callable[[pa.Table], object] | None:
+        check: Callable[[pa.Table], object] | None = getattr(self.writer, "check", None)
+        return check
 
 
 def _streaming_query_id(batch_df: DataFrame) -> str | None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import logging
 from collections import deque
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 
 logger = logging.getLogger("kafka_share_eos.strategies")
 
@@ -13,7 +16,8 @@ logger = logging.getLogger("kafka_share_eos.strategies")
 class BatchReport:
     """What one strategy did with one micro-batch.
 
-    ``rows_in = duplicates_in_batch + already_applied + rows_written`` always holds:
+    ``rows_in = dead_lettered + duplicates_in_batch + already_applied + rows_written`` always
+    holds: ``dead_lettered`` rows went to the dead-letter sink instead of the target,
     ``duplicates_in_batch`` rows repeated an identity earlier in the same batch (removed before
     writing), ``already_applied`` rows were found applied by an earlier batch or an earlier run
     of this one (or were older than the stored version), ``rows_written`` changed the target.
@@ -26,6 +30,7 @@ class BatchReport:
     rows_written: int
     write_path: str
     seconds: float
+    dead_lettered: int = 0
 
     @property
     def duplicates(self) -> int:
@@ -37,7 +42,8 @@ class BatchReport:
         return (
             f"{strategy} batch {self.batch_id}: {self.rows_in} in, {self.duplicates_in_batch} "
             f"duplicate in batch, {self.already_applied} already applied, {self.rows_written} "
-            f"written via {self.write_path} in {self.seconds:.3f}s"
+            f"written via {self.write_path}, {self.dead_lettered} dead-lettered in "
+            f"{self.seconds:.3f}s"
         )
 
 
@@ -50,6 +56,7 @@ class ReportTotals:
     duplicates_in_batch: int = 0
     already_applied: int = 0
     rows_written: int = 0
+    dead_lettered: int = 0
 
     def plus(self, report: BatchReport) -> ReportTotals:
         """These totals with ``report`` added."""
@@ -64,17 +71,29 @@ class ReportTotals:
 
 
 class ReportLog:
-    """The latest reports (bounded, for long-running streams) and totals since creation."""
+    """The latest reports (bounded, for long-running streams) and totals since creation;
+    with a ``metrics_path``, every report is also appended to it as one JSON line."""
 
-    def __init__(self, keep: int = 1000) -> None:
+    def __init__(self, keep: int = 1000, metrics_path: str | None = None) -> None:
         self._reports: deque[BatchReport] = deque(maxlen=keep)
         self.totals = ReportTotals()
+        self.metrics_path = None if metrics_path is None else Path(metrics_path)
 
     def add(self, strategy: str, report: BatchReport) -> None:
-        """Keep, total and log ``report``."""
+        """Keep, total, log and export ``report``."""
         self._reports.append(report)
         self.totals = self.totals.plus(report)
         logger.info(report.log_line(strategy))
+        if self.metrics_path is not None:
+            line = {
+                "strategy": strategy,
+                **asdict(report),
+                "duplicates_absorbed": report.duplicates,
+                "at": dt.datetime.now(dt.UTC).isoformat(),
+            }
+            self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
+            with self.metrics_path.open("a") as out:
+                out.write(json.dumps(line) + "\n")
 
     @property
     def reports(self) -> tuple[BatchReport, ...]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Unpack
 
 import pyarrow as pa
 
@@ -28,7 +28,7 @@ from kafka_share_eos.twophase import (
     TransactionCoordinator,
 )
 
-from .base import BatchStrategy
+from .base import BatchStrategy, StrategyOptions
 from .identity import RecordIdentity
 from .report import BatchReport
 
@@ -78,7 +78,9 @@ class TwoPhaseCommitCoordinator(BatchStrategy):
             the driver; ``"executors"`` prepares every Spark partition in its own Postgres
             transaction on the executors (Postgres participants only; Delta must stay in the
             driver).
-        keep_reports: how many per-batch reports to keep in memory.
+        options: see :class:`StrategyOptions` (``transform``, ``dead_letters``, ...). With
+            ``transform`` or ``dead_letters`` batches prepare in the driver; rows the
+            participants refuse still fail the batch (a prepare cannot be checked row by row).
         recover_on_start: resolve what an earlier run left prepared right away, rather than at
             the first batch: prepared transactions hold their row locks until resolved.
     """
@@ -91,10 +93,15 @@ class TwoPhaseCommitCoordinator(BatchStrategy):
         app_id: str,
         key_columns: Sequence[str] | None = None,
         prepare_on: PrepareOn = "driver",
-        keep_reports: int = 1000,
         recover_on_start: bool = True,
+        **options: Unpack[StrategyOptions],
     ) -> None:
-        super().__init__(RecordIdentity.of(key_columns), "TwoPhaseCommitCoordinator", keep_reports)
+        super().__init__(RecordIdentity.of(key_columns), "TwoPhaseCommitCoordinator", **options)
+        if prepare_on == "executors" and self.screens_rows:
+            raise SinkConfigurationError(
+                "prepare_on='executors' cannot be combined with transform or dead_letters: "
+                "rows are screened in the driver (use prepare_on='driver')"
+            )
         if prepare_on not in ("driver", "executors"):
             raise SinkConfigurationError(
                 f"prepare_on must be 'driver' or 'executors', got {prepare_on!r}"

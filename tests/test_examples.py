@@ -85,3 +85,23 @@ def test_account_balances_add_each_payment_once_despite_a_failure(
     absorbed = int(result.stdout.split(" redelivered or replayed payments absorbed")[0].split()[-1])
     assert absorbed >= 100  # at least the replayed batch, all of it already applied
     assert "every payment was added exactly once" in result.stdout
+
+
+def test_dead_letters_example_applies_the_good_payments_and_keeps_the_bad(
+    tmp_path: Path,
+) -> None:
+    result = run_python(
+        str(EXAMPLES / "dead_letters.py"), "--payments", "700", "--workdir", str(tmp_path)
+    )
+    undecodable = {i for i in range(700) if i % 50 == 49}
+    negative = {i for i in range(700) if i % 70 == 69} - undecodable
+    applied = _query(f"sqlite:///{tmp_path / 'payments.db'}",
+                     "SELECT payment_id, amount FROM payments ORDER BY payment_id")
+    good = [i for i in range(700) if i not in undecodable | negative]
+    assert applied == [(i, i % 500) for i in good]
+    letters = read_delta(str(tmp_path / "dead-letters"), "SELECT stage, value FROM t")
+    by_stage = sorted(letters["stage"].to_pylist())
+    assert by_stage == ["transform"] * len(undecodable) + ["write"] * len(negative)
+    assert f"{len(good)} applied, {len(undecodable) + len(negative)} dead-lettered" in (
+        result.stdout
+    )

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import consume, count_at_least, produce, share_consumer
+from helpers import broker_holding, consume, count_at_least, produce, share_consumer
 
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source.journal import Journal
@@ -32,8 +32,7 @@ RECORDS = 60
 
 @pytest.fixture
 def broker() -> Iterator[EmbeddedBroker]:
-    with EmbeddedBroker(topics=[f"{TOPIC}:2"], record_lock_duration_ms=60_000) as broker:
-        produce(broker.bootstrap_servers, TOPIC, (b"%d" % i for i in range(RECORDS)), partitions=2)
+    with broker_holding(TOPIC, RECORDS) as broker:
         yield broker
 
 

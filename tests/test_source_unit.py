@@ -10,9 +10,12 @@ import pyarrow as pa
 import pytest
 
 from kafka_share_eos.source.journal import Journal, JournalError, segment_name
+from kafka_share_eos.source.metrics import BatchMetrics
+from kafka_share_eos.source.metrics_store import METRICS_DIR, MetricsStore, entry_name
 from kafka_share_eos.source.options import (
     DEFAULT_MAX_POLL_RECORDS,
     AckPolicy,
+    LockBudgetAction,
     SourceOptionError,
     SourceOptions,
 )
@@ -42,6 +45,9 @@ def test_defaults_and_client_config() -> None:
     assert options.ack_policy is AckPolicy.AFTER_COMMIT
     assert options.max_records_per_trigger is None
     assert options.include_headers is False
+    assert options.lock_duration_ms == 30_000
+    assert options.lock_budget_warn_fraction == 0.8
+    assert options.lock_budget_action is LockBudgetAction.WARN
     assert dict(options.consumer_config) == {
         "bootstrap.servers": "localhost:9092",
         "group.id": "orders-eos",
@@ -55,8 +61,12 @@ def test_defaults_and_client_config() -> None:
 def test_option_names_are_case_insensitive_and_values_parsed() -> None:
     options = parse(
         MAXRECORDSPERTRIGGER="250", pollTimeoutMs="20", acknowledge="AFTERJOURNAL",
-        includeHeaders="True", availablenowidlems="700",
+        includeHeaders="True", availablenowidlems="700", LOCKDURATIONMS=" 45000",
+        lockbudgetwarnfraction="1", LockBudgetAction="SWITCHTOAFTERJOURNAL",
     )
+    assert options.lock_duration_ms == 45_000
+    assert options.lock_budget_warn_fraction == 1.0
+    assert options.lock_budget_action is LockBudgetAction.SWITCH_TO_AFTER_JOURNAL
     assert options.available_now_idle_ms == 700
     assert options.max_records_per_trigger == 250
     assert options.poll_timeout_ms == 20
@@ -96,6 +106,14 @@ def test_after_journal_polls_never_exceed_the_batch_limit() -> None:
         ({"availableNowIdleMs": "0"}, "availableNowIdleMs"),
         ({"acknowledge": "never"}, "acknowledge"),
         ({"includeHeaders": "yes"}, "includeHeaders"),
+        ({"lockDurationMs": "0"}, "lockDurationMs"),
+        ({"lockDurationMs": "30s"}, "lockDurationMs"),
+        ({"lockBudgetWarnFraction": "0"}, "lockBudgetWarnFraction"),
+        ({"lockBudgetWarnFraction": "1.5"}, "lockBudgetWarnFraction"),
+        ({"lockBudgetWarnFraction": "-0.2"}, "lockBudgetWarnFraction"),
+        ({"lockBudgetWarnFraction": "nan"}, "lockBudgetWarnFraction"),
+        ({"lockBudgetWarnFraction": "80%"}, "lockBudgetWarnFraction"),
+        ({"lockBudgetAction": "fail"}, "lockBudgetAction"),
         ({"subscribe": " , "}, "subscribe"),
         ({"subscribe": "a,a"}, "subscribe"),
         ({"journalPath": ""}, "journalPath"),
@@ -221,3 +239,51 @@ def test_journal_survives_pickling_and_accepts_uris(tmp_path: Path) -> None:
     clone = pickle.loads(pickle.dumps(journal))
     assert clone.read(1).num_rows == 4
     assert (tmp_path / "uri-journal" / segment_name(1)).exists()
+
+
+def batch_metrics(seq: int) -> BatchMetrics:
+    return BatchMetrics(
+        seq=seq, first_seq=seq, records=10, redelivered=2, acknowledged=10, ack_failures=0,
+        ack_failed_partitions=0, lock_held_ms=12.5, lock_budget_used=12.5 / 30_000,
+        ack_policy="afterCommit", planned_at="2025-01-01T00:00:00+00:00",
+        settled_at="2025-01-01T00:00:01+00:00",
+    )
+
+
+def test_journal_listing_and_purge_ignore_the_metrics_directory(tmp_path: Path) -> None:
+    journal = Journal(str(tmp_path))
+    store = MetricsStore(str(tmp_path))
+    for seq in (1, 2, 3):
+        journal.write(seq, to_record_batch(messages()))
+        store.write(batch_metrics(seq))
+    # A stray segment-like name inside _metrics is not a segment either.
+    (tmp_path / METRICS_DIR / segment_name(9)).write_bytes(b"")
+    assert journal.sequences() == [1, 2, 3]
+    assert journal.purge(3) == [1, 2, 3]
+    assert journal.sequences() == []
+    assert store.sequences() == [1, 2, 3]
+    assert store.read(2) == batch_metrics(2)
+
+
+@pytest.mark.parametrize("uri", [False, True], ids=["path", "file-uri"])
+def test_metrics_store_keeps_only_the_newest_entries(tmp_path: Path, uri: bool) -> None:
+    location = f"file://{tmp_path}/j" if uri else str(tmp_path / "j")
+    store = MetricsStore(location, keep=3)
+    for seq in range(1, 6):
+        store.write(batch_metrics(seq))
+    assert store.prune() == [1, 2]
+    assert sorted(os.listdir(tmp_path / "j" / METRICS_DIR)) == [entry_name(s) for s in (3, 4, 5)]
+    assert [m.seq for m in store.read_all()] == [3, 4, 5]
+    # A new run lists what an earlier run left before pruning.
+    for seq in (6, 7):
+        store.write(batch_metrics(seq))
+    assert MetricsStore(location, keep=2).prune() == [3, 4, 5]
+
+
+def test_inspecting_metrics_never_creates_a_journal(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        MetricsStore(str(tmp_path / "absent"), create=False).read_all()
+    assert not (tmp_path / "absent").exists()
+    Journal(str(tmp_path / "empty")).sequences()
+    assert MetricsStore(str(tmp_path / "empty"), create=False).read_all() == []
+    assert not (tmp_path / "empty" / METRICS_DIR).exists()

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from kafka_share_eos.cli.main import app
 from kafka_share_eos.testing.postgres import PostgresDatabases
-from kafka_share_eos.verify import MatrixOptions, run_matrix
+from kafka_share_eos.verify import MatrixOptions, Mix, run_matrix
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -59,3 +59,23 @@ def test_verifier_catches_a_sink_without_deduplication() -> None:
     assert cell["duplicates"] > 0
     assert cell["losses"] == 0
     assert report["ok"] is False
+
+
+def test_bad_records_are_applied_or_dead_lettered_never_lost(
+    postgres_server: PostgresDatabases,
+) -> None:
+    cells = [("upsert-postgres", "strategy.after_write"), ("dedup-delta", "source.after_journal")]
+    result = run_matrix(
+        MatrixOptions(only=cells, crashes=1, parallel=2, seed=11, mix=Mix(bad_records=True),
+                      postgres_url=postgres_server.url)
+    )
+    summary = {
+        (cell.target, cell.point): (
+            cell.score_total("records"), cell.score_total("duplicates"),
+            cell.score_total("losses"), cell.score_total("dead_lettered"), cell.errors,
+        )
+        for cell in result.cells
+    }
+    # 40 records plus a null key, a non-JSON payload, an oversized value and a poison record:
+    # only the poison record goes to the dead letters.
+    assert summary == {cell: (44, 0, 0, 1, []) for cell in cells}

@@ -128,6 +128,18 @@ class DeltaMergeWriter:
                 delay *= 2
         raise AssertionError("unreachable")
 
+    def check(self, table: pa.Table) -> None:
+        """Cast ``table`` to the target's column types, raising what a MERGE of these rows
+        would (a value out of range, a type that does not convert); changes nothing."""
+        if not DeltaTable.is_deltatable(self.table_uri, self.storage_options):
+            return
+        target = DeltaTable(self.table_uri, storage_options=self.storage_options).schema()
+        types = {field.name: field.type for field in pa.schema(target.to_arrow())}
+        rows = _delta_compatible(table)
+        for name in rows.column_names:
+            if name in types:
+                rows[name].cast(types[name], safe=True)
+
     def close(self) -> None:
         """Nothing to release: each batch opens the table afresh to see other writers' commits."""
 

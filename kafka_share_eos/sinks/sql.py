@@ -191,6 +191,16 @@ class SqlUpsertWriter:
             ) from error
         return UpsertOutcome(written, table.num_rows - written, path)
 
+    def check(self, table: pa.Table) -> None:
+        """Upsert ``table`` in a transaction that is rolled back: raises what a real write of
+        these rows would (constraint, type and range errors), changes nothing."""
+        if self._table is None:
+            self.prepare(table.schema)
+        assert self._table is not None
+        with self.engine.connect() as conn, conn.begin() as transaction:
+            self._row_upsert(conn, self._table, table)
+            transaction.rollback()
+
     def close(self) -> None:
         """Release pooled connections of an engine this writer created."""
         if self._owns_engine and self._engine is not None:

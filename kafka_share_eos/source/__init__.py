@@ -9,7 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_share_eos.source.datasource import FORMAT, KafkaShareDataSource
-from kafka_share_eos.source.options import AckPolicy, SourceOptionError, SourceOptions
+from kafka_share_eos.source.options import (
+    AckPolicy,
+    LockBudgetAction,
+    SourceOptionError,
+    SourceOptions,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -18,6 +23,7 @@ __all__ = [
     "FORMAT",
     "AckPolicy",
     "KafkaShareDataSource",
+    "LockBudgetAction",
     "SourceOptionError",
     "SourceOptions",
     "register",

@@ -5,24 +5,22 @@ stream's offset. A segment is an Arrow IPC file named ``<seq, 20 digits>.arrow``
 atomically (temp file + fsync + rename on a local disk, temp + move on HDFS-like stores, a single
 put on object stores, whose writes are atomic), so a reader sees a whole segment or none.
 Executors read segments in ``read(partition)``: the first run of a batch and its replay after a
-crash read the same bytes.
+crash read the same bytes. Only segment files are listed: the ``_metrics`` directory and temp
+files next to them are never segments.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import uuid
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from kafka_share_eos.source.schema import JOURNAL_SCHEMA
+from kafka_share_eos.source.storage import open_location, write_atomically
 
 _SEGMENT = re.compile(r"^(\d{20})\.arrow$")
-# Object stores publish a put atomically, so a temp name would only cost a copy.
-_ATOMIC_PUT_FILESYSTEMS = frozenset({"s3", "gcs", "abfs"})
 
 
 class JournalError(RuntimeError):
@@ -50,11 +48,7 @@ class Journal:
 
     def _filesystem(self) -> tuple[pafs.FileSystem, str]:
         if self._fs is None:
-            if "://" in self.location:
-                self._fs, self._root = pafs.FileSystem.from_uri(self.location)
-            else:
-                self._fs, self._root = pafs.LocalFileSystem(), os.path.abspath(self.location)
-            self._fs.create_dir(self._root, recursive=True)
+            self._fs, self._root = open_location(self.location)
         return self._fs, self._root
 
     def _path(self, seq: int) -> str:
@@ -65,19 +59,8 @@ class Journal:
         sink = pa.BufferOutputStream()
         with pa.ipc.new_file(sink, batch.schema) as writer:
             writer.write_batch(batch)
-        payload = sink.getvalue()
         fs, root = self._filesystem()
-        final = self._path(seq)
-        if isinstance(fs, pafs.LocalFileSystem):
-            _write_local(root, final, payload)
-        elif fs.type_name in _ATOMIC_PUT_FILESYSTEMS:
-            with fs.open_output_stream(final) as out:
-                out.write(payload)
-        else:
-            temp = f"{root}/.tmp-{uuid.uuid4().hex}"
-            with fs.open_output_stream(temp) as out:
-                out.write(payload)
-            fs.move(temp, final)
+        write_atomically(fs, root, segment_name(seq), sink.getvalue())
 
     def read(self, seq: int) -> pa.Table:
         """Read segment ``seq``; raise :class:`JournalError` if it is gone."""
@@ -113,17 +96,3 @@ class Journal:
             fs.delete_file(self._path(seq))
         return doomed
 
-
-def _write_local(root: str, final: str, payload: pa.Buffer) -> None:
-    temp = os.path.join(root, f".tmp-{uuid.uuid4().hex}")
-    with open(temp, "wb") as out:
-        out.write(memoryview(payload))
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temp, final)
-    # The rename itself must survive a crash too.
-    directory = os.open(root, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)

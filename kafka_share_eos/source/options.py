@@ -8,14 +8,18 @@ Spark-Kafka options that have no meaning for a share group, naming the option in
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 KAFKA_PREFIX = "kafka."
 DEFAULT_POLL_TIMEOUT_MS = 1000
 DEFAULT_AVAILABLE_NOW_IDLE_MS = 5000
 # Kafka's own default for max.poll.records; set explicitly so a batch's size is always known.
 DEFAULT_MAX_POLL_RECORDS = 500
+# Kafka's default group.share.record.lock.duration.ms.
+DEFAULT_LOCK_DURATION_MS = 30_000
+DEFAULT_LOCK_BUDGET_WARN_FRACTION = 0.8
 
 
 class SourceOptionError(ValueError):
@@ -32,6 +36,17 @@ class AckPolicy(enum.Enum):
 
     AFTER_COMMIT = "afterCommit"
     AFTER_JOURNAL = "afterJournal"
+
+
+class LockBudgetAction(enum.Enum):
+    """What the source does when a batch holds its records' locks too long.
+
+    ``WARN``: log a warning naming the batch. ``SWITCH_TO_AFTER_JOURNAL``: also acknowledge
+    every later batch of this run right after its journal write, as ``acknowledge=afterJournal``.
+    """
+
+    WARN = "warn"
+    SWITCH_TO_AFTER_JOURNAL = "switchToAfterJournal"
 
 
 # Option names are matched case-insensitively (Spark lower-cases them); errors use these spellings.
@@ -64,9 +79,13 @@ _REFUSED = {
 }
 
 _OPTIONAL = (
-    "maxRecordsPerTrigger", "pollTimeoutMs", "availableNowIdleMs", "acknowledge", "includeHeaders"
+    "maxRecordsPerTrigger", "pollTimeoutMs", "availableNowIdleMs", "acknowledge", "includeHeaders",
+    "lockDurationMs", "lockBudgetWarnFraction", "lockBudgetAction",
 )
 _KNOWN = {name.lower() for name in (*_REQUIRED, *_OPTIONAL)}
+
+_T = TypeVar("_T")
+_Choice = TypeVar("_Choice", bound=enum.Enum)
 
 
 def _positive_int(name: str, raw: str) -> int:
@@ -87,12 +106,24 @@ def _boolean(name: str, raw: str) -> bool:
     raise SourceOptionError(f"option {name!r} must be 'true' or 'false', got {raw!r}")
 
 
-def _policy(raw: str) -> AckPolicy:
-    for policy in AckPolicy:
-        if raw.strip().lower() == policy.value.lower():
-            return policy
-    choices = " or ".join(repr(p.value) for p in AckPolicy)
-    raise SourceOptionError(f"option 'acknowledge' must be {choices}, got {raw!r}")
+def _fraction(name: str, raw: str) -> float:
+    problem = f"option {name!r} must be a number greater than 0 and at most 1, got {raw!r}"
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise SourceOptionError(problem) from None
+    # NaN fails both comparisons, so it is refused too.
+    if not 0 < value <= 1:
+        raise SourceOptionError(problem)
+    return value
+
+
+def _choice(name: str, raw: str, choices: type[_Choice]) -> _Choice:
+    for choice in choices:
+        if raw.strip().lower() == str(choice.value).lower():
+            return choice
+    expected = " or ".join(repr(c.value) for c in choices)
+    raise SourceOptionError(f"option {name!r} must be {expected}, got {raw!r}")
 
 
 def _topics(raw: str) -> tuple[str, ...]:
@@ -115,6 +146,9 @@ class SourceOptions:
     poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
     available_now_idle_ms: int = DEFAULT_AVAILABLE_NOW_IDLE_MS
     include_headers: bool = False
+    lock_duration_ms: int = DEFAULT_LOCK_DURATION_MS
+    lock_budget_warn_fraction: float = DEFAULT_LOCK_BUDGET_WARN_FRACTION
+    lock_budget_action: LockBudgetAction = LockBudgetAction.WARN
     consumer_config: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -141,26 +175,18 @@ class SourceOptions:
         def raw(key: str) -> str | None:
             return given[key.lower()][1] if key.lower() in given else None
 
-        policy = _policy(raw("acknowledge") or AckPolicy.AFTER_COMMIT.value)
-        max_records = raw("maxRecordsPerTrigger")
-        max_per_trigger = None if max_records is None else _positive_int(
-            "maxRecordsPerTrigger", max_records
-        )
-        timeout = raw("pollTimeoutMs")
-        poll_timeout_ms = (
-            DEFAULT_POLL_TIMEOUT_MS if timeout is None else _positive_int("pollTimeoutMs", timeout)
-        )
-        idle = raw("availableNowIdleMs")
-        idle_ms = (
-            DEFAULT_AVAILABLE_NOW_IDLE_MS if idle is None
-            else _positive_int("availableNowIdleMs", idle)
-        )
-        headers = raw("includeHeaders")
-        include_headers = False if headers is None else _boolean("includeHeaders", headers)
+        def value(key: str, convert: Callable[[str, str], _T], default: _T) -> _T:
+            text = raw(key)
+            return default if text is None else convert(key, text)
 
+        def choice(choices: type[_Choice]) -> Callable[[str, str], _Choice]:
+            return lambda key, text: _choice(key, text, choices)
+
+        policy = value("acknowledge", choice(AckPolicy), AckPolicy.AFTER_COMMIT)
+        max_per_trigger = value("maxRecordsPerTrigger", _positive_int, None)
         client = {
-            key[len(KAFKA_PREFIX) :]: value
-            for key, (_, value) in given.items()
+            key[len(KAFKA_PREFIX) :]: text
+            for key, (_, text) in given.items()
             if key.startswith(KAFKA_PREFIX) and key != "kafka.share.group.id"
         }
         client["group.id"] = given["kafka.share.group.id"][1].strip()
@@ -173,9 +199,18 @@ class SourceOptions:
             journal_path=given["journalpath"][1].strip(),
             ack_policy=policy,
             max_records_per_trigger=max_per_trigger,
-            poll_timeout_ms=poll_timeout_ms,
-            available_now_idle_ms=idle_ms,
-            include_headers=include_headers,
+            poll_timeout_ms=value("pollTimeoutMs", _positive_int, DEFAULT_POLL_TIMEOUT_MS),
+            available_now_idle_ms=value(
+                "availableNowIdleMs", _positive_int, DEFAULT_AVAILABLE_NOW_IDLE_MS
+            ),
+            include_headers=value("includeHeaders", _boolean, False),
+            lock_duration_ms=value("lockDurationMs", _positive_int, DEFAULT_LOCK_DURATION_MS),
+            lock_budget_warn_fraction=value(
+                "lockBudgetWarnFraction", _fraction, DEFAULT_LOCK_BUDGET_WARN_FRACTION
+            ),
+            lock_budget_action=value(
+                "lockBudgetAction", choice(LockBudgetAction), LockBudgetAction.WARN
+            ),
             consumer_config=client,
         )
 

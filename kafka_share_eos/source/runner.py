@@ -2,7 +2,9 @@
 
 ``latestOffset(start=end_N)`` is called only after batch N was written to Spark's commit log, so
 it is where the records of batch N are ACCEPTed (afterCommit) and where batch N's segments can be
-deleted. Nothing is acknowledged before it is in the journal.
+deleted. Nothing is acknowledged before it is in the journal. Every settled batch is measured
+against the record lock (:mod:`~kafka_share_eos.source.lock_budget`) and leaves a metrics entry
+next to the journal (:mod:`~kafka_share_eos.source.metrics_store`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from typing import Any
 from kafka_share_eos import faults
 from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.source.lock_budget import LockBudget
+from kafka_share_eos.source.metrics import BatchTally
+from kafka_share_eos.source.metrics_store import MetricsStore
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
 from kafka_share_eos.source.schema import to_record_batch
 from kafka_share_eos.source.session import ACCEPT, ShareSession
@@ -29,7 +34,7 @@ class BatchPlanner:
 
     Args:
         options: the stream's options.
-        journal: where batches are made durable.
+        journal: where batches are made durable; batch metrics go to its ``_metrics`` directory.
         session_factory: opens the share-consumer session on first use (tests may substitute).
     """
 
@@ -43,10 +48,12 @@ class BatchPlanner:
         self._journal = journal
         self._session_factory = session_factory
         self._session: ShareSession | None = None
+        self._budget = LockBudget(options)
+        self._metrics = MetricsStore(journal.location)
         # Unknown until the journal was inspected once: it may hold a dead runner's segments.
         self._next_seq: int | None = None
-        # Sequence of the journaled batch whose records await ACCEPT (afterCommit only).
-        self._held_seq: int | None = None
+        # The journaled batch whose records await ACCEPT (afterCommit only).
+        self._held: BatchTally | None = None
         self._purged_through = -1
         self._draining = False
 
@@ -60,6 +67,12 @@ class BatchPlanner:
         """Acknowledgement counters of the current session, if one is open."""
         return None if self._session is None else self._session.stats
 
+    @property
+    def policy(self) -> AckPolicy:
+        """The policy the next batch is planned with: the ``acknowledge`` option, or
+        afterJournal once ``lockBudgetAction=switchToAfterJournal`` switched it."""
+        return self._budget.policy
+
     def _open(self) -> ShareSession:
         if self._session is None:
             self._session = self._session_factory(
@@ -70,13 +83,13 @@ class BatchPlanner:
     def latest(self, start: int, max_rows: int | None) -> int:
         """Plan the batch after ``start``; return its end, or ``start`` when nothing arrived."""
         session = self._open()
-        if self._held_seq is not None:
-            if self._held_seq > start:
+        if self._held is not None:
+            if self._held.seq > start:
                 # Spark has not committed the held batch yet, so it cannot move past it.
-                return self._held_seq
-            faults.maybe_crash(faults.BEFORE_ACK)
-            session.settle(ACCEPT)
-            self._held_seq = None
+                return self._held.seq
+            self._settle(session, self._held)
+            self._finish(session, self._held)
+            self._held = None
         self._purge(start)
         if self._next_seq is None:
             present = self._journal.sequences()
@@ -88,7 +101,7 @@ class BatchPlanner:
                 log.info("planning %d journal segments left by a previous run", len(orphans))
                 return orphans[-1]
         self._next_seq = max(self._next_seq, start + 1)
-        if self._options.ack_policy is AckPolicy.AFTER_COMMIT:
+        if self._budget.policy is AckPolicy.AFTER_COMMIT:
             return self._plan_one_poll(session, start)
         return self._plan_journaled(session, start, max_rows)
 
@@ -105,34 +118,46 @@ class BatchPlanner:
         records = self._first_poll(session)
         if not records:
             return start
-        faults.maybe_crash(faults.AFTER_POLL)
-        seq = self._claim_seq()
-        self._journal.write(seq, to_record_batch(records))
-        faults.maybe_crash(faults.AFTER_JOURNAL)
-        self._held_seq = seq
-        return seq
+        tally = BatchTally(AckPolicy.AFTER_COMMIT, session.stats)
+        self._journal_poll(tally, records)
+        self._held = tally
+        return tally.seq
 
     def _plan_journaled(self, session: ShareSession, start: int, max_rows: int | None) -> int:
         deadline = time.monotonic() + self._options.poll_timeout_ms / 1000.0
-        end, total = start, 0
         records = self._first_poll(session)
-        while True:
-            if not records:
-                break
-            faults.maybe_crash(faults.AFTER_POLL)
-            seq = self._claim_seq()
-            self._journal.write(seq, to_record_batch(records))
-            faults.maybe_crash(faults.AFTER_JOURNAL)
-            faults.maybe_crash(faults.BEFORE_ACK)
-            session.settle(ACCEPT)
-            end, total = seq, total + len(records)
-            if max_rows is not None and total + self._options.max_poll_records > max_rows:
+        if not records:
+            return start
+        tally = BatchTally(AckPolicy.AFTER_JOURNAL, session.stats)
+        while records:
+            self._journal_poll(tally, records)
+            self._settle(session, tally)
+            if max_rows is not None and tally.records + self._options.max_poll_records > max_rows:
                 break
             remaining_ms = int((deadline - time.monotonic()) * 1000)
             if remaining_ms <= 0:
                 break
             records = session.poll(remaining_ms)
-        return end
+        self._finish(session, tally)
+        return tally.seq
+
+    def _journal_poll(self, tally: BatchTally, records: list[Any]) -> None:
+        faults.maybe_crash(faults.AFTER_POLL)
+        seq = self._claim_seq()
+        batch = to_record_batch(records)
+        self._journal.write(seq, batch)
+        faults.maybe_crash(faults.AFTER_JOURNAL)
+        tally.polled(seq, batch)
+
+    def _settle(self, session: ShareSession, tally: BatchTally) -> None:
+        faults.maybe_crash(faults.BEFORE_ACK)
+        acquired_at = session.acquired_at
+        session.settle(ACCEPT)
+        tally.settled((time.monotonic() - acquired_at) * 1000)
+
+    def _finish(self, session: ShareSession, tally: BatchTally) -> None:
+        used = self._budget.observe(tally.seq, tally.held_ms, tally.policy)
+        self._metrics.write(tally.finish(session.stats, used))
 
     def _claim_seq(self) -> int:
         assert self._next_seq is not None
@@ -143,10 +168,11 @@ class BatchPlanner:
     def _purge(self, committed: int) -> None:
         if committed > self._purged_through:
             self._journal.purge(committed)
+            self._metrics.prune()
             self._purged_through = committed
 
     def close(self) -> None:
         """RELEASE what awaits acknowledgement and leave the share group."""
         if self._session is not None:
             self._session.close()
-            self._held_seq = None
+            self._held = None

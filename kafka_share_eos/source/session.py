@@ -7,6 +7,7 @@ before the next poll, which is what lets the source decide *when* records are AC
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,14 +26,15 @@ RELEASE = AcknowledgeType.RELEASE
 class ShareSession:
     """One ``ShareConsumer`` subscribed to the stream's topics.
 
-    ``held`` is the last poll's records while they await their acknowledgement; on SIGTERM (or
-    :meth:`close`) they are RELEASEd, pending acknowledgements are committed and the consumer
-    leaves the group.
+    ``held`` is the last poll's records while they await their acknowledgement (acquired at
+    ``acquired_at``, a :func:`time.monotonic` reading); on SIGTERM (or :meth:`close`) they are
+    RELEASEd, pending acknowledgements are committed and the consumer leaves the group.
     """
 
     def __init__(self, config: Mapping[str, str], topics: Sequence[str]) -> None:
         self.stats = AckStats()
         self.held: list[Any] = []
+        self.acquired_at = 0.0
         self._consumer: ShareConsumer | None = ShareConsumer(dict(config))
         self._consumer.set_acknowledgement_commit_callback(self.stats.on_commit_callback)
         self._consumer.subscribe(list(topics))
@@ -55,6 +57,7 @@ class ShareSession:
             raise RuntimeError("the records of the previous poll are not acknowledged yet")
         with self._hook.busy():
             messages = self._live().poll(timeout_ms / 1000.0)
+        self.acquired_at = time.monotonic()
         records = []
         for message in messages:
             error = message.error()

@@ -78,7 +78,12 @@ class VerifyBatch:
         if self._slow_seconds and self._rng.random() < self._slow_share:
             # Holding the batch past the record lock duration makes the broker redeliver it.
             time.sleep(self._slow_seconds)
-        report = self._strategy.apply(effect_rows(batch, poison_fails=True), batch_id)
+        # Safe strategies decode rows themselves (and dead-letter the poison record); the unsafe
+        # control is given effect rows, poison included.
+        rows = batch if getattr(self._strategy, "transform", None) else effect_rows(
+            batch, poison_fails=False
+        )
+        report = self._strategy.apply(rows, batch_id)
         line = {
             "batch": batch_id,
             "rows": batch.num_rows,

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_share_eos import faults
+from kafka_share_eos.deadletter import SqlDeadLetters
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.testing.postgres import PostgresDatabases
 from kafka_share_eos.verify.disturb import SessionDropper
@@ -30,7 +31,7 @@ from kafka_share_eos.verify.points import RANDOM_KILL
 from kafka_share_eos.verify.process import Exit, PipelineProcess
 from kafka_share_eos.verify.records import plan_records, produce
 from kafka_share_eos.verify.score import Score, score
-from kafka_share_eos.verify.targets import TARGETS, Produced, RunContext, Target
+from kafka_share_eos.verify.targets import TARGETS, Produced, RunContext, Target, dead_lettered
 
 START_TIMEOUT_S = 300.0
 # Seconds after a start: Spark takes ~10 s to plan its first batch here, a run of 40 records
@@ -120,6 +121,8 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
         planned = plan_records(spec.records, spec.rng_seed, spec.mix.bad_records)
         produced = produce(env.broker.bootstrap_servers, topic, planned, spec.partitions)
         target.setup(ctx, planned)
+        # Created once here: two pipelines creating it at the same moment would race.
+        SqlDeadLetters(ctx.dead_letters()).close()
         config = PipelineConfig(
             target=spec.target,
             run_dir=str(ctx.run_dir),
@@ -275,8 +278,8 @@ class _Supervisor:
         return counted.losses == 0
 
     def dead_lettered(self) -> frozenset[tuple[int, int]]:
-        """Records the strategy diverted to its dead-letter sink (none without one)."""
-        return frozenset()
+        """Records the strategy diverted to the run's dead letters."""
+        return dead_lettered(self.ctx)
 
     def _progress_lines(self) -> list[dict[str, int]]:
         lines = []

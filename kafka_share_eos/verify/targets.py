@@ -19,10 +19,11 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
-from kafka_share_eos.verify.records import PlannedRecord
+from kafka_share_eos.verify.records import PlannedRecord, effect_rows
 
 Coordinates = tuple[int, int]
 """A record's ``(partition, offset)`` (a run has one topic)."""
@@ -61,6 +62,37 @@ class RunContext:
     def path(self, name: str) -> str:
         """A location under the run directory."""
         return str(self.run_dir / name)
+
+    def dead_letters(self) -> str:
+        """The SQLite database of the run's dead letters (every pipeline writes there)."""
+        return f"sqlite:///{self.run_dir / 'dead-letters.db'}"
+
+
+def screening(ctx: RunContext) -> dict[str, Any]:
+    """Options every safe target's strategy runs with: the strategy decodes the effect rows
+    itself, and what it cannot apply (the poison record) goes to the run's dead letters."""
+    from kafka_share_eos.deadletter import SqlDeadLetters
+
+    return {
+        "transform": partial(effect_rows, poison_fails=True),
+        "dead_letters": SqlDeadLetters(ctx.dead_letters()),
+    }
+
+
+def dead_lettered(ctx: RunContext) -> frozenset[Coordinates]:
+    """``(partition, offset)`` of every record in the run's dead letters."""
+    from kafka_share_eos.deadletter import SqlDeadLetters
+
+    sink = SqlDeadLetters(ctx.dead_letters())
+    try:
+        letters = sink.read()
+    finally:
+        sink.close()
+    return frozenset(
+        (int(p), int(o))
+        for p, o in zip(letters["partition"].to_pylist(), letters["offset"].to_pylist(),
+                        strict=True)
+    )
 
 
 class Target(ABC):
@@ -196,7 +228,9 @@ class SqlUpsert(Target):
     def build(self, ctx: RunContext, pipeline: str) -> Any:
         from kafka_share_eos.strategies import IdempotentUpsertSink
 
-        return IdempotentUpsertSink.sql(self.url(ctx), EFFECTS_TABLE, write_path="driver")
+        return IdempotentUpsertSink.sql(
+            self.url(ctx), EFFECTS_TABLE, write_path="driver", **screening(ctx)
+        )
 
     def landed(self, ctx: RunContext, produced: Produced) -> Landed:
         rows = _sql_rows(
@@ -230,7 +264,9 @@ class DeltaUpsert(Target):
     def build(self, ctx: RunContext, pipeline: str) -> Any:
         from kafka_share_eos.strategies import IdempotentUpsertSink
 
-        return IdempotentUpsertSink.delta(ctx.path("effects-delta"), app_id=f"verify-{pipeline}")
+        return IdempotentUpsertSink.delta(
+            ctx.path("effects-delta"), app_id=f"verify-{pipeline}", **screening(ctx)
+        )
 
     def landed(self, ctx: RunContext, produced: Produced) -> Landed:
         return {"delta": _delta_rows(ctx.path("effects-delta"))}
@@ -265,6 +301,7 @@ class TwoPhase(Target):
                 DeltaParticipant(ctx.path("effects-delta")),
             ],
             app_id=f"verify-{pipeline}",
+            **screening(ctx),
         )
 
     def landed(self, ctx: RunContext, produced: Produced) -> Landed:
@@ -285,6 +322,7 @@ class DedupDelta(Target):
             ctx.path("ledger"),
             DeltaAppendSink(ctx.path("effects-delta"), app_id=f"verify-sink-{pipeline}"),
             app_id=f"verify-{pipeline}",
+            **screening(ctx),
         )
 
     def landed(self, ctx: RunContext, produced: Produced) -> Landed:

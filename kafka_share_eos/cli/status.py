@@ -1,0 +1,63 @@
+"""``kafka-share-eos status``: a pipeline's journal, acknowledged batches and dead letters."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kafka_share_eos.source.status import JournalStatus, journal_status
+
+
+def render(status: JournalStatus, console: Console) -> None:
+    """Print ``status`` as tables for people."""
+    totals = status.totals
+    console.print(
+        f"journal {status.location}: {len(status.segments)} segments journaled, "
+        f"{totals.batches} batches acknowledged, {len(status.pending)} segments pending"
+    )
+    if status.segments:
+        segments = Table("segment", "rows", "state", title="journal segments")
+        for s in status.segments:
+            segments.add_row(str(s.seq), str(s.rows), "settled" if s.settled else "pending")
+        console.print(segments)
+    summary = Table("metric", "value", title=f"batch metrics ({totals.batches} batches kept)")
+    summary.add_row("records polled", str(totals.records))
+    summary.add_row("redelivered (deliveryCount > 1)", str(totals.redelivered))
+    summary.add_row("acknowledged", str(totals.acknowledged))
+    summary.add_row("acknowledgement failures", str(totals.ack_failures))
+    summary.add_row("max lock budget used", f"{totals.max_lock_budget_used:.1%}")
+    if status.batches:
+        last = status.batches[-1]
+        summary.add_row("last batch", f"{last.seq} ({last.ack_policy}, settled {last.settled_at})")
+    if status.dead_letters is not None:
+        summary.add_row("dead letters", str(status.dead_letters))
+    console.print(summary)
+
+
+def status(
+    journal: Annotated[
+        str,
+        typer.Option("--journal", help="The stream's journalPath (path or pyarrow.fs URI)."),
+    ],
+    dead_letters: Annotated[
+        str | None,
+        typer.Option("--dead-letters", help="Count the records in this dead-letter sink "
+                     "(a Postgres/SQLite URL, kafka://host:port/topic, or a Delta table)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Show batches journaled, acknowledged and pending, batch-metric totals and dead letters."""
+    try:
+        result = journal_status(journal, dead_letters)
+    except FileNotFoundError as exc:
+        raise typer.BadParameter(f"no journal at {journal!r}", param_hint="--journal") from exc
+    except ValueError as exc:  # a dead-letter URI the sinks do not understand
+        raise typer.BadParameter(str(exc), param_hint="--dead-letters") from exc
+    if as_json:
+        print(json.dumps(result.to_dict()))
+    else:
+        render(result, Console())

@@ -1,0 +1,76 @@
+"""Dead letters in a Delta table, one row per record."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pyarrow as pa
+
+from kafka_share_eos.ledger.delta_txn import DeltaLocation
+
+from .letters import DEAD_LETTER_SCHEMA, first_per_record
+from .sink import DeadLetterSink
+
+_ATTEMPTS = 5
+
+
+class DeltaDeadLetters(DeadLetterSink):
+    """Dead letters in the Delta table at ``table_uri`` (created when missing).
+
+    Letters are MERGEd on ``letter_id``, inserted only when not yet there, so a replayed batch
+    adds nothing. delta-rs must run in the Spark driver: strategies write letters there.
+
+    Args:
+        table_uri: a local path or an object-store URI delta-rs supports.
+        storage_options: passed unchanged to delta-rs.
+    """
+
+    def __init__(self, table_uri: str, *, storage_options: Mapping[str, str] | None = None) -> None:
+        self.location = DeltaLocation(str(table_uri), storage_options)
+
+    @property
+    def target(self) -> str:
+        return f"delta:{self.location.uri}"
+
+    def write(self, letters: pa.Table) -> int:
+        from deltalake import write_deltalake
+        from deltalake.exceptions import CommitFailedError
+
+        letters = first_per_record(letters.cast(DEAD_LETTER_SCHEMA))
+        if letters.num_rows == 0:
+            return 0
+        for attempt in range(_ATTEMPTS):
+            table = self.location.table()
+            try:
+                if table is None:
+                    write_deltalake(
+                        self.location.uri, letters, mode="append",
+                        storage_options=self.location.options(),
+                    )
+                    return int(letters.num_rows)
+                metrics = (
+                    table.merge(letters, "t.letter_id = s.letter_id", source_alias="s",
+                                target_alias="t")
+                    .when_not_matched_insert_all()
+                    .execute()
+                )
+                return int(metrics.get("num_target_rows_inserted", 0))
+            except CommitFailedError:
+                # Another pipeline committed (or created the table) first; MERGE again on top.
+                self.location.forget()
+                if attempt == _ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def read(self) -> pa.Table:
+        from deltalake import QueryBuilder
+
+        table = self.location.table()
+        if table is None:
+            return DEAD_LETTER_SCHEMA.empty_table()
+        # QueryBuilder rather than to_pyarrow_table(): the latter can abort at exit in a
+        # process that also wrote Delta.
+        result = pa.table(QueryBuilder().register("letters", table).execute(
+            "SELECT * FROM letters ORDER BY dead_lettered_at, letter_id"
+        ))
+        return result.select(DEAD_LETTER_SCHEMA.names).cast(DEAD_LETTER_SCHEMA)

@@ -1,0 +1,40 @@
+"""One function from a location string to the matching dead-letter sink."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from .sink import DeadLetterSink
+
+_SQL_SCHEMES = ("postgresql", "postgres", "sqlite")
+
+
+def open_dead_letters(
+    uri: str, *, table: str | None = None, config: Mapping[str, Any] | None = None
+) -> DeadLetterSink:
+    """The dead-letter sink at ``uri``.
+
+    - ``postgresql+psycopg://...`` or ``sqlite:///...``: :class:`SqlDeadLetters` (``table``
+      names the table; a default otherwise);
+    - ``kafka://host:port[,host:port]/topic``: :class:`KafkaDeadLetters` (``config`` adds
+      producer/consumer settings, e.g. security);
+    - anything else (a path, ``file://``, ``s3://``, ...): :class:`DeltaDeadLetters`.
+    """
+    scheme = urlsplit(uri).scheme.split("+")[0].lower()
+    if scheme in _SQL_SCHEMES:
+        from .sql import DEFAULT_TABLE, SqlDeadLetters
+
+        return SqlDeadLetters(uri, table or DEFAULT_TABLE)
+    if scheme == "kafka":
+        from .kafka import KafkaDeadLetters
+
+        parts = urlsplit(uri)
+        topic = parts.path.strip("/")
+        if not parts.netloc or not topic:
+            raise ValueError(f"a Kafka dead-letter URI is kafka://host:port/topic, got {uri!r}")
+        return KafkaDeadLetters(topic, {**(config or {}), "bootstrap.servers": parts.netloc})
+    from .delta import DeltaDeadLetters
+
+    return DeltaDeadLetters(uri)

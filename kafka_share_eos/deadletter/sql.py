@@ -1,0 +1,104 @@
+"""Dead letters in a PostgreSQL or SQLite table, one row per record."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from .letters import DEAD_LETTER_SCHEMA
+from .sink import DeadLetterSink
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy.engine import Engine
+
+DEFAULT_TABLE = "kafka_share_dead_letters"
+
+
+class SqlDeadLetters(DeadLetterSink):
+    """Dead letters in table ``table`` (created when missing) of a SQLAlchemy database.
+
+    The primary key is ``letter_id``; a repeated letter is ignored (``ON CONFLICT DO NOTHING``).
+
+    Args:
+        engine: an Engine or URL (``postgresql+psycopg://...``, ``sqlite:///...``).
+        table: the table name.
+        db_schema: the database schema holding it (PostgreSQL).
+    """
+
+    def __init__(
+        self, engine: Engine | str, table: str = DEFAULT_TABLE, *, db_schema: str | None = None
+    ) -> None:
+        import sqlalchemy as sa
+
+        self._owns_engine = isinstance(engine, str)
+        self.engine = sa.create_engine(engine) if isinstance(engine, str) else engine
+        dialect = self.engine.dialect.name
+        if dialect not in ("postgresql", "sqlite"):
+            raise ValueError(
+                f"dead letters need a PostgreSQL or SQLite database, not {dialect!r}"
+            )
+        self.table = _table_for(table, db_schema)
+        self.table.metadata.create_all(self.engine, checkfirst=True)
+
+    @property
+    def target(self) -> str:
+        return f"{self.engine.dialect.name}:{self.table.fullname}"
+
+    def write(self, letters: pa.Table) -> int:
+        if letters.num_rows == 0:
+            return 0
+        from sqlalchemy.dialects import postgresql, sqlite
+
+        dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(self.table).on_conflict_do_nothing(index_elements=["letter_id"])
+        with self.engine.begin() as conn:
+            result = conn.execute(statement, letters.to_pylist())
+        return max(int(result.rowcount), 0)
+
+    def read(self) -> pa.Table:
+        import sqlalchemy as sa
+
+        with self.engine.connect() as conn:
+            rows = [dict(row._mapping) for row in conn.execute(sa.select(self.table))]
+        return pa.Table.from_pylist([_as_letter(row) for row in rows], schema=DEAD_LETTER_SCHEMA)
+
+    def count(self) -> int:
+        import sqlalchemy as sa
+
+        with self.engine.connect() as conn:
+            query = sa.select(sa.func.count()).select_from(self.table)
+            return int(conn.execute(query).scalar_one())
+
+    def close(self) -> None:
+        if self._owns_engine:
+            self.engine.dispose()
+
+
+def _table_for(name: str, db_schema: str | None) -> sa.Table:
+    import sqlalchemy as sa
+
+    types: dict[str, Any] = {
+        "string": sa.Text(),
+        "int32": sa.Integer(),
+        "int64": sa.BigInteger(),
+        "binary": sa.LargeBinary(),
+        "timestamp[us, tz=UTC]": sa.DateTime(timezone=True),
+    }
+    columns = [
+        sa.Column(field.name, types[str(field.type)], primary_key=field.name == "letter_id",
+                  nullable=field.nullable)
+        for field in DEAD_LETTER_SCHEMA
+    ]
+    return sa.Table(name, sa.MetaData(), *columns, schema=db_schema)
+
+
+def _as_letter(row: dict[str, Any]) -> dict[str, Any]:
+    import datetime as dt
+
+    stamp = row["dead_lettered_at"]
+    if isinstance(stamp, dt.datetime) and stamp.tzinfo is None:
+        # SQLite keeps no zone; the sink only ever stores UTC.
+        row["dead_lettered_at"] = stamp.replace(tzinfo=dt.UTC)
+    return row

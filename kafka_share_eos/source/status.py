@@ -1,0 +1,122 @@
+"""What a pipeline's journal says about it: batches journaled, settled and pending.
+
+Read-only: inspecting a journal (running or stopped) never creates, changes or deletes a file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_share_eos.source.journal import Journal, JournalError
+from kafka_share_eos.source.metrics import BatchMetrics
+from kafka_share_eos.source.metrics_store import MetricsStore
+from kafka_share_eos.source.storage import open_location
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One journal segment present: its sequence, its rows, and whether its batch is settled."""
+
+    seq: int
+    rows: int
+    settled: bool
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Sums over the metrics entries kept (the newest 1000 batches by default)."""
+
+    batches: int
+    records: int
+    redelivered: int
+    acknowledged: int
+    ack_failures: int
+    max_lock_budget_used: float
+
+
+@dataclass(frozen=True)
+class JournalStatus:
+    """The state of one journal.
+
+    Attributes:
+        location: the journal's location as given.
+        segments: segments present, ascending. A settled one belongs to a batch whose records
+            were ACCEPTed (afterJournal batches until Spark commits them); an unsettled one is
+            *pending*: journaled, not yet acknowledged (or left by a runner that died).
+        batches: metrics entries of settled batches, oldest first.
+        dead_letters: records in the dead-letter sink, when one was given.
+    """
+
+    location: str
+    segments: tuple[Segment, ...]
+    batches: tuple[BatchMetrics, ...]
+    dead_letters: int | None = None
+
+    @property
+    def pending(self) -> list[int]:
+        """Sequences of the segments whose batch is not settled."""
+        return [s.seq for s in self.segments if not s.settled]
+
+    @property
+    def totals(self) -> Totals:
+        """Sums over :attr:`batches`."""
+        b = self.batches
+        return Totals(
+            batches=len(b),
+            records=sum(m.records for m in b),
+            redelivered=sum(m.redelivered for m in b),
+            acknowledged=sum(m.acknowledged for m in b),
+            ack_failures=sum(m.ack_failures for m in b),
+            max_lock_budget_used=max((m.lock_budget_used for m in b), default=0.0),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary (what ``kafka-share-eos status --json`` prints)."""
+        return {
+            "journal": self.location,
+            "journaled": len(self.segments),
+            "segments": [dataclasses.asdict(s) for s in self.segments],
+            "acknowledged": len(self.batches),
+            "pending": self.pending,
+            "totals": dataclasses.asdict(self.totals),
+            "last_batch": dataclasses.asdict(self.batches[-1]) if self.batches else None,
+            "dead_letters": self.dead_letters,
+        }
+
+
+def journal_status(location: str, dead_letters: str | None = None) -> JournalStatus:
+    """Inspect the journal at ``location`` (and count the dead letters at ``dead_letters``).
+
+    Raises:
+        FileNotFoundError: no journal directory at ``location``.
+    """
+    open_location(location, create=False)
+    batches = tuple(MetricsStore(location, create=False).read_all())
+    journal = Journal(location)
+    segments = []
+    for seq in journal.sequences():
+        try:
+            rows = journal.read(seq).num_rows
+        except JournalError:
+            continue  # purged by the running query since the listing
+        segments.append(Segment(seq, rows, _settled(seq, batches)))
+    return JournalStatus(location, tuple(segments), batches, _count_dead_letters(dead_letters))
+
+
+def _settled(seq: int, batches: tuple[BatchMetrics, ...]) -> bool:
+    return any(m.first_seq <= seq <= m.seq for m in batches)
+
+
+def _count_dead_letters(uri: str | None) -> int | None:
+    if uri is None:
+        return None
+    # Imported here: the dead-letter sinks pull in database and Delta clients.
+    from kafka_share_eos.deadletter import open_dead_letters
+
+    sink = open_dead_letters(uri)
+    try:
+        return sink.count()
+    finally:
+        sink.close()

@@ -1,0 +1,186 @@
+"""Keeping bad records from failing a batch: find them, dead-letter them, apply the rest.
+
+Three things divert a row to the dead letters instead of the target:
+
+- its ``deliveryCount`` reached the policy's ``max_delivery_count`` (it keeps coming back, so
+  something about it kills the batch before an error can be caught);
+- the strategy's ``transform`` raises on it (a value that cannot be decoded);
+- the target refuses it with a data error (a constraint or type violation).
+
+Failing rows are found by bisection: the failing step runs again on each half, down to single
+rows, so k bad rows in n cost about ``k * log2(n)`` extra attempts and every good row is kept.
+When no single row fails on its own, the error was not about a row: it is raised unchanged and
+the batch fails, as an infrastructure error (a lost connection, a full disk) must.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kafka_share_eos.deadletter import DeadLetterSink, Rejection
+
+T = TypeVar("T")
+
+STAGE_DELIVERY_LIMIT = "delivery-limit"
+STAGE_TRANSFORM = "transform"
+STAGE_IDENTITY = "identity"
+STAGE_WRITE = "write"
+
+_INFRASTRUCTURE = (OSError, MemoryError, TimeoutError, ConnectionError)
+
+
+class DeliveryLimitReached(Exception):
+    """A record was delivered ``max_delivery_count`` times without its batch completing."""
+
+
+class NullIdentityError(ValueError):
+    """A row's identity column is null, so its redeliveries could never be recognised."""
+
+
+def is_data_error(error: BaseException) -> bool:
+    """Whether ``error`` (or what it wraps) says a row's data is wrong, not the infrastructure.
+
+    Database integrity and data errors (constraint, type, range) and Arrow conversion errors are
+    about data; connection, I/O and timeout errors are not.
+    """
+    import sqlalchemy.exc
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, sqlalchemy.exc.IntegrityError | sqlalchemy.exc.DataError):
+            return True
+        if isinstance(current, pa.ArrowInvalid | pa.ArrowTypeError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def is_transform_error(error: BaseException) -> bool:
+    """Whether a ``transform`` failure is about the row: anything but I/O and resources."""
+    return isinstance(error, Exception) and not isinstance(error, _INFRASTRUCTURE)
+
+
+@dataclass
+class Isolated:
+    """What bisection found: the results of the parts that succeeded, in row order, and the
+    rows that failed alone."""
+
+    results: list[tuple[int, int, object]] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+
+    def kept_indices(self) -> list[int]:
+        """Row indices of the rows in the succeeding parts."""
+        return [i for start, length, _ in self.results for i in range(start, start + length)]
+
+
+def isolate(
+    table: pa.Table,
+    attempt: Callable[[pa.Table], object],
+    is_row_error: Callable[[BaseException], bool],
+    stage: str,
+) -> Isolated:
+    """Run ``attempt`` on ``table``, bisecting on row errors until every failing row is alone.
+
+    Raises the first error when it is not a row error, or when no single row fails alone.
+    """
+    found = Isolated()
+
+    def run(start: int, length: int) -> None:
+        part = table.slice(start, length)
+        try:
+            found.results.append((start, length, attempt(part)))
+        except Exception as error:
+            if not is_row_error(error):
+                raise
+            if length == 1:
+                found.rejections.append(Rejection(start, stage, error))
+                return
+            half = length // 2
+            run(start, half)
+            run(start + half, length - half)
+
+    try:
+        found.results.append((0, table.num_rows, attempt(table)))
+        return found
+    except Exception as error:
+        if not is_row_error(error) or table.num_rows == 0:
+            raise
+        first = error
+    half = table.num_rows // 2
+    if table.num_rows > 1:
+        run(0, half)
+        run(half, table.num_rows - half)
+    else:
+        found.rejections.append(Rejection(0, stage, first))
+    if not found.rejections:
+        raise first
+    return found
+
+
+@dataclass(frozen=True)
+class DeadLetterPolicy:
+    """Where a strategy puts the records it cannot apply, and when it gives up on one.
+
+    Args:
+        sink: the dead-letter sink (:class:`~kafka_share_eos.deadletter.SqlDeadLetters`,
+            :class:`~kafka_share_eos.deadletter.DeltaDeadLetters`,
+            :class:`~kafka_share_eos.deadletter.KafkaDeadLetters`).
+        max_delivery_count: dead-letter, without applying it, a record delivered this many
+            times or more. Keep it below the share group's ``group.share.delivery.count.limit``
+            (broker default 5), or the broker archives the record first, silently.
+    """
+
+    sink: DeadLetterSink
+    max_delivery_count: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_delivery_count is not None and self.max_delivery_count < 1:
+            raise ValueError(f"max_delivery_count must be >= 1, got {self.max_delivery_count}")
+
+    def over_limit(self, table: pa.Table) -> list[Rejection]:
+        """The rows of ``table`` whose ``deliveryCount`` reached the limit."""
+        if self.max_delivery_count is None or "deliveryCount" not in table.column_names:
+            return []
+        counts = table["deliveryCount"].to_pylist()
+        return [
+            Rejection(index, STAGE_DELIVERY_LIMIT, DeliveryLimitReached(
+                f"delivered {count} times; max_delivery_count is {self.max_delivery_count}"
+            ))
+            for index, count in enumerate(counts)
+            if count is not None and count >= self.max_delivery_count
+        ]
+
+
+def null_identity(table: pa.Table, key_columns: tuple[str, ...]) -> list[Rejection]:
+    """The rows of ``table`` with a null identity column."""
+    mask = None
+    for name in key_columns:
+        nulls = pc.is_null(table[name])
+        mask = nulls if mask is None else pc.or_(mask, nulls)
+    if mask is None or not pc.any(mask).as_py():
+        return []
+    indices = pc.indices_nonzero(mask).to_pylist()
+    return [
+        Rejection(index, STAGE_IDENTITY, NullIdentityError(
+            f"identity column(s) {[n for n in key_columns if table[n][index].as_py() is None]} "
+            "are null"
+        ))
+        for index in indices
+    ]
+
+
+def without(table: pa.Table, rejections: list[Rejection]) -> pa.Table:
+    """``table`` minus the rejected rows, in order."""
+    if not rejections:
+        return table
+    rejected = {r.index for r in rejections}
+    return table.take(
+        pa.array([i for i in range(table.num_rows) if i not in rejected], pa.int64())
+    )

@@ -1,0 +1,102 @@
+"""Dead letters end to end: the kafka-share source, Spark, a Postgres target and letters.
+
+A record that cannot be decoded, one the table's CHECK refuses and records the broker delivered
+up to the delivery limit go to the dead letters; every other record is applied exactly once,
+and the per-batch metrics add up to what was produced.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+import sqlalchemy as sa
+from confluent_kafka import AcknowledgeType
+from helpers import consume, produce, share_consumer
+from helpers.streaming import run_available_now, share_stream
+from pyspark.sql import SparkSession
+
+from kafka_share_eos.deadletter import SqlDeadLetters
+from kafka_share_eos.strategies import DeadLetterPolicy, IdempotentUpsertSink
+from kafka_share_eos.testing.plugin import ShareTopic
+
+pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.timeout(300)]
+
+COUNT = 120
+UNDECODABLE, NEGATIVE = 17, 42
+
+
+def decode(rows: pa.Table) -> pa.Table:
+    decoded = [json.loads(v) for v in rows["value"].to_pylist()]
+    return pa.table({
+        "topic": rows["topic"],
+        "partition": rows["partition"],
+        "offset": rows["offset"],
+        "order_id": pa.array([int(d["order_id"]) for d in decoded], pa.int64()),
+        "amount": pa.array([int(d["amount"]) for d in decoded], pa.int64()),
+    })
+
+
+def test_poison_constraint_and_delivery_limit_records_end_in_dead_letters(
+    spark: SparkSession, share_topic: ShareTopic, postgres_url: str, tmp_path: Path
+) -> None:
+    values = [json.dumps({"order_id": i, "amount": i}).encode() for i in range(COUNT)]
+    values[UNDECODABLE] = b"{broken"
+    values[NEGATIVE] = json.dumps({"order_id": NEGATIVE, "amount": -1}).encode()
+    produce(share_topic.bootstrap_servers, share_topic.topic, values,
+            partitions=share_topic.partitions)
+    # Values go round-robin to partitions of a fresh topic: value i is at (i % P, i // P).
+    at = {i: (i % share_topic.partitions, i // share_topic.partitions) for i in range(COUNT)}
+    # Release records until some were released on their second delivery: those come back a
+    # third time, which reaches max_delivery_count=3.
+    with share_consumer(share_topic.bootstrap_servers, share_topic.group_id,
+                        [share_topic.topic], **{"max.poll.records": 5}) as other:
+        released = consume(other, timeout=60, acknowledge=lambda _: AcknowledgeType.RELEASE,
+                           until=lambda ds: any(d.delivery_count >= 2 for d in ds))
+    twice = {(d.partition, d.offset) for d in released if d.delivery_count >= 2}
+    assert twice and len(twice) < COUNT // 4
+
+    engine = sa.create_engine(postgres_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE orders (topic text, \"partition\" integer, \"offset\" bigint, "
+            "order_id bigint NOT NULL, amount bigint NOT NULL CHECK (amount >= 0), "
+            "PRIMARY KEY (topic, \"partition\", \"offset\"))"
+        )
+    dead = SqlDeadLetters(postgres_url, "orders_dead")
+    metrics = tmp_path / "strategy-metrics.jsonl"
+    sink = IdempotentUpsertSink.sql(
+        postgres_url, "orders", transform=decode, metrics_path=str(metrics),
+        dead_letters=DeadLetterPolicy(dead, max_delivery_count=3),
+    )
+    run_available_now(share_stream(spark, share_topic, tmp_path / "journal",
+                                   maxRecordsPerTrigger="40"), tmp_path / "cp", sink)
+
+    with engine.connect() as conn:
+        applied = conn.exec_driver_sql('SELECT "partition", "offset", amount FROM orders').all()
+    letters = {(r["partition"], r["offset"]): r for r in dead.read().to_pylist()}
+    undecodable, negative = at[UNDECODABLE], at[NEGATIVE]
+    expected_letters = {undecodable, negative} | twice
+    assert set(letters) == expected_letters
+    # The delivery limit is checked first: it also catches a bad record released twice.
+    for coordinates, stage in ((undecodable, "transform"), (negative, "write")):
+        assert letters[coordinates]["stage"] == ("delivery-limit" if coordinates in twice
+                                                 else stage)
+    assert "check" in letters[negative]["error"].lower() or negative in twice
+    for coordinates in twice:
+        assert letters[coordinates]["stage"] == "delivery-limit"
+        assert letters[coordinates]["delivery_count"] == 3
+    applied_at = [(p, o) for p, o, _ in applied]
+    assert len(applied_at) == len(set(applied_at)) == COUNT - len(expected_letters)
+    assert set(applied_at) == set(at.values()) - expected_letters
+
+    lines = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert sum(line["dead_lettered"] for line in lines) == len(expected_letters)
+    assert sum(line["rows_written"] for line in lines) == len(applied_at)
+    assert sum(line["rows_in"] for line in lines) == COUNT
+    sink.close()
+    dead.close()
+    engine.dispose()
+
