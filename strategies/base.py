@@ -116,6 +116,13 @@ class BatchStrategy(ABC):
             )
         screening = Screening(table, batch_id, self.name, self.dead_letters, self.transform)
         rows = screening.transformed()
+        if rows.num_rows == 0:
+            # Every row was dead-lettered (or none came): the target is not touched.
+            screening.send_letters()
+            return self._record(
+                batch_id, table.num_rows, 0, UpsertOutcome(0, 0, "none"), started,
+                dead_lettered=screening.dead_lettered,
+            )
         self._ensure_ready(rows.schema)
         unique = screening.unique(self.identity)
         screening.send_letters()

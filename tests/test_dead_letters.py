@@ -251,3 +251,16 @@ def test_open_dead_letters_picks_the_sink_by_uri(tmp_path: Path) -> None:
     assert isinstance(opened(str(tmp_path / "delta")), DeltaDeadLetters)
     with pytest.raises(ValueError, match="kafka://host:port/topic"):
         opened("kafka://broker:9092")
+
+
+def test_a_batch_of_only_bad_records_leaves_the_target_alone(tmp_path: Path) -> None:
+    dead = SqlDeadLetters(f"sqlite:///{tmp_path / 'dead.db'}")
+    sink = IdempotentUpsertSink.sql(f"sqlite:///{tmp_path / 'o.db'}", "orders",
+                                    key_columns=["order_id"], create_table=True,
+                                    transform=decode, dead_letters=dead)
+    report = sink.apply(batch([b"nope", b"{}"]), 0)
+    assert (report.rows_in, report.dead_lettered, report.rows_written) == (2, 2, 0)
+    assert stages(dead) == {0: "transform", 1: "transform"}
+    # The next batch creates the table from decoded rows, as if the bad batch never was.
+    sink.apply(batch([order(7, 70)], first_offset=2), 1)
+    assert sink.totals.rows_written == 1
