@@ -130,9 +130,12 @@ def verify(
 
     def on_run(result: RunResult) -> None:
         done.append(result)
-        state = "ok" if result.ok else f"FAILED {result.error or result.score}"
+        state = "ok" if result.ok else f"FAILED {result.error or ''}"
+        counted = result.score
         progress.print(f"[{len(done)}/{total}] {result.spec.key}: {result.crashes} crashes, "
-                       f"{result.kills} kills, {result.seconds:.0f} s, {state}")
+                       f"{result.kills} kills, {counted.records} records, {counted.duplicates} "
+                       f"duplicates, {counted.losses} lost, {counted.dead_lettered} "
+                       f"dead-lettered, {result.seconds:.0f} s, {state}")
 
     result = run_matrix(options, on_run)
     if as_json:
