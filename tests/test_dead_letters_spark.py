@@ -40,8 +40,9 @@ def decode(rows: pa.Table) -> pa.Table:
 
 
 def test_poison_constraint_and_delivery_limit_records_end_in_dead_letters(
-    spark: SparkSession, share_topic: ShareTopic, postgres_url: str, tmp_path: Path
+    spark: SparkSession, private_share_topic: ShareTopic, postgres_url: str, tmp_path: Path
 ) -> None:
+    share_topic = private_share_topic
     values = [json.dumps({"order_id": i, "amount": i}).encode() for i in range(COUNT)]
     values[UNDECODABLE] = b"{broken"
     values[NEGATIVE] = json.dumps({"order_id": NEGATIVE, "amount": -1}).encode()

@@ -171,8 +171,9 @@ def test_after_journal_replays_the_failed_batch_without_redelivery(
 
 
 def test_released_records_come_back_with_a_higher_delivery_count(
-    spark: SparkSession, share_topic: ShareTopic, tmp_path: Path
+    spark: SparkSession, private_share_topic: ShareTopic, tmp_path: Path
 ) -> None:
+    share_topic = private_share_topic
     produce(share_topic.bootstrap_servers, share_topic.topic, (b"%d" % i for i in range(200)),
             partitions=share_topic.partitions)
     with share_consumer(

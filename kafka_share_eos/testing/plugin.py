@@ -2,6 +2,9 @@
 
 - ``embedded_broker``: one embedded share-group broker per test session.
 - ``share_topic``: a fresh topic (and a share group name nobody used) per test.
+- ``private_share_topic``: the same on a broker of its own, for tests whose share sessions must
+  survive other tests' clients (the embedded broker drops every share session when any client
+  disconnects).
 - ``spark``: one local Spark session per test session.
 - ``postgres_server``: a throwaway PostgreSQL server per test session (``KSE_TEST_POSTGRES_URL``
   points the fixtures at an existing server instead); ``postgres_url``: a fresh database per test.
@@ -48,11 +51,25 @@ def embedded_broker() -> Iterator[EmbeddedBroker]:
 @pytest.fixture
 def share_topic(embedded_broker: EmbeddedBroker, request: pytest.FixtureRequest) -> ShareTopic:
     """A fresh topic (4 partitions, or ``@pytest.mark.partitions(n)``) and share group name."""
+    return _new_topic(embedded_broker, _partitions(request))
+
+
+def _partitions(request: pytest.FixtureRequest) -> int:
     marker = request.node.get_closest_marker("partitions")
-    partitions = int(marker.args[0]) if marker else 4
+    return int(marker.args[0]) if marker else 4
+
+
+def _new_topic(broker: EmbeddedBroker, partitions: int) -> ShareTopic:
     name = f"t{next(_topic_counter)}-{uuid.uuid4().hex[:8]}"
-    embedded_broker.create_topic(name, partitions)
-    return ShareTopic(embedded_broker.bootstrap_servers, name, partitions, f"g-{name}")
+    broker.create_topic(name, partitions)
+    return ShareTopic(broker.bootstrap_servers, name, partitions, f"g-{name}")
+
+
+@pytest.fixture
+def private_share_topic(request: pytest.FixtureRequest) -> Iterator[ShareTopic]:
+    """A fresh topic and share group name on a broker no other test talks to."""
+    with EmbeddedBroker() as broker:
+        yield _new_topic(broker, _partitions(request))
 
 
 @pytest.fixture(scope="session")
