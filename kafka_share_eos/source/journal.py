@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from kafka_share_eos.source.schema import JOURNAL_SCHEMA
-from kafka_share_eos.source.storage import open_location, write_atomically
+from kafka_share_eos.storage import open_location, write_atomically
 
 _SEGMENT = re.compile(r"^(\d{20})\.arrow$")
 
@@ -48,7 +48,7 @@ class Journal:
 
     def _filesystem(self) -> tuple[pafs.FileSystem, str]:
         if self._fs is None:
-            self._fs, self._root = open_location(self.location)
+            self._fs, self._root = open_location(self.location, create=True)
         return self._fs, self._root
 
     def _path(self, seq: int) -> str:
@@ -60,7 +60,7 @@ class Journal:
         with pa.ipc.new_file(sink, batch.schema) as writer:
             writer.write_batch(batch)
         fs, root = self._filesystem()
-        write_atomically(fs, root, segment_name(seq), sink.getvalue())
+        write_atomically(fs, f"{root}/{segment_name(seq)}", sink.getvalue())
 
     def read(self, seq: int) -> pa.Table:
         """Read segment ``seq``; raise :class:`JournalError` if it is gone."""

@@ -15,7 +15,7 @@ import re
 import pyarrow.fs as pafs
 
 from kafka_share_eos.source.metrics import BatchMetrics
-from kafka_share_eos.source.storage import open_location, write_atomically
+from kafka_share_eos.storage import open_existing, open_location, write_atomically
 
 log = logging.getLogger("kafka_share_eos.source")
 
@@ -54,10 +54,12 @@ class MetricsStore:
 
     def _filesystem(self) -> tuple[pafs.FileSystem, str]:
         if self._fs is None:
-            fs, root = open_location(self.journal_location, create=self._create)
-            self._dir = f"{root}/{METRICS_DIR}"
             if self._create:
-                fs.create_dir(self._dir, recursive=True)
+                fs, root = open_location(f"{self.journal_location}/{METRICS_DIR}", create=True)
+                self._dir = root
+            else:
+                fs, root = open_existing(self.journal_location)
+                self._dir = f"{root}/{METRICS_DIR}"
             self._fs = fs
         return self._fs, self._dir
 
@@ -65,7 +67,8 @@ class MetricsStore:
         """Store one batch's metrics; a failure is logged, never raised (they are not data)."""
         try:
             fs, directory = self._filesystem()
-            write_atomically(fs, directory, entry_name(metrics.seq), metrics.to_json().encode())
+            path = f"{directory}/{entry_name(metrics.seq)}"
+            write_atomically(fs, path, metrics.to_json().encode())
             present = self._known()
         except OSError:
             log.warning("could not write the metrics of batch %d", metrics.seq, exc_info=True)

@@ -12,7 +12,7 @@ from typing import Any
 from kafka_share_eos.source.journal import Journal, JournalError
 from kafka_share_eos.source.metrics import BatchMetrics
 from kafka_share_eos.source.metrics_store import MetricsStore
-from kafka_share_eos.source.storage import open_location
+from kafka_share_eos.storage import open_existing
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def journal_status(location: str, dead_letters: str | None = None) -> JournalSta
     Raises:
         FileNotFoundError: no journal directory at ``location``.
     """
-    open_location(location, create=False)
+    open_existing(location)
     batches = tuple(MetricsStore(location, create=False).read_all())
     journal = Journal(location)
     segments = []

@@ -35,8 +35,8 @@ from pyarrow import fs
 
 from kafka_share_eos import faults
 from kafka_share_eos.sinks import TargetTableError
+from kafka_share_eos.storage import delete_if_present, open_location, write_atomically
 from kafka_share_eos.twophase.protocol import Token, Transaction, check_name
-from kafka_share_eos.twophase.storage import delete_if_present, open_location, write_atomically
 
 _STAGING_DIR = "_kse_2pc"
 

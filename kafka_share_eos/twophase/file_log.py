@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pyarrow import fs
 
+from kafka_share_eos.storage import delete_if_present, open_location, write_atomically
 from kafka_share_eos.twophase.protocol import Decision
-from kafka_share_eos.twophase.storage import delete_if_present, open_location, write_atomically
 
 _SUFFIX = ".json"
 
@@ -34,8 +34,7 @@ class FileDecisionLog:
     """
 
     def __init__(self, uri: str) -> None:
-        self._fs, self._dir = open_location(uri)
-        self._fs.create_dir(self._dir, recursive=True)
+        self._fs, self._dir = open_location(uri, create=True)
 
     def write(self, decision: Decision) -> None:
         """Store ``decision`` (a transaction id is decided once, by one coordinator)."""
