@@ -85,42 +85,44 @@ def isolate(
     attempt: Callable[[pa.Table], object],
     is_row_error: Callable[[BaseException], bool],
     stage: str,
+    *,
+    failed: Exception | None = None,
 ) -> Isolated:
     """Run ``attempt`` on ``table``, bisecting on row errors until every failing row is alone.
 
-    Raises the first error when it is not a row error, or when no single row fails alone.
+    ``failed`` is the error the whole table is already known to fail with; the table is then
+    not attempted again. Raises the whole table's error when it is not a row error, or when no
+    single row fails alone.
     """
     found = Isolated()
 
-    def run(start: int, length: int) -> None:
-        part = table.slice(start, length)
-        try:
-            found.results.append((start, length, attempt(part)))
-        except Exception as error:
-            if not is_row_error(error):
-                raise
-            if length == 1:
-                found.rejections.append(Rejection(start, stage, error))
-                return
-            half = length // 2
-            run(start, half)
-            run(start + half, length - half)
+    def split(start: int, length: int, error: Exception) -> None:
+        if not is_row_error(error):
+            raise error
+        if length == 1:
+            found.rejections.append(Rejection(start, stage, error))
+            return
+        half = length // 2
+        run(start, half)
+        run(start + half, length - half)
 
-    try:
-        found.results.append((0, table.num_rows, attempt(table)))
-        return found
-    except Exception as error:
-        if not is_row_error(error) or table.num_rows == 0:
-            raise
-        first = error
-    half = table.num_rows // 2
-    if table.num_rows > 1:
-        run(0, half)
-        run(half, table.num_rows - half)
-    else:
-        found.rejections.append(Rejection(0, stage, first))
+    def run(start: int, length: int) -> None:
+        try:
+            found.results.append((start, length, attempt(table.slice(start, length))))
+        except Exception as error:
+            split(start, length, error)
+
+    if failed is None:
+        try:
+            found.results.append((0, table.num_rows, attempt(table)))
+            return found
+        except Exception as error:
+            failed = error
+    if table.num_rows == 0:
+        raise failed
+    split(0, table.num_rows, failed)
     if not found.rejections:
-        raise first
+        raise failed
     return found
 
 
@@ -176,11 +178,14 @@ def null_identity(table: pa.Table, key_columns: tuple[str, ...]) -> list[Rejecti
     ]
 
 
+def kept(count: int, rejections: list[Rejection]) -> list[int]:
+    """Positions among ``count`` rows that were not rejected, in order."""
+    rejected = {r.index for r in rejections}
+    return [i for i in range(count) if i not in rejected]
+
+
 def without(table: pa.Table, rejections: list[Rejection]) -> pa.Table:
     """``table`` minus the rejected rows, in order."""
     if not rejections:
         return table
-    rejected = {r.index for r in rejections}
-    return table.take(
-        pa.array([i for i in range(table.num_rows) if i not in rejected], pa.int64())
-    )
+    return table.take(pa.array(kept(table.num_rows, rejections), pa.int64()))

@@ -24,6 +24,7 @@ from .quarantine import (
     is_data_error,
     is_transform_error,
     isolate,
+    kept,
     null_identity,
     without,
 )
@@ -66,11 +67,10 @@ class Screening:
         origin = list(range(self.table.num_rows))
         rows = self.table
         if self.policy is not None:
-            self._reject(self.policy.over_limit(rows), origin)
-            over = {r.index for r in self._pending}
-            if over:
-                origin = [i for i in origin if i not in over]
-                rows = self.table.take(pa.array(origin, pa.int64()))
+            over_limit = self.policy.over_limit(rows)
+            self._reject(over_limit, origin)
+            origin = kept(rows.num_rows, over_limit)
+            rows = without(rows, over_limit)
         if self.transform is not None:
             if self.policy is None:
                 rows = self._apply_transform(rows)
@@ -93,8 +93,7 @@ class Screening:
         if self.policy is not None:
             nulls = null_identity(rows, identity.key_columns)
             self._reject(nulls, origin)
-            kept = [i for i in range(rows.num_rows) if i not in {r.index for r in nulls}]
-            rows, origin = without(rows, nulls), [origin[i] for i in kept]
+            rows, origin = without(rows, nulls), [origin[i] for i in kept(rows.num_rows, nulls)]
         tagged = rows.append_column(_ORIGIN, pa.array(origin, pa.int64()))
         unique = identity.unique_rows(tagged, self.batch_id)
         self._unique_origin = unique[_ORIGIN].to_pylist()
@@ -115,7 +114,7 @@ class Screening:
             "%s batch %d: the target refused the batch (%s); finding the rows at fault",
             self.strategy, self.batch_id, error,
         )
-        found = isolate(unique, check_rows, is_data_error, STAGE_WRITE)
+        found = isolate(unique, check_rows, is_data_error, STAGE_WRITE, failed=error)
         self._reject(found.rejections, self._unique_origin)
         return without(unique, found.rejections)
 

@@ -15,13 +15,15 @@ from kafka_share_eos.source.options import AckPolicy, LockBudgetAction, SourceOp
 
 log = logging.getLogger("kafka_share_eos.source")
 
+_LONGER_LOCK = (
+    "raise the share group's record lock duration (share.record.lock.duration.ms, broker "
+    "default group.share.record.lock.duration.ms) and lockDurationMs with it"
+)
 _ADVICE = {
-    AckPolicy.AFTER_COMMIT: "raise the share group's record lock duration "
-    "(share.record.lock.duration.ms, broker default group.share.record.lock.duration.ms) and "
-    "lockDurationMs with it, lower maxRecordsPerTrigger, or use acknowledge=afterJournal",
-    AckPolicy.AFTER_JOURNAL: "raise the share group's record lock duration "
-    "(share.record.lock.duration.ms, broker default group.share.record.lock.duration.ms) and "
-    "lockDurationMs with it, or lower kafka.max.poll.records: the journal write is this slow",
+    AckPolicy.AFTER_COMMIT: f"{_LONGER_LOCK}, lower maxRecordsPerTrigger, or use "
+    "acknowledge=afterJournal",
+    AckPolicy.AFTER_JOURNAL: f"{_LONGER_LOCK}, or lower kafka.max.poll.records: the journal "
+    "write is this slow",
 }
 
 
