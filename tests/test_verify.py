@@ -8,6 +8,7 @@ be caught duplicating, with a non-zero exit code.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 from kafka_share_eos.cli.main import app
 from kafka_share_eos.testing.postgres import PostgresDatabases
 from kafka_share_eos.verify import MatrixOptions, Mix, run_matrix
+from kafka_share_eos.verify.run import RunResult
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -28,11 +30,10 @@ CI_CELLS = [
 ]
 
 
-def test_small_matrix_is_exactly_once(postgres_server: PostgresDatabases) -> None:
-    result = run_matrix(
-        MatrixOptions(only=CI_CELLS, crashes=1, parallel=2, seed=8,
-                      postgres_url=postgres_server.url)
-    )
+def test_small_matrix_is_exactly_once(postgres_server: PostgresDatabases, tmp_path: Path) -> None:
+    options = MatrixOptions(only=CI_CELLS, crashes=1, parallel=2, seed=8,
+                            postgres_url=postgres_server.url, results=tmp_path / "runs.jsonl")
+    result = run_matrix(options)
     summary = {
         (cell.target, cell.point): (
             len(cell.runs), cell.exercised, cell.score_total("records"),
@@ -42,6 +43,13 @@ def test_small_matrix_is_exactly_once(postgres_server: PostgresDatabases) -> Non
     }
     assert summary == {cell: (1, True, 40, 0, 0, []) for cell in CI_CELLS}
     assert result.ok
+
+    # Started again on its results file, the matrix runs nothing and reports the same runs.
+    rerun: list[RunResult] = []
+    resumed = run_matrix(options, on_run=rerun.append)
+    assert rerun == []
+    assert [cell.runs for cell in resumed.cells] == [cell.runs for cell in result.cells]
+    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == len(CI_CELLS)
 
 
 def test_verifier_catches_a_sink_without_deduplication() -> None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import sys
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -50,6 +53,10 @@ def render(result: MatrixResult) -> Table:
             "" if cycle is None else f"{cycle:.1f}", verdict,
         )
     return table
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    sys.exit(128 + signum)
 
 
 def verify(
@@ -99,6 +106,11 @@ def verify(
         Path | None, typer.Option(help="Where runs keep their state (default: a temp dir).")
     ] = None,
     keep: Annotated[bool, typer.Option(help="Keep the working directory.")] = False,
+    results: Annotated[
+        Path | None,
+        typer.Option(help="JSON-lines file recording every finished run; runs already "
+                     "recorded there are not run again, so a long matrix can resume."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Prove exactly-once effects: crash pipelines at named points and random moments,
@@ -120,24 +132,31 @@ def verify(
         postgres_url=postgres_url,
         workdir=workdir,
         keep=keep,
+        results=results,
     )
     try:
         total = len(options.specs())
     except ValueError as error:
         raise typer.BadParameter(str(error)) from error
     progress = Console(stderr=True)
-    done: list[RunResult] = []
+    done = [0]
 
     def on_run(result: RunResult) -> None:
-        done.append(result)
+        done[0] += 1
         state = "ok" if result.ok else f"FAILED {result.error or ''}"
         counted = result.score
-        progress.print(f"[{len(done)}/{total}] {result.spec.key}: {result.crashes} crashes, "
+        progress.print(f"[{done[0]}/{total}] {result.spec.key}: {result.crashes} crashes, "
                        f"{result.kills} kills, {counted.records} records, {counted.duplicates} "
                        f"duplicates, {counted.losses} lost, {counted.dead_lettered} "
                        f"dead-lettered, {result.seconds:.0f} s, {state}")
 
-    result = run_matrix(options, on_run)
+    def on_resume(count: int) -> None:
+        done[0] += count
+        progress.print(f"{count} of {total} runs taken from {results}")
+
+    # SIGTERM unwinds like an interrupt: pipelines are killed and the PostgreSQL server stopped.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    result = run_matrix(options, on_run, on_resume)
     if as_json:
         print(json.dumps({
             "ok": result.ok,

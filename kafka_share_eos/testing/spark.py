@@ -1,21 +1,33 @@
-"""A local Spark session suitable for tests: quiet, small, and using this interpreter."""
+"""A local Spark session for tests: quiet, small, quick to start, using this interpreter."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def local_spark_session(app_name: str = "kafka-share-eos-tests", cores: int = 2) -> SparkSession:
+def local_spark_session(
+    app_name: str = "kafka-share-eos-tests", cores: int = 2, short_lived: bool = False
+) -> SparkSession:
     """Start (or reuse) a local-mode SparkSession whose Python workers run this interpreter.
 
     Workers must import the same environment as the driver, otherwise the ``kafka-share`` data
-    source cannot be unpickled on executors.
+    source cannot be unpickled on executors. The JVM starts from a class archive
+    (:mod:`~kafka_share_eos.testing.jvm`, made on the first call of an installation);
+    ``short_lived`` also trades peak speed for a cheaper start, for processes that live seconds.
     """
+    from kafka_share_eos.testing.jvm import java_options
+
+    return spark_session(app_name, cores, java_options(short_lived))
+
+
+def spark_session(app_name: str, cores: int, java_options: Sequence[str]) -> SparkSession:
+    """:func:`local_spark_session` with the driver JVM's extra options given explicitly."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
@@ -27,7 +39,10 @@ def local_spark_session(app_name: str = "kafka-share-eos-tests", cores: int = 2)
         .config("spark.sql.shuffle.partitions", str(cores))
         .config("spark.default.parallelism", str(cores))
         .config("spark.sql.streaming.metricsEnabled", "false")
-        .config("spark.driver.extraJavaOptions", "-Dlog4j.rootLogger=ERROR,console")
+        .config(
+            "spark.driver.extraJavaOptions",
+            " ".join(["-Dlog4j.rootLogger=ERROR,console", *java_options]),
+        )
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .getOrCreate()
     )

@@ -6,6 +6,7 @@ import contextlib
 import shutil
 import statistics
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -13,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos.testing.jvm import ensure_archive
 from kafka_share_eos.testing.postgres import PostgresDatabases, postgres_for_tests
 from kafka_share_eos.verify.points import RANDOM_KILL, points_of
-from kafka_share_eos.verify.process import kill_all
+from kafka_share_eos.verify.process import accept_starts, stop_all, stopping
+from kafka_share_eos.verify.results import ResultsFile, spec_key
 from kafka_share_eos.verify.run import Mix, RunEnvironment, RunResult, RunSpec, execute
 from kafka_share_eos.verify.score import Score
 from kafka_share_eos.verify.targets import SAFE_TARGETS, TARGETS
@@ -48,6 +51,8 @@ class MatrixOptions:
     postgres_url: str | None = None
     workdir: Path | None = None
     keep: bool = False
+    results: Path | None = None
+    """JSON-lines file of finished runs: runs recorded there are not run again."""
 
     def cells(self) -> list[tuple[str, str]]:
         """``(target, point)`` pairs to run; raise ValueError for names no target knows."""
@@ -192,14 +197,27 @@ def _safe_execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
 
 
 def run_matrix(
-    options: MatrixOptions, on_run: Callable[[RunResult], None] | None = None
+    options: MatrixOptions,
+    on_run: Callable[[RunResult], None] | None = None,
+    on_resume: Callable[[int], None] | None = None,
 ) -> MatrixResult:
-    """Run every cell ``options.runs`` times, ``options.parallel`` runs at a time."""
-    import time
+    """Run every cell ``options.runs`` times, ``options.parallel`` runs at a time.
 
+    With ``options.results``, runs recorded there count without running again, and every run
+    that finishes is recorded (``on_resume`` learns how many were taken from the file). An
+    interrupt SIGKILLs the pipelines at once; the runs it cut short are not recorded.
+    """
     started = time.monotonic()
     specs = options.specs()
     cells = {cell: CellResult(*cell) for cell in options.cells()}
+    results_file = ResultsFile(options.results) if options.results is not None else None
+    recorded = results_file.recorded() if results_file is not None else {}
+    pending = [spec for spec in specs if spec_key(spec) not in recorded]
+    for spec in specs:
+        if spec_key(spec) in recorded:
+            cells[(spec.target, spec.point)].runs.append(recorded[spec_key(spec)])
+    if on_resume is not None and recorded:
+        on_resume(len(specs) - len(pending))
     work = options.workdir or Path(tempfile.mkdtemp(prefix="kafka-share-eos-verify-"))
     work.mkdir(parents=True, exist_ok=True)
     broker = EmbeddedBroker(
@@ -207,21 +225,31 @@ def run_matrix(
         heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
         record_lock_duration_ms=SLOW_SINK_LOCK_MS if options.mix.slow_sink else None,
     )
+    accept_starts()
+    # Made here, once, rather than by the first pipelines while their runs are timed.
+    ensure_archive()
     with broker, _postgres(options) as postgres:
         env = RunEnvironment(broker, work, postgres, SLOW_SINK_SECONDS)
 
         def one(spec: RunSpec) -> RunResult:
             result = _safe_execute(spec, env)
+            if stopping():
+                return result
+            if results_file is not None:
+                results_file.append(result)
             if on_run is not None:
                 on_run(result)
             return result
 
+        pool = ThreadPoolExecutor(max_workers=options.parallel)
         try:
-            with ThreadPoolExecutor(max_workers=options.parallel) as pool:
-                for result in pool.map(one, specs):
-                    cells[(result.spec.target, result.spec.point)].runs.append(result)
+            for result in pool.map(one, pending):
+                cells[(result.spec.target, result.spec.point)].runs.append(result)
+        except BaseException:
+            stop_all()
+            raise
         finally:
-            kill_all()
+            pool.shutdown(wait=True, cancel_futures=True)
     matrix = MatrixResult(list(cells.values()), time.monotonic() - started, work)
     if matrix.ok and not options.keep and options.workdir is None:
         shutil.rmtree(work, ignore_errors=True)

@@ -106,7 +106,7 @@ def run(config: PipelineConfig, name: str) -> None:
     directory = config.pipeline_dir(name)
     directory.mkdir(parents=True, exist_ok=True)
     strategy = TARGETS[config.target]().build(config.context(), name)
-    spark = local_spark_session(f"kafka-share-eos-verify-{name}", cores=1)
+    spark = local_spark_session(f"kafka-share-eos-verify-{name}", cores=1, short_lived=True)
     kafka_share_eos.register(spark)
     stream = (
         spark.readStream.format("kafka-share")

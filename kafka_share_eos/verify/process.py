@@ -31,15 +31,31 @@ class Exit(enum.Enum):
 
 _live: set[PipelineProcess] = set()
 _live_lock = threading.Lock()
+_stopping = threading.Event()
 
 
-def kill_all() -> None:
-    """SIGKILL every pipeline still running (they live in their own sessions, so an interrupt
-    of the verifier does not reach them)."""
+class Stopped(RuntimeError):
+    """The verifier is stopping: no pipeline may start any more."""
+
+
+def stop_all() -> None:
+    """SIGKILL every pipeline still running and refuse new ones (pipelines live in their own
+    sessions, so an interrupt of the verifier does not reach them)."""
+    _stopping.set()
     with _live_lock:
         running = list(_live)
     for process in running:
         process.kill()
+
+
+def accept_starts() -> None:
+    """Let pipelines start again (a new matrix in the same process)."""
+    _stopping.clear()
+
+
+def stopping() -> bool:
+    """Whether :func:`stop_all` was called: runs still finishing were cut short."""
+    return _stopping.is_set()
 
 
 def crash_records(path: Path) -> int:
@@ -76,6 +92,8 @@ class PipelineProcess:
         if crash_at:
             env[faults.CRASH_AT_ENV] = crash_at
         env.update(extra_env or {})
+        if _stopping.is_set():
+            raise Stopped("the verifier is stopping")
         self.name = name
         self.log = log
         self._crash_record = crash_record

@@ -34,9 +34,9 @@ from kafka_share_eos.verify.score import Score, score
 from kafka_share_eos.verify.targets import TARGETS, Produced, RunContext, Target, dead_lettered
 
 START_TIMEOUT_S = 300.0
-# Seconds after a start: Spark takes ~10 s to plan its first batch here, a run of 40 records
-# drains ~10 s later; a few kills still land during start-up.
-KILL_WINDOW_S = (8.0, 20.0)
+# Seconds after a start: a pipeline plans its first batch ~6 s after it starts and drains 40
+# records ~4 s later; a few kills still land during start-up.
+KILL_WINDOW_S = (4.0, 10.0)
 MAX_FAILED_STARTS = 4
 
 

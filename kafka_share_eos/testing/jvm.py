@@ -1,0 +1,147 @@
+"""Faster starts of local Spark JVMs: a class-data-sharing archive of the classes Spark loads.
+
+A local Spark JVM spends most of its start-up loading and verifying thousands of classes from
+Spark's jars. Java's dynamic class-data sharing (JDK 13+) maps them from an archive instead: one
+warm-up process runs a small ``kafka-share`` query with ``-XX:ArchiveClassesAtExit`` and every
+later JVM of the same Java and PySpark installation starts from that archive. The archive is
+created once per installation under ``~/.cache/kafka-share-eos`` (``XDG_CACHE_HOME`` honoured);
+a JVM that cannot use it (a different classpath, say) warns and loads classes as usual.
+
+Run as ``python -m kafka_share_eos.testing.jvm ARCHIVE`` it is that warm-up process.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger("kafka_share_eos.testing")
+
+WARM_UP_TIMEOUT_S = 300.0
+
+SHORT_LIVED_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+"""For JVMs that live seconds (crash-test pipelines): the quick compiler only and a one-thread
+collector, which halve a start's CPU at the cost of peak speed in long runs."""
+
+
+def _java() -> Path | None:
+    home = os.environ.get("JAVA_HOME")
+    java = Path(home, "bin", "java") if home else None
+    if java is None or not java.exists():
+        found = shutil.which("java")
+        java = Path(found) if found else None
+    return java.resolve() if java is not None else None
+
+
+def archive_path() -> Path | None:
+    """Where the archive of this Java and PySpark installation lives (it may not exist yet);
+    None when no ``java`` is found."""
+    import pyspark
+
+    java = _java()
+    if java is None:
+        return None
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    identity = f"{java}:{java.stat().st_mtime_ns}:{jars}:{pyspark.__version__}"
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "kafka-share-eos" / f"spark-{pyspark.__version__}-{digest}.jsa"
+
+
+def ensure_archive() -> Path | None:
+    """The archive for this installation, created by a warm-up process if missing.
+
+    Concurrent callers wait for one warm-up. Returns None when it cannot be made (the reason is
+    logged once and kept next to the archive, so later starts do not retry in vain).
+    """
+    archive = archive_path()
+    if archive is None:
+        return None
+    if archive.exists():
+        return archive
+    failed = archive.with_suffix(".failed")
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with open(archive.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if archive.exists():
+            return archive
+        if failed.exists():
+            return None
+        return _warm_up(archive, failed)
+
+
+def _warm_up(archive: Path, failed: Path) -> Path | None:
+    log.info("creating the Spark class archive %s (once per installation)", archive)
+    partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
+    try:
+        outcome = subprocess.run(
+            [sys.executable, "-m", __name__, str(partial)],
+            capture_output=True,
+            timeout=WARM_UP_TIMEOUT_S,
+        )
+        error = None if outcome.returncode == 0 and partial.exists() else outcome.stderr[-4000:]
+    except subprocess.TimeoutExpired:
+        error = b"the warm-up process did not finish within %d s" % WARM_UP_TIMEOUT_S
+    if error is not None:
+        partial.unlink(missing_ok=True)
+        failed.write_bytes(error)
+        log.warning("no Spark class archive, JVMs start the slow way: see %s", failed)
+        return None
+    partial.replace(archive)
+    return archive
+
+
+def java_options(short_lived: bool = False) -> list[str]:
+    """JVM options for a local Spark driver: the class archive if there is one, and
+    :data:`SHORT_LIVED_OPTIONS` when asked for."""
+    archive = ensure_archive()
+    options = [f"-XX:SharedArchiveFile={archive}"] if archive is not None else []
+    return options + list(SHORT_LIVED_OPTIONS if short_lived else ())
+
+
+def _warm_up_workload(partial: Path) -> None:
+    """Load what a pipeline loads: a ``kafka-share`` stream into ``foreachBatch``."""
+    from confluent_kafka import Producer
+
+    import kafka_share_eos
+    from kafka_share_eos.sharegroup import EmbeddedBroker
+    from kafka_share_eos.testing.spark import spark_session
+
+    spark = spark_session("kafka-share-eos-warm-up", 1, [f"-XX:ArchiveClassesAtExit={partial}"])
+    kafka_share_eos.register(spark)
+    with EmbeddedBroker(["warm-up:1"]) as broker, tempfile.TemporaryDirectory() as work:
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        for i in range(10):
+            producer.produce("warm-up", key=b"%d" % i, value=b"{}")
+        producer.flush(30)
+        query = (
+            spark.readStream.format("kafka-share")
+            .option("kafka.bootstrap.servers", broker.bootstrap_servers)
+            .option("kafka.share.group.id", "warm-up")
+            .option("subscribe", "warm-up")
+            .option("journalPath", f"{work}/journal")
+            .option("availableNowIdleMs", "500")
+            .load()
+            .writeStream.foreachBatch(lambda batch, _: batch.toArrow())
+            .trigger(availableNow=True)
+            .option("checkpointLocation", f"{work}/checkpoint")
+            .start()
+        )
+        query.awaitTermination()
+    gateway = spark.sparkContext._gateway.proc  # type: ignore[union-attr]
+    spark.stop()
+    # The JVM writes the archive as it exits, which it does when its stdin closes: wait for it,
+    # or the caller could take a half-written archive.
+    gateway.stdin.close()
+    gateway.wait(WARM_UP_TIMEOUT_S)
+
+
+if __name__ == "__main__":
+    _warm_up_workload(Path(sys.argv[1]))
