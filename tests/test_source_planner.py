@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import broker_holding, consume, count_at_least, produce, share_consumer
@@ -59,6 +60,24 @@ def redelivered(broker: EmbeddedBroker, seconds: float) -> list[tuple[int, int, 
     with share_consumer(broker.bootstrap_servers, GROUP, [TOPIC]) as consumer:
         got = consume(consumer, until=count_at_least(RECORDS), timeout=seconds)
     return sorted((d.partition, d.offset, d.delivery_count) for d in got)
+
+
+def after_journal_planner(
+    broker: EmbeddedBroker, journal: Journal, per_trigger: int
+) -> BatchPlanner:
+    """An afterJournal planner polling 10 records at a time."""
+    opts = options(broker, Path(journal.location), acknowledge="afterJournal",
+                   maxRecordsPerTrigger=str(per_trigger), **{"kafka.max.poll.records": "10"})
+    return BatchPlanner(opts, journal)
+
+
+def assert_only_unjournaled_come_back(
+    broker: EmbeddedBroker, journaled: set[tuple[int, int]]
+) -> None:
+    """Journaled means ACCEPTed: those records never come back; every other record does."""
+    back = {(p, o) for p, o, _ in redelivered(broker, 10)}
+    assert back.isdisjoint(journaled)
+    assert len(back) + len(journaled) == RECORDS
 
 
 def test_after_commit_accepts_only_when_the_next_planning_starts(
@@ -110,19 +129,36 @@ def test_after_journal_accepts_right_after_journaling(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     journal = Journal(str(tmp_path))
-    opts = options(broker, tmp_path, acknowledge="afterJournal", maxRecordsPerTrigger="40",
-                   **{"kafka.max.poll.records": "10"})
-    planner = BatchPlanner(opts, journal)
+    planner = after_journal_planner(broker, journal, 40)
     end = planner.latest(0, 40)
     batch = identities(journal, list(range(1, end + 1)))
     assert 0 < len(batch) <= 40
-    assert planner.stats is not None and planner.stats.accepted == len(batch)
     planner.close()
-    rest = redelivered(broker, 10)
-    # Nothing of the journaled batch comes back: the journal is its only copy now.
-    assert {(p, o) for p, o, _ in rest}.isdisjoint({(p, o) for _, p, o in batch})
-    assert len(rest) + len(batch) == RECORDS
+    # The pump went on polling ahead of Spark: everything ACCEPTed is in the journal.
+    journaled = identities(journal, journal.sequences())
+    assert set(batch) <= set(journaled)
+    assert planner.stats is not None and planner.stats.accepted == len(journaled)
+    # The journal is the only copy of those records now.
+    assert_only_unjournaled_come_back(broker, {(p, o) for _, p, o in journaled})
 
+
+def test_after_journal_polls_one_batch_ahead_while_spark_runs(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    journal = Journal(str(tmp_path))
+    planner = after_journal_planner(broker, journal, 20)
+    first = planner.latest(0, 20)
+    # While "Spark runs" batch 1, the pump journals the next batch, and stops there.
+    deadline = time.monotonic() + 20
+    while len(identities(journal, [s for s in journal.sequences() if s > first])) < 20:
+        assert time.monotonic() < deadline, "the pump did not poll ahead"
+        time.sleep(0.05)
+    time.sleep(1.0)
+    ahead = [s for s in journal.sequences() if s > first]
+    assert len(identities(journal, ahead)) == 20
+    # The next planning hands out exactly what was polled ahead.
+    assert planner.latest(first, 20) == ahead[-1]
+    planner.close()
 
 def test_segments_of_a_dead_runner_are_planned_first(
     broker: EmbeddedBroker, tmp_path: Path
@@ -130,9 +166,11 @@ def test_segments_of_a_dead_runner_are_planned_first(
     journal = Journal(str(tmp_path))
     opts = options(broker, tmp_path, acknowledge="afterJournal", maxRecordsPerTrigger="20")
     first = BatchPlanner(opts, journal)
-    orphan_end = first.latest(0, 20)
-    first.close()  # died before Spark logged the offset: segments 1..orphan_end are orphans
-    orphans = identities(journal, list(range(1, orphan_end + 1)))
+    first.latest(0, 20)
+    # Died before Spark logged the offset: every segment, handed out or polled ahead, is orphaned.
+    first.close()
+    orphan_end = journal.sequences()[-1]
+    orphans = identities(journal, journal.sequences())
     second = BatchPlanner(opts, journal)
     assert second.latest(0, 20) == orphan_end
     assert second.stats is not None and second.stats.accepted == 0
@@ -204,3 +242,55 @@ def test_sigterm_releases_the_uncommitted_batch_and_chains(
     back = redelivered(broker, 10)
     assert len(back) == RECORDS
     assert all((count == 2) == ((p, o) in held) for p, o, count in back)
+
+
+def test_sigterm_stops_the_pump_before_closing_and_chains(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    raw = {
+        "kafka.bootstrap.servers": broker.bootstrap_servers, "kafka.share.group.id": GROUP,
+        "subscribe": TOPIC, "journalPath": str(tmp_path), "acknowledge": "afterJournal",
+        "maxRecordsPerTrigger": "20", "kafka.max.poll.records": "10",
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-c", RUNNER.replace("latest(0, None)", "latest(0, 20)"),
+         json.dumps(raw)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+    )
+    assert child.stdout is not None
+    assert int(child.stdout.readline()) >= 1
+    time.sleep(1.0)  # the pump polls the next batch ahead meanwhile
+    child.send_signal(signal.SIGTERM)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 3, err
+    assert "previous handler" in out
+    journal = Journal(str(tmp_path))
+    journaled = {(p, o) for _, p, o in identities(journal, journal.sequences())}
+    assert len(journaled) > 20
+    assert_only_unjournaled_come_back(broker, journaled)
+
+
+class _FailingJournal(Journal):
+    """Writes its first segment, then fails like a full disk."""
+
+    def write(self, seq: int, batch: Any) -> None:
+        if self.sequences():
+            raise OSError(28, "No space left on device")
+        super().write(seq, batch)
+
+
+def test_a_journal_failure_in_the_pump_fails_the_planning_and_loses_nothing(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    journal = _FailingJournal(str(tmp_path))
+    planner = after_journal_planner(broker, journal, 20)
+    first = planner.latest(0, 20)
+    assert journal.sequences() == [1] and first == 1
+    journaled = {(p, o) for _, p, o in identities(journal, [1])}
+    with pytest.raises(OSError, match="No space left"):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            planner.latest(first, 20)
+    planner.close()
+    # The poll that could not be journaled was never ACCEPTed: it comes back, with the rest.
+    assert_only_unjournaled_come_back(broker, journaled)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -31,8 +32,10 @@ CI_CELLS = [
 
 
 def test_small_matrix_is_exactly_once(postgres_server: PostgresDatabases, tmp_path: Path) -> None:
+    runs = tmp_path / "runs.jsonl"
     options = MatrixOptions(only=CI_CELLS, crashes=1, parallel=2, seed=8,
-                            postgres_url=postgres_server.url, results=tmp_path / "runs.jsonl")
+                            postgres_url=postgres_server.url, results=runs,
+                            workdir=tmp_path / "work")
     result = run_matrix(options)
     summary = {
         (cell.target, cell.point): (
@@ -44,12 +47,22 @@ def test_small_matrix_is_exactly_once(postgres_server: PostgresDatabases, tmp_pa
     assert summary == {cell: (1, True, 40, 0, 0, []) for cell in CI_CELLS}
     assert result.ok
 
-    # Started again on its results file, the matrix runs nothing and reports the same runs.
+    # Started again on its results file, the matrix runs only what the file lacks: here the
+    # last run, as if the verifier had been interrupted during it (its directory is left over).
+    recorded = runs.read_text().splitlines()
+    runs.write_text("\n".join(recorded[:-1]) + "\n")
     rerun: list[RunResult] = []
     resumed = run_matrix(options, on_run=rerun.append)
-    assert rerun == []
-    assert [cell.runs for cell in resumed.cells] == [cell.runs for cell in result.cells]
-    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == len(CI_CELLS)
+    assert [run.spec.key for run in rerun] == [_key(json.loads(recorded[-1]))]
+    assert rerun[0].ok, rerun[0].error
+    assert resumed.ok
+    assert [len(cell.runs) for cell in resumed.cells] == [1] * len(CI_CELLS)
+    assert len(runs.read_text().splitlines()) == len(CI_CELLS)
+
+
+def _key(recorded: dict[str, Any]) -> str:
+    spec = recorded["spec"]
+    return f"{spec['target']}-{spec['point']}-{spec['index']}"
 
 
 def test_verifier_catches_a_sink_without_deduplication() -> None:

@@ -8,15 +8,11 @@ with its error; the others still run.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from kafka_share_eos.bench.machine import machine_details, postgres_version
@@ -52,8 +48,8 @@ class Sizes:
 
 
 FULL = Sizes(
-    source_records=200_000,
-    source_partitions=16,
+    source_records=600_000,
+    source_partitions=32,
     source_poll_records=50_000,
     upsert_rows=200_000,
     upsert_repeats=3,
@@ -107,22 +103,6 @@ class SuiteResult:
         }
 
 
-def _source_module() -> ModuleType:
-    """The source benchmark: in the package, or still in ``benchmarks/`` of a source checkout."""
-    try:
-        return importlib.import_module("kafka_share_eos.bench.source")
-    except ModuleNotFoundError as missing:
-        if missing.name != "kafka_share_eos.bench.source":
-            raise
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_source.py"
-    spec = importlib.util.spec_from_file_location("bench_source", script)
-    if spec is None or spec.loader is None or not script.exists():
-        raise ModuleNotFoundError("the source benchmark (kafka_share_eos.bench.source) is missing")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 class _Databases:
     """Fresh PostgreSQL databases for the benchmarks, on a server started on first use."""
 
@@ -151,12 +131,13 @@ class _Databases:
 
 
 def _run_source(sizes: Sizes, _: _Databases) -> dict[str, Any]:
-    result: dict[str, Any] = _source_module().run(
+    from kafka_share_eos.bench import source
+
+    return source.run(
         records=sizes.source_records,
         partitions=sizes.source_partitions,
         poll_records=sizes.source_poll_records,
     )
-    return result
 
 
 def _run_upsert(sizes: Sizes, databases: _Databases) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 ``latestOffset(start=end_N)`` is called only after batch N was written to Spark's commit log, so
 it is where the records of batch N are ACCEPTed (afterCommit) and where batch N's segments can be
-deleted. Nothing is acknowledged before it is in the journal. Every settled batch is measured
+deleted. Under afterJournal a :class:`~kafka_share_eos.source.pump.JournalPump` polls into the
+journal while Spark runs batch N, and the planning hands out what it journaled. Nothing is
+acknowledged before it is in the journal. Every settled batch is measured
 against the record lock (:mod:`~kafka_share_eos.source.lock_budget`) and leaves a metrics entry
 next to the journal (:mod:`~kafka_share_eos.source.metrics_store`).
 """
@@ -21,8 +23,10 @@ from kafka_share_eos.source.lock_budget import LockBudget
 from kafka_share_eos.source.metrics import BatchTally
 from kafka_share_eos.source.metrics_store import MetricsStore
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
+from kafka_share_eos.source.pump import JournalPump
 from kafka_share_eos.source.schema import to_record_batch
-from kafka_share_eos.source.session import ACCEPT, ShareSession
+from kafka_share_eos.source.session import ACCEPT, RELEASE, ShareSession
+from kafka_share_eos.source.shutdown import SigtermHook
 
 log = logging.getLogger("kafka_share_eos.source")
 
@@ -54,6 +58,8 @@ class BatchPlanner:
         self._next_seq: int | None = None
         # The journaled batch whose records await ACCEPT (afterCommit only).
         self._held: BatchTally | None = None
+        self._pump: JournalPump | None = None
+        self._pump_hook: SigtermHook | None = None
         self._purged_through = -1
         self._draining = False
 
@@ -124,22 +130,39 @@ class BatchPlanner:
         return tally.seq
 
     def _plan_journaled(self, session: ShareSession, start: int, max_rows: int | None) -> int:
-        deadline = time.monotonic() + self._options.poll_timeout_ms / 1000.0
-        records = self._first_poll(session)
-        if not records:
+        if self._pump is None:
+            self._pump = JournalPump(
+                poll=lambda: session.poll(self._options.poll_timeout_ms),
+                journal=self._journal_poll,
+                settle=lambda tally: self._settle(session, tally),
+                open_tally=lambda: BatchTally(AckPolicy.AFTER_JOURNAL, session.stats),
+                poll_records=self._options.max_poll_records,
+            )
+        if self._pump_hook is None:
+            # On SIGTERM the pump stops before the session closes (chained after this hook).
+            self._pump_hook = SigtermHook(self.close)
+            self._pump_hook.install()
+        wait_ms = (
+            self._options.available_now_idle_ms if self._draining
+            else self._options.poll_timeout_ms
+        )
+        tally = self._pump.take(max_rows, wait_ms, self._options.poll_timeout_ms)
+        if tally is None:
+            if self._draining:
+                # The drain ends: polling on would ACCEPT records no batch of this query runs.
+                self._stop_pump(session)
             return start
-        tally = BatchTally(AckPolicy.AFTER_JOURNAL, session.stats)
-        while records:
-            self._journal_poll(tally, records)
-            self._settle(session, tally)
-            if max_rows is not None and tally.records + self._options.max_poll_records > max_rows:
-                break
-            remaining_ms = int((deadline - time.monotonic()) * 1000)
-            if remaining_ms <= 0:
-                break
-            records = session.poll(remaining_ms)
         self._finish(session, tally)
         return tally.seq
+
+    def _stop_pump(self, session: ShareSession) -> None:
+        if self._pump is None:
+            return
+        self._pump.stop()
+        self._pump = None
+        if session.held and not session.closed:
+            # Polled as the pump stopped, never journaled: the broker may hand them out again.
+            session.settle(RELEASE)
 
     def _journal_poll(self, tally: BatchTally, records: list[Any]) -> None:
         faults.maybe_crash(faults.AFTER_POLL)
@@ -172,7 +195,12 @@ class BatchPlanner:
             self._purged_through = committed
 
     def close(self) -> None:
-        """RELEASE what awaits acknowledgement and leave the share group."""
+        """Stop polling ahead, RELEASE what awaits acknowledgement and leave the share group."""
+        if self._session is not None:
+            self._stop_pump(self._session)
+        if self._pump_hook is not None:
+            self._pump_hook.uninstall()
+            self._pump_hook = None
         if self._session is not None:
             self._session.close()
             self._held = None

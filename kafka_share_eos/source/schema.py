@@ -6,7 +6,9 @@ The journal always keeps headers so a replay is faithful whatever ``includeHeade
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import gc
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -71,12 +73,31 @@ def spark_schema(include_headers: bool) -> StructType:
     return StructType(fields)
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    # The comprehensions below allocate several objects per record, none of them cyclic; with
+    # the collector on, the allocations trigger collections that rescan the poll's thousands of
+    # live messages again and again, doubling the cost per record (measured: 1.04 -> 0.49 us).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def to_record_batch(messages: Sequence[Any]) -> pa.RecordBatch:
     """Turn polled ``confluent_kafka.Message`` objects into one journal record batch.
 
-    One comprehension per column feeds Arrow's C conversion; this keeps the runner's cost near
-    one microsecond per record.
+    One comprehension per column feeds Arrow's C conversion, with the cyclic garbage collector
+    paused; this keeps the runner's cost near half a microsecond per record.
     """
+    with _collector_paused():
+        return _record_batch(messages)
+
+
+def _record_batch(messages: Sequence[Any]) -> pa.RecordBatch:
     # librdkafka: 0 not available, 1 create time, 2 log-append time; Spark/Java use -1, 0, 1.
     stamps = [m.timestamp() for m in messages]
     return pa.record_batch(

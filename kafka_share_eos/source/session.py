@@ -1,14 +1,16 @@
 """The runner's share-consumer session: poll, acknowledge, commit, close.
 
 The consumer runs in explicit acknowledgement mode: every record of a poll must be acknowledged
-before the next poll, which is what lets the source decide *when* records are ACCEPTed.
+before the next poll, which is what lets the source decide *when* records are ACCEPTed. Calls
+may come from the runner's main thread or from the afterJournal pump; they never overlap.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import AcknowledgeType, IllegalStateException, KafkaException, ShareConsumer
@@ -23,6 +25,10 @@ ACCEPT = AcknowledgeType.ACCEPT
 RELEASE = AcknowledgeType.RELEASE
 
 
+class SessionClosed(RuntimeError):
+    """The share consumer of the session was closed."""
+
+
 class ShareSession:
     """One ``ShareConsumer`` subscribed to the stream's topics.
 
@@ -35,6 +41,8 @@ class ShareSession:
         self.stats = AckStats()
         self.held: list[Any] = []
         self.acquired_at = 0.0
+        # Reentrant: close() settles held records under it.
+        self._calls = threading.RLock()
         self._consumer: ShareConsumer | None = ShareConsumer(dict(config))
         self._consumer.set_acknowledgement_commit_callback(self.stats.on_commit_callback)
         self._consumer.subscribe(list(topics))
@@ -48,16 +56,22 @@ class ShareSession:
 
     def _live(self) -> ShareConsumer:
         if self._consumer is None:
-            raise RuntimeError("the share consumer of the kafka-share source is closed")
+            raise SessionClosed("the share consumer of the kafka-share source is closed")
         return self._consumer
 
     def poll(self, timeout_ms: int) -> list[Any]:
         """Poll once; the records returned become :attr:`held` until acknowledged."""
-        if self.held:
-            raise RuntimeError("the records of the previous poll are not acknowledged yet")
-        with self._hook.busy():
-            messages = self._live().poll(timeout_ms / 1000.0)
-        self.acquired_at = time.monotonic()
+        with self._calls:
+            if self.held:
+                raise RuntimeError("the records of the previous poll are not acknowledged yet")
+            with self._hook.busy():
+                messages = self._live().poll(timeout_ms / 1000.0)
+            self.acquired_at = time.monotonic()
+            self.held = self._usable(messages)
+            return self.held
+
+    @staticmethod
+    def _usable(messages: Iterable[Any]) -> list[Any]:
         records = []
         for message in messages:
             error = message.error()
@@ -67,11 +81,14 @@ class ShareSession:
                 raise KafkaException(error)
             else:
                 log.warning("share consumer error: %s", error)
-        self.held = records
         return records
 
     def settle(self, ack_type: AcknowledgeType) -> None:
         """Acknowledge every held record with ``ack_type`` and commit synchronously."""
+        with self._calls:
+            self._settle(ack_type)
+
+    def _settle(self, ack_type: AcknowledgeType) -> None:
         consumer = self._live()
         acknowledge = consumer.acknowledge
         # With the crash point armed, half the batch is acknowledged and committed first, so a
@@ -97,14 +114,16 @@ class ShareSession:
             self.stats.on_commit_result(consumer.commit_sync())
 
     def close(self) -> None:
-        """RELEASE held records, commit pending acknowledgements and leave the share group."""
-        if self._consumer is None:
-            return
-        try:
-            if self.held:
-                self.settle(RELEASE)
-            self._consumer.close()
-        finally:
-            self._consumer = None
-            self._hook.uninstall()
-            log.info("kafka-share consumer closed: %s", self.stats)
+        """RELEASE held records, commit pending acknowledgements and leave the share group
+        (after the call in progress in another thread, if any)."""
+        with self._calls:
+            if self._consumer is None:
+                return
+            try:
+                if self.held:
+                    self._settle(RELEASE)
+                self._consumer.close()
+            finally:
+                self._consumer = None
+                self._hook.uninstall()
+                log.info("kafka-share consumer closed: %s", self.stats)

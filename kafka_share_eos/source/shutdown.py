@@ -45,7 +45,14 @@ class SigtermHook:
 
     @contextmanager
     def busy(self) -> Iterator[None]:
-        """Mark a consumer call in progress; a SIGTERM arriving meanwhile is handled after it."""
+        """Mark a consumer call in progress; a SIGTERM arriving meanwhile is handled after it.
+
+        Only calls on the main thread are marked: the handler runs there, so only they could be
+        re-entered; the cleanup waits for a call on another thread through the session's lock.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
         self._busy += 1
         try:
             yield

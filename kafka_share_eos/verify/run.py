@@ -14,6 +14,7 @@ import contextlib
 import json
 import math
 import random
+import shutil
 import threading
 import time
 import uuid
@@ -115,6 +116,8 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
     target = TARGETS[spec.target]()
     with _database(env, target) as postgres_url:
         ctx = RunContext(env.work / spec.key, postgres_url)
+        # A run cut short by an interrupted verifier left its directory behind, unrecorded.
+        shutil.rmtree(ctx.run_dir, ignore_errors=True)
         ctx.run_dir.mkdir(parents=True)
         topic = f"verify-{uuid.uuid4().hex[:12]}"
         env.broker.create_topic(topic, spec.partitions)

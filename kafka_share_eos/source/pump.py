@@ -1,0 +1,139 @@
+"""Polling ahead under afterJournal: the runner journals and ACCEPTs while Spark runs a batch.
+
+Under afterJournal a record is acknowledged as soon as its poll is durable in the journal, so
+nothing ties the next poll to Spark's progress. A background thread of the source runner keeps
+polling (poll, journal the poll as one segment, ACCEPT, ``commit_sync``) while Spark executes
+the previous micro-batch, and ``latestOffset`` hands Spark the segments journaled meanwhile. The
+journal is the buffer, bounded to one micro-batch ahead: the pump stops polling while another
+poll could carry the buffered records past ``maxRecordsPerTrigger`` (or, without that option,
+:data:`POLLS_AHEAD` polls).
+
+The explicit-acknowledgement rule holds: the pump settles every poll before it polls again, and
+it is the only caller of the consumer while it runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kafka_share_eos.source.metrics import BatchTally
+from kafka_share_eos.source.session import SessionClosed
+
+log = logging.getLogger("kafka_share_eos.source")
+
+POLLS_AHEAD = 4
+"""Polls the pump buffers ahead of Spark when ``maxRecordsPerTrigger`` is not set."""
+
+Poll = Callable[[], list[Any]]
+"""Poll once; the records returned are held until :data:`Settle` acknowledges them."""
+Journal = Callable[[BatchTally, list[Any]], None]
+"""Journal one poll's records as a segment of the tally's batch."""
+Settle = Callable[[BatchTally], None]
+"""ACCEPT the held records and commit, noting the lock time in the tally."""
+
+
+class JournalPump:
+    """A thread that polls into the journal ahead of Spark; :meth:`take` hands out batches.
+
+    Args:
+        poll, journal, settle: one step each of a poll's way into the journal.
+        open_tally: starts the tally of the next batch.
+        poll_records: records one poll returns at most.
+    """
+
+    def __init__(
+        self,
+        poll: Poll,
+        journal: Journal,
+        settle: Settle,
+        open_tally: Callable[[], BatchTally],
+        poll_records: int,
+    ) -> None:
+        self._poll = poll
+        self._journal = journal
+        self._settle = settle
+        self._open_tally = open_tally
+        self._poll_records = poll_records
+        self._limit = POLLS_AHEAD * poll_records
+        self._changed = threading.Condition()
+        self._tally = open_tally()
+        self._error: BaseException | None = None
+        self._caught_up = False
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="kafka-share-pump", daemon=True)
+        self._thread.start()
+
+    def _has_room(self) -> bool:
+        buffered = self._tally.records
+        return buffered == 0 or buffered + self._poll_records <= self._limit
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._changed:
+                    self._changed.wait_for(lambda: self._stopping or self._has_room())
+                    if self._stopping:
+                        return
+                records = self._poll()
+                with self._changed:
+                    # An empty poll: the group has nothing more for now, the batch is complete.
+                    self._caught_up = not records
+                    if not records:
+                        self._changed.notify_all()
+                        continue
+                    if self._stopping:
+                        # Not journaled: closing the session RELEASEs them.
+                        return
+                    # Journaled and settled under the lock, so a batch handed to Spark holds
+                    # its segments' acknowledgements too.
+                    self._journal(self._tally, records)
+                    self._settle(self._tally)
+                    self._changed.notify_all()
+        except SessionClosed:
+            return
+        except BaseException as error:
+            log.error("the kafka-share source stopped polling: %s", error)
+            with self._changed:
+                self._error = error
+                self._changed.notify_all()
+
+    def _complete(self) -> bool:
+        return self._tally.records > 0 and (self._caught_up or not self._has_room())
+
+    def take(self, max_rows: int | None, wait_ms: int, fill_ms: int) -> BatchTally | None:
+        """The segments journaled since the last call, as one batch; None if none arrived
+        within ``wait_ms``. Once the first segment is there, waits up to ``fill_ms`` from the
+        call for the batch to fill (to ``max_rows``, or until a poll finds nothing): fewer,
+        larger micro-batches leave more of the machine to polling. Re-raises what stopped the
+        pump once the segments journaled before it are handed out."""
+        now = time.monotonic()
+        first_deadline, fill_deadline = now + wait_ms / 1000.0, now + fill_ms / 1000.0
+        with self._changed:
+            self._limit = max_rows if max_rows is not None else POLLS_AHEAD * self._poll_records
+            self._changed.notify_all()
+            while self._error is None and not self._complete():
+                deadline = fill_deadline if self._tally.records else first_deadline
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._changed.wait(remaining)
+            if self._tally.records == 0:
+                if self._error is not None:
+                    raise self._error
+                return None
+            batch, self._tally = self._tally, self._open_tally()
+            self._changed.notify_all()
+            return batch
+
+    def stop(self) -> None:
+        """Stop polling and wait for the poll in progress to end (its records, if any, stay
+        held for the session's close to RELEASE)."""
+        with self._changed:
+            self._stopping = True
+            self._changed.notify_all()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
