@@ -101,8 +101,9 @@ def test_switch_to_after_journal_accepts_the_next_batch_at_its_journal_write(
     time.sleep(OVER_BUDGET_S)
     second = planner.latest(1, 20)
     assert planner.policy is AckPolicy.AFTER_JOURNAL
-    # Batch 2 is ACCEPTed before Spark even runs it, and its metrics exist already.
-    assert planner.stats.accepted == 20 + metrics(tmp_path)[second].records
+    # Batch 2 is ACCEPTed before Spark even runs it (and the pump may be polling batch 3
+    # already), and its metrics exist already.
+    assert planner.stats.accepted >= 20 + metrics(tmp_path)[second].records
     time.sleep(OVER_BUDGET_S)
     third = planner.latest(second, 20)
     planner.close()

@@ -100,3 +100,20 @@ def test_bad_records_are_applied_or_dead_lettered_never_lost(
     # 40 records plus a null key, a non-JSON payload, an oversized value and a poison record:
     # only the poison record goes to the dead letters.
     assert summary == {cell: (44, 0, 0, 1, []) for cell in cells}
+
+
+def test_polling_ahead_under_after_journal_is_exactly_once() -> None:
+    # The pump ACCEPTs each poll right after its journal write while Spark runs a batch: crashed
+    # halfway through a poll's acknowledgements, then SIGKILLed at random moments.
+    cells = [("upsert-sqlite", "source.during_ack"), ("upsert-sqlite", "random-kill")]
+    result = run_matrix(
+        MatrixOptions(only=cells, crashes=1, parallel=2, seed=5, mix=Mix(after_journal=True))
+    )
+    summary = {
+        (cell.target, cell.point): (
+            cell.exercised, cell.score_total("records"), cell.score_total("duplicates"),
+            cell.score_total("losses"), cell.errors,
+        )
+        for cell in result.cells
+    }
+    assert summary == {cell: (True, 40, 0, 0, []) for cell in cells}

@@ -96,6 +96,10 @@ def verify(
         bool, typer.Option(help="Add a null key, an invalid payload, an oversized value and a "
                            "poison record to every run.")
     ] = False,
+    after_journal: Annotated[
+        bool, typer.Option(help="Pipelines ACCEPT records right after the journal write "
+                           "(acknowledge=afterJournal) instead of after Spark's commit.")
+    ] = False,
     postgres_url: Annotated[
         str | None,
         typer.Option(help="SQLAlchemy URL of a superuser on a PostgreSQL server with "
@@ -128,7 +132,8 @@ def verify(
         per_trigger=per_trigger,
         seed=seed,
         parallel=parallel,
-        mix=Mix(second_consumer, session_drops, slow_sink, bad_records, random_kills),
+        mix=Mix(second_consumer, session_drops, slow_sink, bad_records, random_kills,
+                after_journal),
         postgres_url=postgres_url,
         workdir=workdir,
         keep=keep,

@@ -14,13 +14,16 @@ it is the only caller of the consumer while it runs.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.metrics import BatchTally
+from kafka_share_eos.source.options import AckPolicy
 from kafka_share_eos.source.session import SessionClosed
 
 log = logging.getLogger("kafka_share_eos.source")
@@ -41,31 +44,29 @@ class JournalPump:
 
     Args:
         poll, journal, settle: one step each of a poll's way into the journal.
-        open_tally: starts the tally of the next batch.
+        stats: the session's acknowledgement counters (a batch's share is read at hand-over).
         poll_records: records one poll returns at most.
     """
 
     def __init__(
-        self,
-        poll: Poll,
-        journal: Journal,
-        settle: Settle,
-        open_tally: Callable[[], BatchTally],
-        poll_records: int,
+        self, poll: Poll, journal: Journal, settle: Settle, stats: AckStats, poll_records: int
     ) -> None:
         self._poll = poll
         self._journal = journal
         self._settle = settle
-        self._open_tally = open_tally
+        self._stats = stats
         self._poll_records = poll_records
         self._limit = POLLS_AHEAD * poll_records
         self._changed = threading.Condition()
-        self._tally = open_tally()
+        self._tally = self._open_tally()
         self._error: BaseException | None = None
         self._caught_up = False
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="kafka-share-pump", daemon=True)
         self._thread.start()
+
+    def _open_tally(self) -> BatchTally:
+        return BatchTally(AckPolicy.AFTER_JOURNAL, self._stats)
 
     def _has_room(self) -> bool:
         buffered = self._tally.records
@@ -93,8 +94,13 @@ class JournalPump:
                     self._journal(self._tally, records)
                     self._settle(self._tally)
                     self._changed.notify_all()
-        except SessionClosed:
-            return
+        except SessionClosed as closed:
+            with self._changed:
+                if not self._stopping:
+                    # Closed under it (a SIGTERM whose handler did not end the process): the
+                    # planning must fail, not report an empty group forever.
+                    self._error = closed
+                    self._changed.notify_all()
         except BaseException as error:
             log.error("the kafka-share source stopped polling: %s", error)
             with self._changed:
@@ -104,12 +110,16 @@ class JournalPump:
     def _complete(self) -> bool:
         return self._tally.records > 0 and (self._caught_up or not self._has_room())
 
-    def take(self, max_rows: int | None, wait_ms: int, fill_ms: int) -> BatchTally | None:
-        """The segments journaled since the last call, as one batch; None if none arrived
-        within ``wait_ms``. Once the first segment is there, waits up to ``fill_ms`` from the
-        call for the batch to fill (to ``max_rows``, or until a poll finds nothing): fewer,
-        larger micro-batches leave more of the machine to polling. Re-raises what stopped the
-        pump once the segments journaled before it are handed out."""
+    def take(
+        self, max_rows: int | None, wait_ms: int, fill_ms: int, stop_if_empty: bool = False
+    ) -> tuple[BatchTally, AckStats] | None:
+        """The segments journaled since the last call, as one batch, with the acknowledgement
+        counters as they stood at the hand-over; None if none arrived within ``wait_ms`` (and
+        then, with ``stop_if_empty``, the pump polls no more). Once the first segment is there,
+        waits up to ``fill_ms`` from the call for the batch to fill (to ``max_rows``, or until
+        a poll finds nothing): fewer, larger micro-batches leave more of the machine to
+        polling. Re-raises what stopped the pump once the segments journaled before it are
+        handed out."""
         now = time.monotonic()
         first_deadline, fill_deadline = now + wait_ms / 1000.0, now + fill_ms / 1000.0
         with self._changed:
@@ -124,10 +134,13 @@ class JournalPump:
             if self._tally.records == 0:
                 if self._error is not None:
                     raise self._error
+                # Under the lock: no poll is journaled between this answer and the stop.
+                self._stopping = self._stopping or stop_if_empty
+                self._changed.notify_all()
                 return None
             batch, self._tally = self._tally, self._open_tally()
             self._changed.notify_all()
-            return batch
+            return batch, dataclasses.replace(self._stats)
 
     def stop(self) -> None:
         """Stop polling and wait for the poll in progress to end (its records, if any, stay

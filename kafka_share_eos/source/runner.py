@@ -94,7 +94,7 @@ class BatchPlanner:
                 # Spark has not committed the held batch yet, so it cannot move past it.
                 return self._held.seq
             self._settle(session, self._held)
-            self._finish(session, self._held)
+            self._finish(self._held, session.stats)
             self._held = None
         self._purge(start)
         if self._next_seq is None:
@@ -106,7 +106,9 @@ class BatchPlanner:
                 # may already be ACCEPTed, so the journal is their only copy.
                 log.info("planning %d journal segments left by a previous run", len(orphans))
                 return orphans[-1]
-        self._next_seq = max(self._next_seq, start + 1)
+        if self._pump is None:
+            # Only while no pump claims sequence numbers concurrently (it never needs this).
+            self._next_seq = max(self._next_seq, start + 1)
         if self._budget.policy is AckPolicy.AFTER_COMMIT:
             return self._plan_one_poll(session, start)
         return self._plan_journaled(session, start, max_rows)
@@ -130,29 +132,36 @@ class BatchPlanner:
         return tally.seq
 
     def _plan_journaled(self, session: ShareSession, start: int, max_rows: int | None) -> int:
+        if self._pump_hook is None:
+            # Installed before the pump starts, so a SIGTERM always stops the pump before the
+            # session closes (the session's own hook is chained after this one).
+            self._pump_hook = SigtermHook(self.close)
+            self._pump_hook.install()
         if self._pump is None:
             self._pump = JournalPump(
                 poll=lambda: session.poll(self._options.poll_timeout_ms),
                 journal=self._journal_poll,
                 settle=lambda tally: self._settle(session, tally),
-                open_tally=lambda: BatchTally(AckPolicy.AFTER_JOURNAL, session.stats),
+                stats=session.stats,
                 poll_records=self._options.max_poll_records,
             )
-        if self._pump_hook is None:
-            # On SIGTERM the pump stops before the session closes (chained after this hook).
-            self._pump_hook = SigtermHook(self.close)
-            self._pump_hook.install()
         wait_ms = (
             self._options.available_now_idle_ms if self._draining
             else self._options.poll_timeout_ms
         )
-        tally = self._pump.take(max_rows, wait_ms, self._options.poll_timeout_ms)
-        if tally is None:
-            if self._draining:
-                # The drain ends: polling on would ACCEPT records no batch of this query runs.
-                self._stop_pump(session)
-            return start
-        self._finish(session, tally)
+        # A SIGTERM meanwhile waits: stopping the pump from the handler while this thread
+        # holds the pump's lock would deadlock.
+        with self._pump_hook.busy():
+            taken = self._pump.take(
+                max_rows, wait_ms, self._options.poll_timeout_ms, stop_if_empty=self._draining
+            )
+            if taken is None:
+                if self._draining:
+                    # The drain ends: polling on would ACCEPT records no batch of this query runs.
+                    self._stop_pump(session)
+                return start
+        tally, stats = taken
+        self._finish(tally, stats)
         return tally.seq
 
     def _stop_pump(self, session: ShareSession) -> None:
@@ -178,9 +187,9 @@ class BatchPlanner:
         session.settle(ACCEPT)
         tally.settled((time.monotonic() - acquired_at) * 1000)
 
-    def _finish(self, session: ShareSession, tally: BatchTally) -> None:
+    def _finish(self, tally: BatchTally, stats: AckStats) -> None:
         used = self._budget.observe(tally.seq, tally.held_ms, tally.policy)
-        self._metrics.write(tally.finish(session.stats, used))
+        self._metrics.write(tally.finish(stats, used))
 
     def _claim_seq(self) -> int:
         assert self._next_seq is not None

@@ -43,6 +43,7 @@ class PipelineConfig:
     slow_sink_seconds: float = 0.0
     slow_sink_share: float = 0.0
     seed: int = 0
+    acknowledge: str = "afterCommit"
 
     def save(self, path: Path) -> None:
         """Write the configuration as JSON."""
@@ -116,6 +117,7 @@ def run(config: PipelineConfig, name: str) -> None:
         .option("journalPath", str(directory / "journal"))
         .option("maxRecordsPerTrigger", str(config.max_records_per_trigger))
         .option("availableNowIdleMs", str(config.idle_ms))
+        .option("acknowledge", config.acknowledge)
         .load()
     )
     query = (

@@ -50,6 +50,9 @@ class Mix:
     slow_sink: bool = False
     bad_records: bool = False
     random_kills: bool = False
+    after_journal: bool = False
+    """Pipelines ACCEPT records right after the journal write (``acknowledge=afterJournal``,
+    polling ahead while Spark runs a batch) instead of after Spark's commit."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,7 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
             max_records_per_trigger=spec.per_trigger,
             slow_sink_seconds=env.slow_sink_seconds if spec.mix.slow_sink else 0.0,
             slow_sink_share=0.3 if spec.mix.slow_sink else 0.0,
+            acknowledge="afterJournal" if spec.mix.after_journal else "afterCommit",
             seed=spec.seed,
         )
         config.save(ctx.run_dir / "config.json")
