@@ -130,6 +130,8 @@ class PostgresParticipant:
                     # Nothing to apply: no prepared transaction to resolve later.
                     conn.exec_driver_sql("ROLLBACK")
                     return Token(self._name, txn.txid, 0, {"gid": None}, part)
+                # The ledger claims are written, the effect not: mid-write for this sink.
+                faults.maybe_crash(faults.SINK_MID_WRITE)
                 self._run_effect(conn, new_rows)
                 faults.maybe_crash("2pc.postgres.before_prepare")
                 conn.exec_driver_sql(f"PREPARE TRANSACTION {_literal(gid)}")
