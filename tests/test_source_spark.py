@@ -188,3 +188,17 @@ def test_released_records_come_back_with_a_higher_delivery_count(
     counts = {identity(r): r["deliveryCount"] for r in rows}
     assert released and all(counts[d.identity] == 2 for d in released)
     assert sum(1 for c in counts.values() if c == 1) == 200 - len(released)
+
+
+def test_restarts_over_a_first_offset_write_cut_short(
+    spark: SparkSession, share_topic: ShareTopic, tmp_path: Path
+) -> None:
+    # What a process killed while Spark wrote the first offset-log entry leaves behind.
+    offsets = tmp_path / "checkpoint" / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / ".0.5373b9ce-e3cd-40e0-99b2-462226060a78.tmp").touch()
+    sent = produce_varied(share_topic, 50)
+    sink = Collector()
+    run_available_now(stream(spark, share_topic, tmp_path / "journal"), tmp_path / "checkpoint",
+                      sink)
+    assert sorted((r["partition"], r["offset"]) for r in sink.rows()) == sorted(sent)
