@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaException
 from helpers import broker_holding, consume, count_at_least, produce, share_consumer
 
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.source.runner import BatchPlanner
+from kafka_share_eos.source.session import ShareSession
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -268,6 +270,23 @@ def test_sigterm_stops_the_pump_before_closing_and_chains(
     journaled = {(p, o) for _, p, o in identities(journal, journal.sequences())}
     assert len(journaled) > 20
     assert_only_unjournaled_come_back(broker, journaled)
+
+
+def test_a_close_whose_release_fails_still_leaves_the_group(
+    broker: EmbeddedBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    planner = BatchPlanner(options(broker, tmp_path, maxRecordsPerTrigger="1000"),
+                           Journal(str(tmp_path)))
+    assert planner.latest(0, None) == 1
+
+    def broker_unreachable(self: ShareSession, ack_type: Any) -> None:
+        raise KafkaException("commit timed out")
+
+    monkeypatch.setattr(ShareSession, "_acknowledge_held", broker_unreachable)
+    with pytest.raises(KafkaException, match="commit timed out"):
+        planner.close()
+    # The locks last 60 s: the batch is back within 10 s only because the consumer left.
+    assert len(redelivered(broker, 10)) == RECORDS
 
 
 class _FailingJournal(Journal):

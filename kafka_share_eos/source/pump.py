@@ -102,7 +102,7 @@ class JournalPump:
                     self._error = closed
                     self._changed.notify_all()
         except BaseException as error:
-            log.error("the kafka-share source stopped polling: %s", error)
+            log.error("the kafka-share source stopped polling: %s", error, exc_info=error)
             with self._changed:
                 self._error = error
                 self._changed.notify_all()

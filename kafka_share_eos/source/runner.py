@@ -11,6 +11,7 @@ next to the journal (:mod:`~kafka_share_eos.source.metrics_store`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -137,21 +138,22 @@ class BatchPlanner:
             # session closes (the session's own hook is chained after this one).
             self._pump_hook = SigtermHook(self.close)
             self._pump_hook.install()
-        if self._pump is None:
-            self._pump = JournalPump(
-                poll=lambda: session.poll(self._options.poll_timeout_ms),
-                journal=self._journal_poll,
-                settle=lambda tally: self._settle(session, tally),
-                stats=session.stats,
-                poll_records=self._options.max_poll_records,
-            )
         wait_ms = (
             self._options.available_now_idle_ms if self._draining
             else self._options.poll_timeout_ms
         )
         # A SIGTERM meanwhile waits: stopping the pump from the handler while this thread
-        # holds the pump's lock would deadlock.
+        # holds the pump's lock would deadlock, and a pump started but not yet assigned
+        # would be left polling.
         with self._pump_hook.busy():
+            if self._pump is None:
+                self._pump = JournalPump(
+                    poll=lambda: session.poll(self._options.poll_timeout_ms),
+                    journal=self._journal_poll,
+                    settle=lambda tally: self._settle(session, tally),
+                    stats=session.stats,
+                    poll_records=self._options.max_poll_records,
+                )
             taken = self._pump.take(
                 max_rows, wait_ms, self._options.poll_timeout_ms, stop_if_empty=self._draining
             )
@@ -205,11 +207,14 @@ class BatchPlanner:
 
     def close(self) -> None:
         """Stop polling ahead, RELEASE what awaits acknowledgement and leave the share group."""
-        if self._session is not None:
-            self._stop_pump(self._session)
-        if self._pump_hook is not None:
-            self._pump_hook.uninstall()
-            self._pump_hook = None
-        if self._session is not None:
-            self._session.close()
-            self._held = None
+        hook = self._pump_hook
+        # A SIGTERM during a close called by Spark waits for it rather than re-entering it.
+        with hook.busy() if hook is not None else contextlib.nullcontext():
+            if self._session is not None:
+                self._stop_pump(self._session)
+            if hook is not None:
+                hook.uninstall()
+                self._pump_hook = None
+            if self._session is not None:
+                self._session.close()
+                self._held = None

@@ -61,11 +61,11 @@ class ShareSession:
 
     def poll(self, timeout_ms: int) -> list[Any]:
         """Poll once; the records returned become :attr:`held` until acknowledged."""
-        with self._calls:
+        # Busy until the records are held, so a SIGTERM meanwhile RELEASEs them.
+        with self._calls, self._hook.busy():
             if self.held:
                 raise RuntimeError("the records of the previous poll are not acknowledged yet")
-            with self._hook.busy():
-                messages = self._live().poll(timeout_ms / 1000.0)
+            messages = self._live().poll(timeout_ms / 1000.0)
             self.acquired_at = time.monotonic()
             self.held = self._usable(messages)
             return self.held
@@ -89,6 +89,11 @@ class ShareSession:
             self._settle(ack_type)
 
     def _settle(self, ack_type: AcknowledgeType) -> None:
+        # Busy throughout: a SIGTERM handled mid-loop would RELEASE records just ACCEPTed.
+        with self._hook.busy():
+            self._acknowledge_held(ack_type)
+
+    def _acknowledge_held(self, ack_type: AcknowledgeType) -> None:
         consumer = self._live()
         acknowledge = consumer.acknowledge
         # With the crash point armed, half the batch is acknowledged and committed first, so a
@@ -110,20 +115,22 @@ class ShareSession:
         else:
             self.stats.released += len(self.held)
         self.held = []
-        with self._hook.busy():
-            self.stats.on_commit_result(consumer.commit_sync())
+        self.stats.on_commit_result(consumer.commit_sync())
 
     def close(self) -> None:
         """RELEASE held records, commit pending acknowledgements and leave the share group
         (after the call in progress in another thread, if any)."""
-        with self._calls:
-            if self._consumer is None:
+        with self._calls, self._hook.busy():
+            consumer = self._consumer
+            if consumer is None:
                 return
             try:
                 if self.held:
                     self._settle(RELEASE)
-                self._consumer.close()
             finally:
+                # Even when the RELEASE failed: leaving the group hands the records back now
+                # rather than when their locks expire.
                 self._consumer = None
                 self._hook.uninstall()
+                consumer.close()
                 log.info("kafka-share consumer closed: %s", self.stats)
