@@ -129,6 +129,7 @@ def _run_query(
     spark: SparkSession, bootstrap: str, work: Path, pipeline: _Pipeline, per_trigger: int
 ) -> None:
     import kafka_share_eos
+    from kafka_share_eos.testing.spark import wait_for_source_runners
 
     kafka_share_eos.register(spark)
     stream = (
@@ -152,6 +153,8 @@ def _run_query(
     except Exception as exc:  # the query surfaces the crash wrapped in Spark's own error
         if "simulated crash" not in str(exc):
             raise
+        # The restart must not share the group with the crashed query's departing consumer.
+        wait_for_source_runners(spark)
         pipeline.progress.console.print(
             "[yellow]the pipeline crashed after writing a batch (simulated crash); restarting it "
             "on the same checkpoint[/]"

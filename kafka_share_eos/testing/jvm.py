@@ -5,7 +5,8 @@ Spark's jars. Java's dynamic class-data sharing (JDK 13+) maps them from an arch
 warm-up process runs a small ``kafka-share`` query with ``-XX:ArchiveClassesAtExit`` and every
 later JVM of the same Java and PySpark installation starts from that archive. The archive is
 created once per installation under ``~/.cache/kafka-share-eos`` (``XDG_CACHE_HOME`` honoured);
-a JVM that cannot use it (a different classpath, say) warns and loads classes as usual.
+a JVM that cannot use it warns (on stderr: a program's stdout stays its own) and loads classes as
+usual.
 
 Run as ``python -m kafka_share_eos.testing.jvm ARCHIVE`` it is that warm-up process.
 """
@@ -20,15 +21,20 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 log = logging.getLogger("kafka_share_eos.testing")
 
 WARM_UP_TIMEOUT_S = 300.0
+ARCHIVE_UNUSED_DAYS = 14.0
 
 SHORT_LIVED_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 """For JVMs that live seconds (crash-test pipelines): the quick compiler only and a one-thread
 collector, which halve a start's CPU at the cost of peak speed in long runs."""
+
+JVM_LOG_OPTIONS = ("-Xlog:disable", "-Xlog:all=warning:stderr")
+"""The JVM's own warnings go to stderr instead of stdout, where ``--json`` output goes."""
 
 
 def _java() -> Path | None:
@@ -49,7 +55,11 @@ def archive_path() -> Path | None:
     if java is None:
         return None
     jars = Path(pyspark.__file__).resolve().parent / "jars"
-    identity = f"{java}:{java.stat().st_mtime_ns}:{jars}:{pyspark.__version__}"
+    # The JVM refuses an archive once any jar on the classpath has another size or time than
+    # when it was made, as after a reinstall into the same path: such jars need a new archive.
+    stamps = sorted(f"{jar.name}:{jar.stat().st_size}:{jar.stat().st_mtime_ns}"
+                    for jar in jars.glob("*.jar"))
+    identity = "\n".join([f"{java}:{java.stat().st_mtime_ns}:{jars}", *stamps])
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache / "kafka-share-eos" / f"spark-{pyspark.__version__}-{digest}.jsa"
@@ -65,6 +75,7 @@ def ensure_archive() -> Path | None:
     if archive is None:
         return None
     if archive.exists():
+        os.utime(archive)  # in use: keeps it from being pruned
         return archive
     failed = archive.with_suffix(".failed")
     archive.parent.mkdir(parents=True, exist_ok=True)
@@ -95,7 +106,20 @@ def _warm_up(archive: Path, failed: Path) -> Path | None:
         log.warning("no Spark class archive, JVMs start the slow way: see %s", failed)
         return None
     partial.replace(archive)
+    prune_archives(archive.parent)
     return archive
+
+
+def prune_archives(cache: Path, unused_days: float = ARCHIVE_UNUSED_DAYS) -> list[Path]:
+    """Delete the archives no JVM started from for ``unused_days``: those of replaced
+    installations, 160 MB each, would otherwise pile up. Returns what was deleted."""
+    cutoff = time.time() - unused_days * 86400
+    stale = [archive for archive in cache.glob("spark-*.jsa") if archive.stat().st_mtime < cutoff]
+    for archive in stale:
+        archive.unlink(missing_ok=True)
+        archive.with_suffix(".lock").unlink(missing_ok=True)
+        archive.with_suffix(".failed").unlink(missing_ok=True)
+    return stale
 
 
 def java_options(short_lived: bool = False) -> list[str]:
@@ -103,7 +127,7 @@ def java_options(short_lived: bool = False) -> list[str]:
     :data:`SHORT_LIVED_OPTIONS` when asked for."""
     archive = ensure_archive()
     options = [f"-XX:SharedArchiveFile={archive}"] if archive is not None else []
-    return options + list(SHORT_LIVED_OPTIONS if short_lived else ())
+    return [*JVM_LOG_OPTIONS, *options, *(SHORT_LIVED_OPTIONS if short_lived else ())]
 
 
 def _warm_up_workload(partial: Path) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -53,3 +55,43 @@ def spark_session(app_name: str, cores: int, java_options: Sequence[str]) -> Spa
     )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+SOURCE_RUNNER_MODULE = "pyspark.sql.streaming.python_streaming_source_runner"
+
+
+def wait_for_source_runners(spark: SparkSession, timeout_s: float = 60.0) -> None:
+    """Wait until the Python source runners that ``spark``'s JVM started have exited (call it
+    once the session's queries are stopped).
+
+    Spark stops a query without waiting for its source runner, which leaves the share group as
+    it exits. A query started meanwhile on the same group shares the partitions with that
+    departing member until the group rebalances, and an ``availableNow`` drain can end before
+    they come to it: the records stay for the next run, but a test or demo counting them
+    would miss them.
+    """
+    gateway = spark.sparkContext._gateway
+    if gateway is None or getattr(gateway, "proc", None) is None:
+        return
+    jvm = gateway.proc.pid
+    deadline = time.monotonic() + timeout_s
+    while running := _source_runners(jvm):
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"kafka-share source runners {running} still alive after "
+                               f"{timeout_s:.0f} s")
+        time.sleep(0.05)
+
+
+def _source_runners(parent: int) -> list[int]:
+    runners = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            # The command name may hold spaces and parentheses: the fields after its ")" do not.
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == parent and SOURCE_RUNNER_MODULE in (proc / "cmdline").read_text():
+                runners.append(int(proc.name))
+        except (OSError, IndexError, ValueError):
+            continue  # exited meanwhile
+    return runners

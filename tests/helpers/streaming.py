@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import kafka_share_eos
 from kafka_share_eos.testing.plugin import ShareTopic
+from kafka_share_eos.testing.spark import wait_for_source_runners
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -54,6 +55,7 @@ def run_available_now(
         finished = query.awaitTermination(timeout)
     finally:
         query.stop()
+        wait_for_source_runners(df.sparkSession)
     assert finished, f"the availableNow query did not finish within {timeout} s"
     assert query.exception() is None
     return query
