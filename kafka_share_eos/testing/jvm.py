@@ -13,6 +13,7 @@ Run as ``python -m kafka_share_eos.testing.jvm ARCHIVE`` it is that warm-up proc
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import logging
@@ -75,7 +76,8 @@ def ensure_archive() -> Path | None:
     if archive is None:
         return None
     if archive.exists():
-        os.utime(archive)  # in use: keeps it from being pruned
+        with contextlib.suppress(OSError):  # a read-only cache still serves the archive
+            os.utime(archive)  # in use: keeps it from being pruned
         return archive
     failed = archive.with_suffix(".failed")
     archive.parent.mkdir(parents=True, exist_ok=True)
