@@ -58,8 +58,8 @@ def archive_path() -> Path | None:
     jars = Path(pyspark.__file__).resolve().parent / "jars"
     # The JVM refuses an archive once any jar on the classpath has another size or time than
     # when it was made, as after a reinstall into the same path: such jars need a new archive.
-    stamps = sorted(f"{jar.name}:{jar.stat().st_size}:{jar.stat().st_mtime_ns}"
-                    for jar in jars.glob("*.jar"))
+    stamps = sorted(f"{jar.name}:{stat.st_size}:{stat.st_mtime_ns}"
+                    for jar in jars.glob("*.jar") for stat in [jar.stat()])
     identity = "\n".join([f"{java}:{java.stat().st_mtime_ns}:{jars}", *stamps])
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
