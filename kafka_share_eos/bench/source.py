@@ -48,7 +48,13 @@ def _produce(
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     value = bytes(value_bytes)
     for i in range(records):
-        producer.produce(topic, key=b"key-%d" % i, value=value, partition=i % partitions)
+        while True:
+            try:
+                producer.produce(topic, key=b"key-%d" % i, value=value, partition=i % partitions)
+                break
+            except BufferError:
+                # The client's queue is full while the broker is busy: serve delivery reports.
+                producer.poll(0.1)
         if i % 10_000 == 0:
             producer.poll(0)
     if producer.flush(60):
