@@ -272,6 +272,50 @@ def test_sigterm_stops_the_pump_before_closing_and_chains(
     assert_only_unjournaled_come_back(broker, journaled)
 
 
+DRAINING_RUNNER = RUNNER.replace(
+    """print(planner.latest(0, None), flush=True)
+while True:
+    time.sleep(0.1)
+""",
+    """planner.drain()
+start = 0
+while True:
+    start = planner.latest(start, None)
+    print(start, planner.stats.accepted, flush=True)
+""",
+)
+
+
+def test_sigterm_ends_a_drains_idle_wait_at_once(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    # Spark stops a query by SIGTERMing its runner, which may be waiting out availableNowIdleMs
+    # for records that will not come: it must leave the group now, not when the wait ends.
+    raw = {
+        "kafka.bootstrap.servers": broker.bootstrap_servers, "kafka.share.group.id": GROUP,
+        "subscribe": TOPIC, "journalPath": str(tmp_path), "acknowledge": "afterJournal",
+        "availableNowIdleMs": "600000", "kafka.max.poll.records": "10",
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-c", DRAINING_RUNNER, json.dumps(raw)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+    )
+    assert child.stdout is not None
+    accepted = 0
+    while accepted < RECORDS:
+        line = child.stdout.readline()
+        assert line, child.communicate(timeout=30)[1]
+        accepted = int(line.split()[1])
+    time.sleep(1.0)  # the next planning now waits for records that will not come
+    child.send_signal(signal.SIGTERM)
+    try:
+        out, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+    assert child.returncode == 3, err
+    assert "previous handler" in out
+    assert f"accepted={RECORDS}" in err
+    assert redelivered(broker, 3) == []
+
+
 def test_a_close_whose_release_fails_still_leaves_the_group(
     broker: EmbeddedBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

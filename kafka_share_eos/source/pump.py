@@ -30,6 +30,8 @@ log = logging.getLogger("kafka_share_eos.source")
 
 POLLS_AHEAD = 4
 """Polls the pump buffers ahead of Spark when ``maxRecordsPerTrigger`` is not set."""
+CANCEL_CHECK_S = 0.1
+"""How often a waiting :meth:`JournalPump.take` asks whether it is cancelled."""
 
 Poll = Callable[[], list[Any]]
 """Poll once; the records returned are held until :data:`Settle` acknowledges them."""
@@ -111,26 +113,34 @@ class JournalPump:
         return self._tally.records > 0 and (self._caught_up or not self._has_room())
 
     def take(
-        self, max_rows: int | None, wait_ms: int, fill_ms: int, stop_if_empty: bool = False
+        self,
+        max_rows: int | None,
+        wait_ms: int,
+        fill_ms: int,
+        stop_if_empty: bool = False,
+        cancelled: Callable[[], bool] = lambda: False,
     ) -> tuple[BatchTally, AckStats] | None:
         """The segments journaled since the last call, as one batch, with the acknowledgement
         counters as they stood at the hand-over; None if none arrived within ``wait_ms`` (and
         then, with ``stop_if_empty``, the pump polls no more). Once the first segment is there,
         waits up to ``fill_ms`` from the call for the batch to fill (to ``max_rows``, or until
         a poll finds nothing): fewer, larger micro-batches leave more of the machine to
-        polling. Re-raises what stopped the pump once the segments journaled before it are
-        handed out."""
+        polling. Returns None as soon as ``cancelled()`` turns true, handing nothing out (what
+        was journaled stays for the next call, or for the next run's planning). Re-raises what
+        stopped the pump once the segments journaled before it are handed out."""
         now = time.monotonic()
         first_deadline, fill_deadline = now + wait_ms / 1000.0, now + fill_ms / 1000.0
         with self._changed:
             self._limit = max_rows if max_rows is not None else POLLS_AHEAD * self._poll_records
             self._changed.notify_all()
             while self._error is None and not self._complete():
+                if cancelled():
+                    return None
                 deadline = fill_deadline if self._tally.records else first_deadline
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                self._changed.wait(remaining)
+                self._changed.wait(min(remaining, CANCEL_CHECK_S))
             if self._tally.records == 0:
                 if self._error is not None:
                     raise self._error

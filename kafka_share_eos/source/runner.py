@@ -144,8 +144,10 @@ class BatchPlanner:
         )
         # A SIGTERM meanwhile waits: stopping the pump from the handler while this thread
         # holds the pump's lock would deadlock, and a pump started but not yet assigned
-        # would be left polling.
-        with self._pump_hook.busy():
+        # would be left polling. The wait for records ends at once for it instead (a drain
+        # may wait availableNowIdleMs), so the runner of a stopped query leaves promptly.
+        hook = self._pump_hook
+        with hook.busy():
             if self._pump is None:
                 self._pump = JournalPump(
                     poll=lambda: session.poll(self._options.poll_timeout_ms),
@@ -155,7 +157,8 @@ class BatchPlanner:
                     poll_records=self._options.max_poll_records,
                 )
             taken = self._pump.take(
-                max_rows, wait_ms, self._options.poll_timeout_ms, stop_if_empty=self._draining
+                max_rows, wait_ms, self._options.poll_timeout_ms,
+                stop_if_empty=self._draining, cancelled=lambda: hook.terminating,
             )
             if taken is None:
                 if self._draining:

@@ -43,6 +43,12 @@ class SigtermHook:
             signal.signal(signal.SIGTERM, self._previous)
             self._installed = False
 
+    @property
+    def terminating(self) -> bool:
+        """Whether a SIGTERM arrived during a busy call and awaits its end (a long wait may
+        end early for it)."""
+        return self._pending is not None
+
     @contextmanager
     def busy(self) -> Iterator[None]:
         """Mark a consumer call in progress; a SIGTERM arriving meanwhile is handled after it.
