@@ -12,8 +12,13 @@ same records, so the broker's own speed cancels out of the ratios:
   data: the source runner polls from the first ``latestOffset`` on, so the records fetched
   before the first micro-batch ends are timed too. A small query on the same Spark session runs
   first, so the once-per-session start of Spark's Python workers is not in it; the time from
-  ``start()`` to the query's end (start-up and the final idle wait of ``availableNow``
-  included) is reported as well.
+  ``start()`` to the end of the last micro-batch with data (the query's start-up included, not
+  the idle wait that ends ``availableNow``) is reported as well. The query is stopped once
+  every record has arrived, as the raw loop stops.
+
+The embedded broker's pace varies by several percent between identical reads, so the
+contenders run in rounds (each round in fresh share groups over the same records) and every
+number reported is the median over the rounds, a ratio being taken within its round.
 
 CPU per record is the calling thread's CPU (``time.thread_time``), so librdkafka's background
 threads, which the raw loop pays too, are not counted. Run ``python benchmarks/bench_source.py
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -40,6 +46,11 @@ from kafka_share_eos.source.schema import to_record_batch
 
 TOPIC = "bench"
 WARM_UP_TOPIC = "bench-warm-up"
+DRAIN_IDLE_MS = 60_000
+"""``availableNowIdleMs`` of the measured queries, a safety only: they are stopped once every
+record arrived. The embedded broker answers a new group's first fetch of a large topic slowly
+(1.2M records over 64 partitions: 5.3-5.9 s before the first record, for the raw loop too), and
+the default 5 s could end the drain before it."""
 
 
 def _produce(
@@ -61,11 +72,11 @@ def _produce(
         raise RuntimeError("the benchmark records were not all produced within 60 s")
 
 
-def _raw_loop(bootstrap: str, records: int, poll_records: int) -> dict[str, float]:
+def _raw_loop(bootstrap: str, records: int, poll_records: int, group: str) -> dict[str, float]:
     consumer = ShareConsumer(
         {
             "bootstrap.servers": bootstrap,
-            "group.id": "bench-raw",
+            "group.id": group,
             "share.acknowledgement.mode": "explicit",
             "max.poll.records": poll_records,
         }
@@ -96,10 +107,12 @@ def _options(
     }
 
 
-def _planner(bootstrap: str, records: int, journal: Path, poll_records: int) -> dict[str, float]:
+def _planner(
+    bootstrap: str, records: int, journal: Path, poll_records: int, group: str
+) -> dict[str, float]:
     # A short poll timeout: the last planning waits that long to find nothing more.
     options = SourceOptions.parse(
-        _options(bootstrap, "bench-planner", journal, maxRecordsPerTrigger=str(poll_records),
+        _options(bootstrap, group, journal, maxRecordsPerTrigger=str(poll_records),
                  pollTimeoutMs="100")
     )
     planner = BatchPlanner(options, Journal(options.journal_path))
@@ -117,24 +130,37 @@ def _planner(bootstrap: str, records: int, journal: Path, poll_records: int) -> 
     return {"records": accepted, "seconds": wall, "cpu_us_per_record": cpu / accepted * 1e6}
 
 
-def _query(spark: Any, options: dict[str, str], checkpoint: Path) -> Any:
+def _start_query(spark: Any, options: dict[str, str], checkpoint: Path) -> Any:
     reader = spark.readStream.format("kafka-share")
     for name, value in options.items():
         reader = reader.option(name, value)
-    query = (
+    return (
         reader.load().writeStream.format("noop").trigger(availableNow=True)
         .option("checkpointLocation", str(checkpoint))
         .start()
     )
-    query.awaitTermination()
-    return query
+
+
+def _rows_with_data(query: Any) -> list[dict[str, Any]]:
+    return [p for p in query.recentProgress if p["numInputRows"]]
 
 
 def _warm_up(spark: Any, bootstrap: str, work: Path) -> None:
     """Start the session's Python workers with a small query of the same shape."""
     _produce(bootstrap, 1000, 1, 100, WARM_UP_TOPIC)
-    _query(spark, _options(bootstrap, "bench-warm-up", work / "journal-warm-up", WARM_UP_TOPIC,
-                           availableNowIdleMs="500"), work / "checkpoint-warm-up")
+    options = _options(bootstrap, "bench-warm-up", work / "journal-warm-up", WARM_UP_TOPIC,
+                       availableNowIdleMs="500")
+    _start_query(spark, options, work / "checkpoint-warm-up").awaitTermination()
+    _wait_for_runners(spark)
+
+
+def _wait_for_runners(spark: Any) -> None:
+    # A source runner leaves its group after its query stopped, and on the embedded broker a
+    # client disconnecting drops every share session: the next contender's acknowledgements
+    # would fail and its records come back.
+    from kafka_share_eos.testing.spark import wait_for_source_runners
+
+    wait_for_source_runners(spark)
 
 
 def _instant(timestamp: str) -> float:
@@ -142,29 +168,67 @@ def _instant(timestamp: str) -> float:
 
 
 def _spark(
-    spark: Any, bootstrap: str, work: Path, policy: str, **extra: str
+    spark: Any, bootstrap: str, work: Path, policy: str, records: int, tag: str, **extra: str
 ) -> dict[str, float]:
-    options = _options(bootstrap, f"bench-spark-{policy}", work / f"journal-{policy}",
-                       acknowledge=policy, **extra)
-    started = time.perf_counter()
-    query = _query(spark, options, work / f"checkpoint-{policy}")
-    seconds = time.perf_counter() - started
-    progress = [p for p in query.recentProgress if p["numInputRows"]]
+    options = _options(bootstrap, f"bench-spark-{policy}-{tag}", work / f"journal-{policy}-{tag}",
+                       acknowledge=policy, availableNowIdleMs=str(DRAIN_IDLE_MS), **extra)
+    started = time.time()
+    query = _start_query(spark, options, work / f"checkpoint-{policy}-{tag}")
+    # Stopped once every record arrived, as the raw loop stops: nothing after is timed.
+    while query.isActive and sum(p["numInputRows"] for p in _rows_with_data(query)) < records:
+        time.sleep(0.1)
+    query.stop()
+    query.awaitTermination()
+    _wait_for_runners(spark)
+    progress = _rows_with_data(query)
     rows = sum(p["numInputRows"] for p in progress)
+    if rows < records:
+        raise RuntimeError(f"the {policy} query read {rows} of {records} records")
     first_start = _instant(progress[0]["timestamp"])
     last_end = (_instant(progress[-1]["timestamp"])
                 + progress[-1]["durationMs"]["triggerExecution"] / 1000.0)
-    return {"records": rows, "seconds": seconds, "batches": len(progress),
+    return {"records": rows, "seconds": last_end - started, "batches": len(progress),
             "stream_seconds": last_end - first_start,
             "stream_records_per_second": rows / (last_end - first_start)}
 
 
+def _round(
+    spark: Any | None, bootstrap: str, work: Path, records: int, poll_records: int, tag: str
+) -> dict[str, dict[str, float]]:
+    """Every contender once, each in share groups of its own, and its ratios to this round's
+    raw loop."""
+    entries = {
+        "raw": _raw_loop(bootstrap, records, poll_records, f"bench-raw-{tag}"),
+        "planner": _planner(bootstrap, records, work / f"journal-planner-{tag}", poll_records,
+                            f"bench-planner-{tag}"),
+    }
+    if spark is not None:
+        entries["spark_after_commit"] = _spark(
+            spark, bootstrap, work, "afterCommit", records, tag,
+            maxRecordsPerTrigger=str(poll_records),
+        )
+        # Two polls per micro-batch: the runner polls the next batch while Spark runs one.
+        entries["spark_after_journal"] = _spark(
+            spark, bootstrap, work, "afterJournal", records, tag,
+            maxRecordsPerTrigger=str(2 * poll_records),
+            **{"kafka.max.poll.records": str(poll_records)},
+        )
+    raw_rate = entries["raw"]["records"] / entries["raw"]["seconds"]
+    for entry in entries.values():
+        entry["records_per_second"] = entry["records"] / entry["seconds"]
+        entry["throughput_ratio_vs_raw"] = entry["records_per_second"] / raw_rate
+        if "stream_records_per_second" in entry:
+            entry["stream_ratio_vs_raw"] = entry["stream_records_per_second"] / raw_rate
+    return entries
+
+
 def run(
-    records: int = 200_000,
-    partitions: int = 16,
+    records: int = 600_000,
+    partitions: int = 32,
     value_bytes: int = 100,
     poll_records: int = 50_000,
     spark: bool = True,
+    rounds: int = 3,
 ) -> dict[str, Any]:
     """Measure the source against a raw share-consumer loop on one embedded broker.
 
@@ -175,69 +239,69 @@ def run(
         poll_records: ``max.poll.records`` of every contender (``maxRecordsPerTrigger`` of
             the afterCommit query, whose micro-batch is one poll).
         spark: also run the Spark queries (needs a JVM; adds Spark's start-up time).
+        rounds: how many times each contender runs; the numbers are medians over the rounds.
 
     Returns:
-        Per contender ``records``, ``seconds``, rates, CPU per record, and the ratios.
+        Per contender the medians of ``records``, ``seconds``, rates, CPU per record and the
+        ratios; ``rounds`` holds every round's own numbers.
     """
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
     topics = [f"{TOPIC}:{partitions}", f"{WARM_UP_TOPIC}:1"]
     with EmbeddedBroker(topics=topics) as broker, tempfile.TemporaryDirectory(
         prefix="kse-bench-source-"
     ) as tmp:
         work = Path(tmp)
-        _produce(broker.bootstrap_servers, records, partitions, value_bytes)
-        raw = _raw_loop(broker.bootstrap_servers, records, poll_records)
-        planner = _planner(broker.bootstrap_servers, records, work / "journal", poll_records)
-        result: dict[str, Any] = {"records": records, "raw": raw, "planner": planner}
+        bootstrap = broker.bootstrap_servers
+        _produce(bootstrap, records, partitions, value_bytes)
+        session = None
         if spark:
             from kafka_share_eos.testing.spark import local_spark_session
 
             session = local_spark_session("kafka-share-eos-bench")
             register(session)
-            _warm_up(session, broker.bootstrap_servers, work)
-            result["spark_after_commit"] = _spark(
-                session, broker.bootstrap_servers, work, "afterCommit",
-                maxRecordsPerTrigger=str(poll_records),
-            )
-            # Two polls per micro-batch: the runner polls the next batch while Spark runs one.
-            result["spark_after_journal"] = _spark(
-                session, broker.bootstrap_servers, work, "afterJournal",
-                maxRecordsPerTrigger=str(2 * poll_records),
-                **{"kafka.max.poll.records": str(poll_records)},
-            )
-            session.stop()
-    raw_rate = raw["records"] / raw["seconds"]
-    for name in ("raw", "planner", "spark_after_commit", "spark_after_journal"):
-        if name in result:
-            entry = result[name]
-            entry["records_per_second"] = entry["records"] / entry["seconds"]
-            entry["throughput_ratio_vs_raw"] = entry["records_per_second"] / raw_rate
-            if "stream_records_per_second" in entry:
-                entry["stream_ratio_vs_raw"] = entry["stream_records_per_second"] / raw_rate
-    result["runner_cpu_us_per_record"] = planner["cpu_us_per_record"]
-    result["runner_cpu_us_per_record_over_raw"] = (
-        planner["cpu_us_per_record"] - raw["cpu_us_per_record"]
+            _warm_up(session, bootstrap, work)
+        try:
+            measured = [_round(session, bootstrap, work, records, poll_records, str(n))
+                        for n in range(1, rounds + 1)]
+        finally:
+            if session is not None:
+                session.stop()
+    result: dict[str, Any] = {"records": records, "rounds": measured}
+    for name in measured[0]:
+        result[name] = {key: statistics.median(entries[name][key] for entries in measured)
+                        for key in measured[0][name]}
+    result["runner_cpu_us_per_record"] = result["planner"]["cpu_us_per_record"]
+    result["runner_cpu_us_per_record_over_raw"] = statistics.median(
+        entries["planner"]["cpu_us_per_record"] - entries["raw"]["cpu_us_per_record"]
+        for entries in measured
     )
     return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--records", type=int, default=200_000)
-    parser.add_argument("--partitions", type=int, default=16)
+    parser.add_argument("--records", type=int, default=600_000)
+    parser.add_argument("--partitions", type=int, default=32)
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--poll-records", type=int, default=50_000)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark queries")
     args = parser.parse_args()
     result = run(args.records, args.partitions, args.value_bytes, args.poll_records,
-                 spark=not args.no_spark)
+                 spark=not args.no_spark, rounds=args.rounds)
     print(json.dumps(result, indent=2))
+    print(f"medians over {args.rounds} rounds (each round's ratio in brackets):")
     for name in ("planner", "spark_after_commit", "spark_after_journal"):
         if name in result:
             entry = result[name]
-            line = f"{name:>20}: {entry['throughput_ratio_vs_raw']:.2f} x raw throughput"
+            key = "stream_ratio_vs_raw" if "stream_ratio_vs_raw" in entry else (
+                "throughput_ratio_vs_raw")
+            each = ", ".join(f"{r[name][key]:.2f}" for r in result["rounds"])
+            line = f"{name:>20}: {entry[key]:.2f} x raw [{each}]"
             if "stream_ratio_vs_raw" in entry:
-                line += (f" from start() to the end, {entry['stream_ratio_vs_raw']:.2f} x from "
-                         "its first micro-batch to its last")
+                line += (f" from its first micro-batch to its last; from start() to its last "
+                         f"record {entry['throughput_ratio_vs_raw']:.2f} x")
             print(line)
     print(f"{'runner CPU':>20}: {result['runner_cpu_us_per_record']:.2f} us/record "
           f"({result['runner_cpu_us_per_record_over_raw']:.2f} us over the raw loop)")

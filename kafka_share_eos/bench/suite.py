@@ -35,6 +35,7 @@ class Sizes:
     source_records: int
     source_partitions: int
     source_poll_records: int
+    source_rounds: int
     upsert_rows: int
     upsert_repeats: int
     delta_base_rows: int
@@ -51,6 +52,7 @@ FULL = Sizes(
     source_records=600_000,
     source_partitions=32,
     source_poll_records=50_000,
+    source_rounds=3,
     upsert_rows=200_000,
     upsert_repeats=3,
     delta_base_rows=1_000_000,
@@ -68,6 +70,7 @@ QUICK = Sizes(
     source_records=6_000,
     source_partitions=4,
     source_poll_records=1_000,
+    source_rounds=1,
     upsert_rows=5_000,
     upsert_repeats=1,
     delta_base_rows=20_000,
@@ -137,6 +140,7 @@ def _run_source(sizes: Sizes, _: _Databases) -> dict[str, Any]:
         records=sizes.source_records,
         partitions=sizes.source_partitions,
         poll_records=sizes.source_poll_records,
+        rounds=sizes.source_rounds,
     )
 
 
