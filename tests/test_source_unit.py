@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
+from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.journal import Journal, JournalError, segment_name
-from kafka_share_eos.source.metrics import BatchMetrics
+from kafka_share_eos.source.metrics import BatchMetrics, BatchTally
 from kafka_share_eos.source.metrics_store import METRICS_DIR, MetricsStore, entry_name
 from kafka_share_eos.source.options import (
     DEFAULT_MAX_POLL_RECORDS,
@@ -19,6 +21,7 @@ from kafka_share_eos.source.options import (
     SourceOptionError,
     SourceOptions,
 )
+from kafka_share_eos.source.pump import JournalPump
 from kafka_share_eos.source.schema import (
     JOURNAL_SCHEMA,
     arrow_schema,
@@ -287,3 +290,30 @@ def test_inspecting_metrics_never_creates_a_journal(tmp_path: Path) -> None:
     Journal(str(tmp_path / "empty")).sequences()
     assert MetricsStore(str(tmp_path / "empty"), create=False).read_all() == []
     assert not (tmp_path / "empty" / METRICS_DIR).exists()
+
+
+def test_a_cancelled_take_hands_out_nothing_and_the_next_take_gets_it() -> None:
+    # The pump's hand-over alone: one record is journaled, then the next poll is still under
+    # way, so the batch is not complete and a take waits for it to fill.
+    polls = [[FakeMessage(7, key=b"k", value=b"v")]]
+    settled, released = threading.Event(), threading.Event()
+
+    def poll() -> list[Any]:
+        if polls:
+            return polls.pop()
+        released.wait(10)
+        return []
+
+    def journal(tally: BatchTally, records: list[Any]) -> None:
+        tally.polled(1, to_record_batch(records))
+
+    pump = JournalPump(poll, journal, lambda tally: settled.set(), AckStats(), 10)
+    try:
+        assert settled.wait(10)
+        assert pump.take(None, 10_000, 10_000, cancelled=lambda: True) is None
+        taken = pump.take(None, 10_000, 200)
+        assert taken is not None
+        assert (taken[0].first_seq, taken[0].seq, taken[0].records) == (1, 1, 1)
+    finally:
+        released.set()
+        pump.stop()

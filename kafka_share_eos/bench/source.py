@@ -175,8 +175,10 @@ def _spark(
     started = time.time()
     query = _start_query(spark, options, work / f"checkpoint-{policy}-{tag}")
     # Stopped once every record arrived, as the raw loop stops: nothing after is timed.
-    while query.isActive and sum(p["numInputRows"] for p in _rows_with_data(query)) < records:
-        time.sleep(0.1)
+    while not query.awaitTermination(0.5) and (
+        sum(p["numInputRows"] for p in _rows_with_data(query)) < records
+    ):
+        pass
     query.stop()
     query.awaitTermination()
     _wait_for_runners(spark)
@@ -243,7 +245,8 @@ def run(
 
     Returns:
         Per contender the medians of ``records``, ``seconds``, rates, CPU per record and the
-        ratios; ``rounds`` holds every round's own numbers.
+        ratios, each the median of its own values (so they need not come from one round);
+        ``rounds`` holds every round's own numbers.
     """
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
@@ -259,9 +262,12 @@ def run(
             from kafka_share_eos.testing.spark import local_spark_session
 
             session = local_spark_session("kafka-share-eos-bench")
+            # Every micro-batch's progress is counted, not only Spark's last 100.
+            session.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
             register(session)
-            _warm_up(session, bootstrap, work)
         try:
+            if session is not None:
+                _warm_up(session, bootstrap, work)
             measured = [_round(session, bootstrap, work, records, poll_records, str(n))
                         for n in range(1, rounds + 1)]
         finally:

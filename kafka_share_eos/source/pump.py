@@ -31,7 +31,8 @@ log = logging.getLogger("kafka_share_eos.source")
 POLLS_AHEAD = 4
 """Polls the pump buffers ahead of Spark when ``maxRecordsPerTrigger`` is not set."""
 CANCEL_CHECK_S = 0.1
-"""How often a waiting :meth:`JournalPump.take` asks whether it is cancelled."""
+"""How often a waiting :meth:`JournalPump.take` asks whether it is cancelled: a SIGTERM handler
+cannot wake the wait (it runs on the waiting thread), so the wait polls the flag."""
 
 Poll = Callable[[], list[Any]]
 """Poll once; the records returned are held until :data:`Settle` acknowledges them."""
