@@ -130,7 +130,11 @@ def summary(rows: list[Row]) -> list[tuple[Any, ...]]:
 def run_failing_then_restarted(
     spark: SparkSession, topic: ShareTopic, tmp_path: Path, policy: str
 ) -> tuple[Collector, Collector]:
-    """Batch 1 fails on the first run; the second run restarts on the same checkpoint."""
+    """Batch 1 fails on the first run; the second run restarts on the same checkpoint.
+
+    Callers pass a topic on a private broker: they count exact redeliveries, and on a shared
+    embedded broker any other client leaving drops every share session.
+    """
     produce(topic.bootstrap_servers, topic.topic, (b"%d" % i for i in range(300)),
             partitions=topic.partitions)
     options = {"maxRecordsPerTrigger": "100", "acknowledge": policy}
@@ -148,9 +152,9 @@ def run_failing_then_restarted(
 
 
 def test_after_commit_replays_the_failed_batch_and_its_records_are_redelivered(
-    spark: SparkSession, share_topic: ShareTopic, tmp_path: Path
+    spark: SparkSession, private_share_topic: ShareTopic, tmp_path: Path
 ) -> None:
-    first, second = run_failing_then_restarted(spark, share_topic, tmp_path, "afterCommit")
+    first, second = run_failing_then_restarted(spark, private_share_topic, tmp_path, "afterCommit")
     applied = first.batches[0] + second.rows()
     assert {identity(r) for r in applied} == {identity(r) for r in applied if r["deliveryCount"]}
     assert len({identity(r) for r in applied}) == 300
@@ -161,9 +165,9 @@ def test_after_commit_replays_the_failed_batch_and_its_records_are_redelivered(
 
 
 def test_after_journal_replays_the_failed_batch_without_redelivery(
-    spark: SparkSession, share_topic: ShareTopic, tmp_path: Path
+    spark: SparkSession, private_share_topic: ShareTopic, tmp_path: Path
 ) -> None:
-    first, second = run_failing_then_restarted(spark, share_topic, tmp_path, "afterJournal")
+    first, second = run_failing_then_restarted(spark, private_share_topic, tmp_path, "afterJournal")
     applied = first.batches[0] + second.rows()
     # Records were ACCEPTed as soon as they were journaled: the journal alone replays them.
     assert len(applied) == len({identity(r) for r in applied}) == 300
