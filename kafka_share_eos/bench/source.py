@@ -43,6 +43,7 @@ from kafka_share_eos.source import SourceOptions, register
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.runner import BatchPlanner
 from kafka_share_eos.source.schema import to_record_batch
+from kafka_share_eos.testing.spark import local_spark_session, wait_for_source_runners
 
 TOPIC = "bench"
 WARM_UP_TOPIC = "bench-warm-up"
@@ -145,21 +146,16 @@ def _rows_with_data(query: Any) -> list[dict[str, Any]]:
     return [p for p in query.recentProgress if p["numInputRows"]]
 
 
+def _rows_read(progress: list[dict[str, Any]]) -> int:
+    return sum(p["numInputRows"] for p in progress)
+
+
 def _warm_up(spark: Any, bootstrap: str, work: Path) -> None:
     """Start the session's Python workers with a small query of the same shape."""
     _produce(bootstrap, 1000, 1, 100, WARM_UP_TOPIC)
     options = _options(bootstrap, "bench-warm-up", work / "journal-warm-up", WARM_UP_TOPIC,
                        availableNowIdleMs="500")
     _start_query(spark, options, work / "checkpoint-warm-up").awaitTermination()
-    _wait_for_runners(spark)
-
-
-def _wait_for_runners(spark: Any) -> None:
-    # A source runner leaves its group after its query stopped, and on the embedded broker a
-    # client disconnecting drops every share session: the next contender's acknowledgements
-    # would fail and its records come back.
-    from kafka_share_eos.testing.spark import wait_for_source_runners
-
     wait_for_source_runners(spark)
 
 
@@ -175,15 +171,15 @@ def _spark(
     started = time.time()
     query = _start_query(spark, options, work / f"checkpoint-{policy}-{tag}")
     # Stopped once every record arrived, as the raw loop stops: nothing after is timed.
-    while not query.awaitTermination(0.5) and (
-        sum(p["numInputRows"] for p in _rows_with_data(query)) < records
-    ):
+    while not query.awaitTermination(0.5) and _rows_read(_rows_with_data(query)) < records:
         pass
     query.stop()
     query.awaitTermination()
-    _wait_for_runners(spark)
+    # A runner leaves its group after its query stopped, and on the embedded broker a client
+    # leaving drops every share session: the next contender's acknowledgements would fail.
+    wait_for_source_runners(spark)
     progress = _rows_with_data(query)
-    rows = sum(p["numInputRows"] for p in progress)
+    rows = _rows_read(progress)
     if rows < records:
         raise RuntimeError(f"the {policy} query read {rows} of {records} records")
     first_start = _instant(progress[0]["timestamp"])
@@ -259,8 +255,6 @@ def run(
         _produce(bootstrap, records, partitions, value_bytes)
         session = None
         if spark:
-            from kafka_share_eos.testing.spark import local_spark_session
-
             session = local_spark_session("kafka-share-eos-bench")
             # Every micro-batch's progress is counted, not only Spark's last 100.
             session.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
