@@ -71,8 +71,6 @@ def source_ratios(result: Mapping[str, Any]) -> list[Ratio]:
     raw_rate = result["raw"]["records_per_second"]
     measured = len(result.get("rounds", ()))
     rounds = f"; medians of {measured} rounds" if measured > 1 else ""
-    broker = ("" if result.get("broker_core") is None
-              else f"; broker's serving thread alone on core {result['broker_core']}")
     rows = []
     for key, label in (
         ("spark_after_commit", "Spark query, afterCommit"),
@@ -88,7 +86,7 @@ def source_ratios(result: Mapping[str, Any]) -> list[Ratio]:
                     target=Target(">=", 0.9),
                     detail=f"first micro-batch to last; from start() to the last record "
                     f"{entry['throughput_ratio_vs_raw']:.2f}x; raw loop {raw_rate:,.0f} records/s"
-                    f"{rounds}{broker}",
+                    f"{rounds}",
                 )
             )
     planner = result["planner"]

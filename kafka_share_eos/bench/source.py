@@ -20,11 +20,6 @@ The embedded broker's pace varies by several percent between identical reads, so
 contenders run in rounds (each round in fresh share groups over the same records) and every
 number reported is the median over the rounds, a ratio being taken within its round.
 
-The embedded broker runs in this process and serves every request from one thread. Unless told
-otherwise, that thread gets a core of its own and the contenders (Spark's JVM and Python workers
-included) share the others, as a broker on other machines would
-(:mod:`~kafka_share_eos.bench.cores`).
-
 CPU per record is the calling thread's CPU (``time.thread_time``), so librdkafka's background
 threads, which the raw loop pays too, are not counted. Run ``python benchmarks/bench_source.py
 --help``; ``run()`` returns the numbers.
@@ -33,7 +28,6 @@ threads, which the raw loop pays too, are not counted. Run ``python benchmarks/b
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import statistics
@@ -44,7 +38,6 @@ from typing import Any
 
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
-from kafka_share_eos.bench.cores import broker_on_own_core
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source import SourceOptions, register
 from kafka_share_eos.source.journal import Journal
@@ -234,7 +227,6 @@ def run(
     poll_records: int = 50_000,
     spark: bool = True,
     rounds: int = 3,
-    broker_core: bool = True,
 ) -> dict[str, Any]:
     """Measure the source against a raw share-consumer loop on one embedded broker.
 
@@ -246,21 +238,18 @@ def run(
             the afterCommit query, whose micro-batch is one poll).
         spark: also run the Spark queries (needs a JVM; adds Spark's start-up time).
         rounds: how many times each contender runs; the numbers are medians over the rounds.
-        broker_core: give the broker's serving thread a core of its own (where the machine
-            has two or more), the contenders the others.
 
     Returns:
         Per contender the medians of ``records``, ``seconds``, rates, CPU per record and the
         ratios, each the median of its own values (so they need not come from one round);
-        ``rounds`` holds every round's own numbers; ``broker_core`` the core the broker had
-        to itself, or None.
+        ``rounds`` holds every round's own numbers.
     """
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     topics = [f"{TOPIC}:{partitions}", f"{WARM_UP_TOPIC}:1"]
     with EmbeddedBroker(topics=topics) as broker, tempfile.TemporaryDirectory(
         prefix="kse-bench-source-"
-    ) as tmp, broker_on_own_core() if broker_core else contextlib.nullcontext() as core:
+    ) as tmp:
         work = Path(tmp)
         bootstrap = broker.bootstrap_servers
         _produce(bootstrap, records, partitions, value_bytes)
@@ -278,7 +267,7 @@ def run(
         finally:
             if session is not None:
                 session.stop()
-    result: dict[str, Any] = {"records": records, "broker_core": core, "rounds": measured}
+    result: dict[str, Any] = {"records": records, "rounds": measured}
     for name in measured[0]:
         result[name] = {key: statistics.median(entries[name][key] for entries in measured)
                         for key in measured[0][name]}
@@ -298,15 +287,10 @@ def main() -> None:
     parser.add_argument("--poll-records", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark queries")
-    parser.add_argument("--share-cores", action="store_true",
-                        help="let the broker's serving thread share the cores with the contenders")
     args = parser.parse_args()
     result = run(args.records, args.partitions, args.value_bytes, args.poll_records,
-                 spark=not args.no_spark, rounds=args.rounds, broker_core=not args.share_cores)
+                 spark=not args.no_spark, rounds=args.rounds)
     print(json.dumps(result, indent=2))
-    where = ("shared with the contenders" if result["broker_core"] is None
-             else f"core {result['broker_core']} to itself, the contenders the others")
-    print(f"broker's serving thread: {where}")
     print(f"medians over {args.rounds} rounds (each round's ratio in brackets):")
     for name in ("planner", "spark_after_commit", "spark_after_journal"):
         if name in result:
