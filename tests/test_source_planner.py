@@ -284,6 +284,8 @@ while True:
     print(start, planner.stats.accepted, flush=True)
 """,
 )
+# The replacement must have taken: RUNNER unchanged would plan once and sleep.
+assert DRAINING_RUNNER != RUNNER
 
 
 def test_sigterm_ends_a_drains_idle_wait_at_once(broker: EmbeddedBroker, tmp_path: Path) -> None:
