@@ -21,7 +21,7 @@ from kafka_share_eos import faults
 from kafka_share_eos.deadletter import DeadLetterSink
 from kafka_share_eos.sinks import UpsertOutcome
 
-from .identity import RecordIdentity
+from .identity import SOURCE_IDENTITY, RecordIdentity
 from .quarantine import DeadLetterPolicy
 from .report import BatchReport, ReportLog, ReportTotals
 from .screening import Screening
@@ -114,7 +114,9 @@ class BatchStrategy(ABC):
             return self._record(
                 batch_id, table.num_rows, table.num_rows - unique.num_rows, outcome, started
             )
-        screening = Screening(table, batch_id, self.name, self.dead_letters, self.transform)
+        screening = Screening(
+            table, batch_id, self.name, self.dead_letters, self.transform, self._applied_records
+        )
         rows = screening.transformed()
         if rows.num_rows == 0:
             # Every row was dead-lettered (or none came): the target is not touched.
@@ -182,6 +184,24 @@ class BatchStrategy(ABC):
         )
         self._log.add(self.name, report)
         return report
+
+    def _applied_records(self, rows: pa.Table) -> list[bool] | None:
+        """For each delivered row, whether this strategy already applied that Kafka record;
+        None when it cannot tell.
+
+        Only a ``(topic, partition, offset)`` identity names the record itself: a stored
+        business key may come from another record.
+        """
+        if self.identity.key_columns != SOURCE_IDENTITY or not all(
+            name in rows.column_names for name in SOURCE_IDENTITY
+        ):
+            return None
+        return self._applied(rows.select(list(SOURCE_IDENTITY)))
+
+    def _applied(self, keys: pa.Table) -> list[bool] | None:
+        """For each row of ``keys`` (the identity's key columns), whether the target already
+        holds it; None when the strategy cannot look it up."""
+        return None
 
     def _check_rows(self) -> Callable[[pa.Table], object] | None:
         """A function raising what writing its rows would raise, without writing; None when

@@ -23,7 +23,7 @@ from kafka_share_eos.faults import maybe_crash
 from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION, compact
 from kafka_share_eos.ledger.identity_ledger import DEFAULT_APP_ID, IdentityLedger
 from kafka_share_eos.ledger.retention import RetentionPolicy, prune
-from kafka_share_eos.sinks import SinkConfigurationError, UpsertOutcome
+from kafka_share_eos.sinks import SinkConfigurationError, UpsertOutcome, contained
 
 from .base import BatchStrategy, StrategyOptions
 from .identity import RecordIdentity
@@ -131,6 +131,10 @@ class CheckpointDedupStore(BatchStrategy):
         if applied is False:
             return UpsertOutcome(0, table.num_rows, "sink-skipped-batch")
         return UpsertOutcome(fresh.num_rows, table.num_rows - fresh.num_rows, "ledger")
+
+    def _applied(self, keys: pa.Table) -> list[bool] | None:
+        fresh = self.ledger.new_rows(keys)
+        return [not new for new in contained(keys, fresh)]
 
     def _maintain(self, batch_id: int) -> None:
         """Automatic pruning and compaction; a failure is logged, the recorded batch stands."""

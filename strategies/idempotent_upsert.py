@@ -187,6 +187,10 @@ class IdempotentUpsertSink(BatchStrategy):
     def _write(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
         return self.writer.upsert(table, batch_id)
 
+    def _applied(self, keys: pa.Table) -> list[bool] | None:
+        lookup: Callable[[pa.Table], list[bool]] | None = getattr(self.writer, "applied", None)
+        return None if lookup is None else lookup(keys)
+
     def _check_rows(self) -> Callable[[pa.Table], object] | None:
         check: Callable[[pa.Table], object] | None = getattr(self.writer, "check", None)
         return check

@@ -48,12 +48,14 @@ class Screening:
         strategy: str,
         policy: DeadLetterPolicy | None,
         transform: Callable[[pa.Table], pa.Table] | None,
+        applied: Callable[[pa.Table], list[bool] | None] = lambda _: None,
     ) -> None:
         self.table = table
         self.batch_id = batch_id
         self.strategy = strategy
         self.policy = policy
         self.transform = transform
+        self.applied = applied
         self.duplicates_in_batch = 0
         self.dead_lettered = 0
         self._pending: list[Rejection] = []
@@ -67,7 +69,7 @@ class Screening:
         origin = list(range(self.table.num_rows))
         rows = self.table
         if self.policy is not None:
-            over_limit = self.policy.over_limit(rows)
+            over_limit = self._not_applied(self.policy.over_limit(rows))
             self._reject(over_limit, origin)
             origin = kept(rows.num_rows, over_limit)
             rows = without(rows, over_limit)
@@ -135,6 +137,27 @@ class Screening:
         )
         self.dead_lettered += len(self._pending)
         self._pending = []
+
+    def _not_applied(self, over_limit: list[Rejection]) -> list[Rejection]:
+        """The rows at the delivery limit minus records the strategy already applied.
+
+        Such a record is back because the acknowledgement of its applied batch was lost (a
+        dropped share session, an expired lock): it is a redelivery, not poison, and goes the
+        usual way, where the write finds it already applied. Dead-lettering it would make it
+        both applied and dead-lettered.
+        """
+        if not over_limit:
+            return over_limit
+        rows = self.table.take(pa.array([r.index for r in over_limit], pa.int64()))
+        applied = self.applied(rows)
+        if applied is None or not any(applied):
+            return over_limit
+        logger.info(
+            "%s batch %d: %d record(s) at the delivery limit were already applied (their "
+            "acknowledgement was lost); they are handled as redeliveries, not dead letters",
+            self.strategy, self.batch_id, sum(applied),
+        )
+        return [r for r, done in zip(over_limit, applied, strict=True) if not done]
 
     def _reject(self, rejections: list[Rejection], origin: list[int]) -> None:
         # Rejections index the current rows; letters are built from the delivered batch.

@@ -154,6 +154,19 @@ class TwoPhaseCommitCoordinator(BatchStrategy):
         # first batch they prepare, and every batch starts with a recovery pass.
         return
 
+    def _applied(self, keys: pa.Table) -> list[bool] | None:
+        lookups = [
+            lookup for p in self.transactions.participants
+            if (lookup := getattr(p, "applied", None)) is not None
+        ]
+        if not lookups:
+            return None
+        # After recovery every participant agrees on each key: all of them committed a
+        # decided batch, or none did.
+        self.transactions.recover()
+        held = [lookup(keys) for lookup in lookups]
+        return [any(flags) for flags in zip(*held, strict=True)]
+
     def _write(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
         result = self.transactions.run(table, batch_id, self.identity.key_columns)
         self.last_commit = result

@@ -75,6 +75,8 @@ def test_score_counts_extra_applications_losses_and_strangers() -> None:
 
     dead = score(landed, produced, dead_lettered=frozenset({(0, 3)}))
     assert (dead.losses, dead.dead_lettered) == (0, 1)
+    # Applied in "second" and dead-lettered: handling the letter would apply it twice.
+    assert dead.per_sink == {"first": (2, 0), "second": (2, 0)}
 
 
 def test_exactly_once_scores_ok() -> None:

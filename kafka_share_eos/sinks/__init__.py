@@ -6,7 +6,7 @@ Importing this package loads neither SQLAlchemy nor deltalake; import
 
 from __future__ import annotations
 
-from .dedup import keep_latest
+from .dedup import contained, keep_latest
 from .errors import (
     CommitConflictError,
     MissingColumnsError,
@@ -22,5 +22,6 @@ __all__ = [
     "TargetTableError",
     "UpsertOutcome",
     "UpsertWriter",
+    "contained",
     "keep_latest",
 ]

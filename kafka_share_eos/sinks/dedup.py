@@ -42,3 +42,18 @@ def keep_latest(
             f"{row}_first"
         ]
     return table.take(pc.take(picked, pc.sort_indices(picked)))
+
+
+def contained(rows: pa.Table, stored: pa.Table) -> list[bool]:
+    """For each row of ``rows``, whether ``stored`` holds a row equal on every column of ``rows``.
+
+    ``stored`` may have more columns and other (castable) types: keys read back from a target.
+    """
+    names = rows.column_names
+    if rows.num_rows == 0 or stored.num_rows == 0:
+        return [False] * rows.num_rows
+    row = _free_column_name(rows, "__row")
+    numbered = rows.append_column(row, pa.array(range(rows.num_rows), pa.int64()))
+    found = numbered.join(stored.select(names).cast(rows.schema), keys=names, join_type="left semi")
+    hits = set(found[row].to_pylist())
+    return [index in hits for index in range(rows.num_rows)]

@@ -15,13 +15,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.exceptions import CommitFailedError
 
 from kafka_share_eos import faults
 
+from .dedup import contained
 from .errors import CommitConflictError, MissingColumnsError, SinkConfigurationError
 from .outcome import UpsertOutcome
 
@@ -43,6 +47,30 @@ def _delta_compatible(table: pa.Table) -> pa.Table:
     ]
     schema = pa.schema(fields)
     return table if schema.equals(table.schema) else table.cast(schema, safe=False)
+
+
+def rows_absent(table: DeltaTable, rows: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """The rows of ``rows`` whose ``keys`` the table does not hold (in no particular order).
+
+    Integer keys prune files by their min/max statistics before any data is read.
+    """
+    if rows.num_rows == 0 or not table.file_uris():
+        return rows
+    pruning: list[tuple[str, str, Any]] = []
+    row_filter = None
+    for key in keys:
+        if pa.types.is_integer(rows.schema.field(key).type):
+            bounds = pc.min_max(rows.column(key))
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            pruning += [(key, ">=", low), (key, "<=", high)]
+            term = (pc.field(key) >= low) & (pc.field(key) <= high)
+            row_filter = term if row_filter is None else row_filter & term
+    dataset: ds.Dataset = table.to_pyarrow_dataset(file_pruning_predicate=pruning or None)
+    existing = dataset.to_table(columns=list(keys), filter=row_filter)
+    if existing.num_rows == 0:
+        return rows
+    return rows.join(existing.cast(rows.select(list(keys)).schema), keys=list(keys),
+                     join_type="left anti")
 
 
 class DeltaMergeWriter:
@@ -139,6 +167,15 @@ class DeltaMergeWriter:
         for name in rows.column_names:
             if name in types:
                 rows[name].cast(types[name], safe=True)
+
+    def applied(self, keys: pa.Table) -> list[bool]:
+        """For each row of ``keys``, whether the table holds its key; reads, never writes."""
+        keys = keys.select(list(self.key_columns))
+        if not DeltaTable.is_deltatable(self.table_uri, self.storage_options):
+            return [False] * keys.num_rows
+        table = DeltaTable(self.table_uri, storage_options=self.storage_options)
+        absent = rows_absent(table, keys, self.key_columns)
+        return [not missing for missing in contained(keys, absent)]
 
     def close(self) -> None:
         """Nothing to release: each batch opens the table afresh to see other writers' commits."""

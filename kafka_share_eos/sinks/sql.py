@@ -33,6 +33,7 @@ from sqlalchemy.pool import NullPool
 
 from kafka_share_eos import faults
 
+from .dedup import contained
 from .errors import SinkConfigurationError, TargetTableError
 from .outcome import UpsertOutcome
 from .sql_schema import open_target
@@ -46,6 +47,8 @@ _STAGE_TABLE = "kafka_share_eos_upsert_stage"
 _DIRECT_COPY_BACKOFF = 8
 # Rows per executemany call: bounds memory for the parameter dictionaries.
 _ROWS_PER_EXECUTE = 10_000
+# Keys per lookup statement: three bound parameters each, well under SQLite's and libpq's limits.
+_KEYS_PER_LOOKUP = 1_000
 
 
 def python_rows(table: pa.Table, *, for_copy: bool = False) -> Iterator[tuple[Any, ...]]:
@@ -75,6 +78,23 @@ def _rowcount(conn: Connection, statement: Any) -> int:
 def _chunks(rows: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(rows), size):
         yield rows[start : start + size]
+
+
+def keys_held(
+    conn: Connection, table: str, keys: pa.Table, db_schema: str | None = None
+) -> list[bool]:
+    """For each row of ``keys``, whether ``table`` (absent: holds nothing) has a row with the
+    same values in the columns ``keys`` names."""
+    if not sa.inspect(conn).has_table(table, schema=db_schema):
+        return [False] * keys.num_rows
+    target = sa.Table(table, sa.MetaData(), schema=db_schema, autoload_with=conn)
+    columns = [target.c[name] for name in keys.column_names]
+    found = [
+        row._asdict()
+        for chunk in _chunks(list(python_rows(keys)), _KEYS_PER_LOOKUP)
+        for row in conn.execute(sa.select(*columns).where(sa.tuple_(*columns).in_(chunk)))
+    ]
+    return contained(keys, pa.Table.from_pylist(found, schema=keys.schema))
 
 
 class SqlUpsertWriter:
@@ -200,6 +220,13 @@ class SqlUpsertWriter:
         with self.engine.connect() as conn, conn.begin() as transaction:
             self._row_upsert(conn, self._table, table)
             transaction.rollback()
+
+    def applied(self, keys: pa.Table) -> list[bool]:
+        """For each row of ``keys``, whether the table holds its key; reads, never writes."""
+        with self.engine.connect() as conn:
+            return keys_held(
+                conn, self.table_name, keys.select(list(self.key_columns)), self.db_schema
+            )
 
     def close(self) -> None:
         """Release pooled connections of an engine this writer created."""

@@ -26,7 +26,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable
 from deltalake import Transaction as DeltaTxn
@@ -34,7 +33,8 @@ from deltalake.transaction import AddAction
 from pyarrow import fs
 
 from kafka_share_eos import faults
-from kafka_share_eos.sinks import TargetTableError
+from kafka_share_eos.sinks import TargetTableError, contained
+from kafka_share_eos.sinks.delta import rows_absent
 from kafka_share_eos.storage import delete_if_present, open_location, write_atomically
 from kafka_share_eos.twophase.protocol import Token, Transaction, check_name
 
@@ -105,7 +105,7 @@ class DeltaParticipant:
                 f"{schema.names}, the batch has {rows.column_names}: select the table's columns "
                 "before the coordinator, or write to a new table"
             )
-        new_rows = self._absent(table, rows.select(schema.names).cast(schema), txn.key_columns)
+        new_rows = rows_absent(table, rows.select(schema.names).cast(schema), txn.key_columns)
         if new_rows.num_rows == 0:
             return Token(self._name, txn.txid, 0, {"files": []})
         relative = f"part-00000-{uuid.uuid4()}-kse.c000.snappy.parquet"
@@ -151,6 +151,14 @@ class DeltaParticipant:
             delete_if_present(self._fs, f"{self._root}/{relative}")
         delete_if_present(self._fs, f"{self._root}/{_STAGING_DIR}/{_manifest_name(token.txid)}")
 
+    def applied(self, keys: pa.Table) -> list[bool]:
+        """For each row of ``keys`` (the key columns), whether a committed batch wrote it."""
+        if not DeltaTable.is_deltatable(self._uri, storage_options=self._storage_options):
+            return [False] * keys.num_rows
+        table = DeltaTable(self._uri, storage_options=self._storage_options)
+        absent = rows_absent(table, keys, tuple(keys.column_names))
+        return [not missing for missing in contained(keys, absent)]
+
     def recover(self, prefix: str) -> list[Token]:
         """Tokens of the manifests still staged under ``prefix``."""
         selector = fs.FileSelector(f"{self._root}/{_STAGING_DIR}", allow_not_found=True)
@@ -169,27 +177,6 @@ class DeltaParticipant:
             DeltaTable.create(self._uri, schema, mode="ignore",
                               storage_options=self._storage_options)
         return DeltaTable(self._uri, storage_options=self._storage_options)
-
-    @staticmethod
-    def _absent(table: DeltaTable, rows: pa.Table, keys: tuple[str, ...]) -> pa.Table:
-        """The rows whose keys the table does not hold."""
-        if rows.num_rows == 0 or not table.file_uris():
-            return rows
-        pruning: list[tuple[str, str, Any]] = []
-        row_filter = None
-        for key in keys:
-            if pa.types.is_integer(rows.schema.field(key).type):
-                bounds = pc.min_max(rows.column(key))
-                low, high = bounds["min"].as_py(), bounds["max"].as_py()
-                pruning += [(key, ">=", low), (key, "<=", high)]
-                term = (pc.field(key) >= low) & (pc.field(key) <= high)
-                row_filter = term if row_filter is None else row_filter & term
-        dataset: ds.Dataset = table.to_pyarrow_dataset(file_pruning_predicate=pruning or None)
-        existing = dataset.to_table(columns=list(keys), filter=row_filter)
-        if existing.num_rows == 0:
-            return rows
-        return rows.join(existing.cast(rows.select(list(keys)).schema), keys=list(keys),
-                         join_type="left anti")
 
     def _write_manifest(self, txid: str, manifest: dict[str, Any]) -> None:
         directory = f"{self._root}/{_STAGING_DIR}"

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, TextClause, create_engine, text
 from sqlalchemy.exc import DBAPIError
 
 from kafka_share_eos import faults
-from kafka_share_eos.sinks.sql import python_rows
+from kafka_share_eos.sinks.sql import keys_held, python_rows
 from kafka_share_eos.sinks.sql_schema import sql_type
 from kafka_share_eos.twophase.protocol import (
     Token,
@@ -187,6 +187,12 @@ class PostgresParticipant:
                 part = fields[5] if len(fields) == 6 else ""
                 tokens.append(Token(self._name, ":".join(fields[:4]), 0, {"gid": gid}, part))
         return tokens
+
+    def applied(self, keys: pa.Table) -> list[bool]:
+        """For each row of ``keys`` (the key columns), whether a committed batch applied it:
+        a prepared transaction's ledger rows stay invisible until it commits."""
+        with self._engine.connect() as conn:
+            return keys_held(conn, self._ledger_name, keys)
 
     def rollback_parts(self, txid: str, part_prefix: str) -> int:
         """Roll back this participant's prepared parts of ``txid`` starting with ``part_prefix``.

@@ -13,8 +13,9 @@ class Score:
     """Duplicates and losses over every sink of a run.
 
     ``duplicates`` counts extra applications (a record applied three times in one sink counts
-    two) plus rows of records the run never produced; ``losses`` counts records missing from at
-    least one sink and not dead-lettered. ``per_sink`` breaks both down by sink.
+    two), records applied although dead-lettered (handling the letter would apply them again)
+    and rows of records the run never produced; ``losses`` counts records missing from at least
+    one sink and not dead-lettered. ``per_sink`` breaks both down by sink.
     """
 
     records: int
@@ -46,6 +47,7 @@ def score(landed: Landed, produced: Produced, dead_lettered: Set[Coordinates]) -
         }
         extra = sum(max(0, counts.get(coords, 0) - 1) for coords in produced)
         extra += sum(n for coords, n in counts.items() if coords not in produced)
+        extra += sum(1 for coords in dead_lettered if counts.get(coords, 0) > 0)
         per_sink[sink] = (extra, len(sink_lost))
         lost |= sink_lost
         duplicates += extra
