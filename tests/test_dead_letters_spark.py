@@ -1,8 +1,9 @@
 """Dead letters end to end: the kafka-share source, Spark, a Postgres target and letters.
 
 A record that cannot be decoded, one the table's CHECK refuses and records the broker delivered
-up to the delivery limit go to the dead letters; every other record is applied exactly once,
-and the per-batch metrics add up to what was produced.
+up to the delivery limit go to the dead letters; every other record is applied exactly once, no
+record is both, and each batch's metrics account for every row it took in. A record back at the
+limit because the acknowledgement of its applied batch was lost is not a letter.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ from kafka_share_eos.testing.plugin import ShareTopic
 pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.timeout(300)]
 
 COUNT = 120
+# The releasing consumer leaves records its client fetched but never handed out locked to it
+# until the lock expires (the embedded broker does not release them when it leaves): a short
+# lock and a drain that idles longer than one bring them back within the run.
+RECORD_LOCK_MS = 8000
+IDLE_LONGER_THAN_A_LOCK = {"availableNowIdleMs": str(RECORD_LOCK_MS + 2000)}
 UNDECODABLE, NEGATIVE = 17, 42
 
 
@@ -39,6 +45,17 @@ def decode(rows: pa.Table) -> pa.Table:
     })
 
 
+def metric_lines(path: Path) -> list[dict[str, int]]:
+    """The strategy's per-batch metrics, each checked to account for every row it took in:
+    written, found applied, a duplicate in the batch or dead-lettered."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for line in lines:
+        assert line["rows_in"] == (line["rows_written"] + line["already_applied"]
+                                   + line["duplicates_in_batch"] + line["dead_lettered"]), line
+    return lines
+
+
+@pytest.mark.record_lock_ms(RECORD_LOCK_MS)
 def test_poison_constraint_and_delivery_limit_records_end_in_dead_letters(
     spark: SparkSession, private_share_topic: ShareTopic, postgres_url: str, tmp_path: Path
 ) -> None:
@@ -73,38 +90,40 @@ def test_poison_constraint_and_delivery_limit_records_end_in_dead_letters(
         dead_letters=DeadLetterPolicy(dead, max_delivery_count=3),
     )
     run_available_now(share_stream(spark, share_topic, tmp_path / "journal",
-                                   maxRecordsPerTrigger="40"), tmp_path / "cp", sink)
+                                   maxRecordsPerTrigger="40", **IDLE_LONGER_THAN_A_LOCK),
+                      tmp_path / "cp", sink)
 
     with engine.connect() as conn:
         applied = conn.exec_driver_sql('SELECT "partition", "offset", amount FROM orders').all()
     letters = {(r["partition"], r["offset"]): r for r in dead.read().to_pylist()}
     undecodable, negative = at[UNDECODABLE], at[NEGATIVE]
-    expected_letters = {undecodable, negative} | twice
-    assert set(letters) == expected_letters
-    # The delivery limit is checked first: it also catches a bad record released twice.
+    at_limit = {c for c, letter in letters.items() if letter["stage"] == "delivery-limit"}
+    # Released twice before the run, these reach the limit with their first delivery to Spark.
+    # The broker may add more: it drops every share session when any client disconnects, and
+    # redelivers what the runner held but had not handed to Spark.
+    assert twice <= at_limit
+    assert all(letters[c]["delivery_count"] >= 3 for c in at_limit)
+    # The delivery limit is checked first: it also catches a bad record delivered three times.
+    assert set(letters) - at_limit == {undecodable, negative} - at_limit
     for coordinates, stage in ((undecodable, "transform"), (negative, "write")):
-        assert letters[coordinates]["stage"] == ("delivery-limit" if coordinates in twice
-                                                 else stage)
-    assert "check" in letters[negative]["error"].lower() or negative in twice
-    for coordinates in twice:
-        assert letters[coordinates]["stage"] == "delivery-limit"
-        assert letters[coordinates]["delivery_count"] == 3
+        assert coordinates in at_limit or letters[coordinates]["stage"] == stage
+    assert negative in at_limit or "check" in letters[negative]["error"].lower()
     applied_at = [(p, o) for p, o, _ in applied]
-    assert len(applied_at) == len(set(applied_at)) == COUNT - len(expected_letters)
-    assert set(applied_at) == set(at.values()) - expected_letters
+    # Each record applied once or dead-lettered: never both, never neither.
+    assert len(applied_at) == len(set(applied_at))
+    assert not set(applied_at) & set(letters)
+    assert set(applied_at) | set(letters) == set(at.values())
 
-    lines = [json.loads(line) for line in metrics.read_text().splitlines()]
-    assert sum(line["dead_lettered"] for line in lines) == len(expected_letters)
+    lines = metric_lines(metrics)
     assert sum(line["rows_written"] for line in lines) == len(applied_at)
-    # A share session the broker dropped redelivers records it had applied: they come in
-    # again, are found applied, and are neither written nor dead-lettered a second time.
-    assert sum(line["rows_in"] - line["already_applied"] for line in lines) == COUNT
+    assert sum(line["rows_in"] for line in lines) >= COUNT
     sink.close()
     dead.close()
     engine.dispose()
 
 
 
+@pytest.mark.record_lock_ms(RECORD_LOCK_MS)
 def test_records_back_at_the_limit_after_a_lost_acknowledgement_are_not_dead_lettered(
     spark: SparkSession, private_share_topic: ShareTopic, tmp_path: Path
 ) -> None:
@@ -138,10 +157,10 @@ def test_records_back_at_the_limit_after_a_lost_acknowledgement_are_not_dead_let
             Producer({"bootstrap.servers": share_topic.bootstrap_servers}).list_topics(timeout=10)
 
     run_available_now(share_stream(spark, share_topic, tmp_path / "journal",
-                                   maxRecordsPerTrigger=str(count)),
+                                   maxRecordsPerTrigger=str(count), **IDLE_LONGER_THAN_A_LOCK),
                       tmp_path / "cp", apply_then_drop_sessions)
 
-    lines = [json.loads(line) for line in metrics.read_text().splitlines()]
+    lines = metric_lines(metrics)
     back_applied = sum(line["already_applied"] for line in lines)
     assert back_applied > 0, f"no applied record came back: {lines}"
     stages = {(r["partition"], r["offset"]): r["stage"] for r in dead.read().to_pylist()}
@@ -153,6 +172,5 @@ def test_records_back_at_the_limit_after_a_lost_acknowledgement_are_not_dead_let
     assert len(applied) == len(set(applied))
     assert not set(applied) & set(stages)
     assert set(applied) | set(stages) == {(d.partition, d.offset) for d in released}
-    assert sum(line["rows_in"] - line["already_applied"] for line in lines) == count
     sink.close()
     dead.close()

@@ -67,8 +67,10 @@ def _new_topic(broker: EmbeddedBroker, partitions: int) -> ShareTopic:
 
 @pytest.fixture
 def private_share_topic(request: pytest.FixtureRequest) -> Iterator[ShareTopic]:
-    """A fresh topic and share group name on a broker no other test talks to."""
-    with EmbeddedBroker() as broker:
+    """A fresh topic and share group name on a broker no other test talks to; its record lock
+    lasts the mock's default, or ``@pytest.mark.record_lock_ms(n)``."""
+    marker = request.node.get_closest_marker("record_lock_ms")
+    with EmbeddedBroker(record_lock_duration_ms=int(marker.args[0]) if marker else None) as broker:
         yield _new_topic(broker, _partitions(request))
 
 
@@ -105,3 +107,6 @@ def delta_path(tmp_path: Path) -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "partitions(n): partition count of the share_topic fixture")
+    config.addinivalue_line(
+        "markers", "record_lock_ms(n): record lock duration of the private_share_topic's broker"
+    )
