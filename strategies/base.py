@@ -192,11 +192,10 @@ class BatchStrategy(ABC):
         Only a ``(topic, partition, offset)`` identity names the record itself: a stored
         business key may come from another record.
         """
-        if self.identity.key_columns != SOURCE_IDENTITY or not all(
-            name in rows.column_names for name in SOURCE_IDENTITY
-        ):
+        keys = self.identity.key_columns
+        if set(keys) != set(SOURCE_IDENTITY) or not set(keys) <= set(rows.column_names):
             return None
-        return self._applied(rows.select(list(SOURCE_IDENTITY)))
+        return self._applied(rows.select(list(keys)))
 
     def _applied(self, keys: pa.Table) -> list[bool] | None:
         """For each row of ``keys`` (the identity's key columns), whether the target already

@@ -149,7 +149,20 @@ class Screening:
         if not over_limit:
             return over_limit
         rows = self.table.take(pa.array([r.index for r in over_limit], pa.int64()))
-        applied = self.applied(rows)
+        try:
+            applied = self.applied(rows)
+        except Exception as error:
+            # A lost connection fails the batch, to be retried; any other failure to look up
+            # must not fail every batch that holds the record until the broker archives the
+            # batch whole: the record is dead-lettered, as it was before lookups.
+            if _is_connection_error(error):
+                raise
+            logger.warning(
+                "%s batch %d: could not look up whether %d record(s) at the delivery limit "
+                "were applied (%r); dead-lettering them", self.strategy, self.batch_id,
+                len(over_limit), error,
+            )
+            return over_limit
         if applied is None or not any(applied):
             return over_limit
         logger.info(
@@ -174,6 +187,13 @@ class Screening:
                 "each row to one row (filter rows in the sink, not in the transform)"
             )
         return result
+
+
+def _is_connection_error(error: BaseException) -> bool:
+    import sqlalchemy.exc
+
+    connection = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError)
+    return not is_transform_error(error) or isinstance(error, connection)
 
 
 def _transform_row_error(error: BaseException) -> bool:

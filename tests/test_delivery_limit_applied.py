@@ -25,6 +25,7 @@ from kafka_share_eos.strategies import (
     IdempotentUpsertSink,
     TwoPhaseCommitCoordinator,
 )
+from kafka_share_eos.strategies.screening import Screening
 from kafka_share_eos.twophase.delta import DeltaParticipant
 from kafka_share_eos.twophase.postgres import PostgresParticipant
 
@@ -135,12 +136,55 @@ def test_a_record_applied_before_is_not_dead_lettered_at_the_limit(
     target: tuple[Target, str],
 ) -> None:
     (strategy, applied), letters_url = target
-    strategy.apply(deliveries([0, 1, 2, 3, 4], [1, 1, 2, 1, 1]), 0)
+    # Offset 4 is at the limit before the target (or ledger) exists: nothing was applied yet.
+    strategy.apply(deliveries([0, 1, 2, 3, 4], [1, 1, 2, 1, LIMIT]), 0)
     # Offsets 2 and 3 were applied in batch 0 and come back at the limit; offset 5 reaches the
     # limit without ever having been applied: it is the poison the limit is for.
     report = strategy.apply(deliveries([2, 3, 5, 6], [LIMIT, LIMIT + 1, LIMIT, 1]), 1)
 
-    assert letters(letters_url) == {5: "delivery-limit"}
-    assert sorted(applied()) == [0, 1, 2, 3, 4, 6]
+    assert letters(letters_url) == {4: "delivery-limit", 5: "delivery-limit"}
+    assert sorted(applied()) == [0, 1, 2, 3, 6]
     assert (report.rows_in, report.dead_lettered, report.already_applied, report.rows_written) \
         == (4, 1, 2, 1)
+
+
+def test_key_columns_in_another_order_are_still_the_record_identity(tmp_path: Path) -> None:
+    letters_url = f"sqlite:///{tmp_path / 'letters.db'}"
+    sink = IdempotentUpsertSink.sql(
+        f"sqlite:///{tmp_path / 'orders.db'}", "orders", create_table=True,
+        key_columns=["offset", "topic", "partition"], **screening(letters_url),
+    )
+    sink.apply(deliveries([0, 1], [1, 1]), 0)
+    report = sink.apply(deliveries([1], [LIMIT]), 1)
+    assert letters(letters_url) == {}
+    assert report.already_applied == 1
+
+
+def failing_lookup(error: Exception) -> Callable[[pa.Table], list[bool] | None]:
+    def lookup(rows: pa.Table) -> list[bool] | None:
+        raise error
+
+    return lookup
+
+
+def test_a_lookup_that_fails_dead_letters_the_record_as_before(tmp_path: Path) -> None:
+    dead = SqlDeadLetters(f"sqlite:///{tmp_path / 'letters.db'}", "orders_dead")
+    screening = Screening(
+        deliveries([0, 1], [1, LIMIT]), 0, "s", DeadLetterPolicy(dead, max_delivery_count=LIMIT),
+        None, failing_lookup(pa.ArrowInvalid("a reader feature delta-rs lacks")),
+    )
+    assert screening.transformed()["offset"].to_pylist() == [0]
+    screening.send_letters()
+    assert dead.read()["offset"].to_pylist() == [1]
+
+
+def test_a_lost_connection_during_the_lookup_fails_the_batch(tmp_path: Path) -> None:
+    dead = SqlDeadLetters(f"sqlite:///{tmp_path / 'letters.db'}", "orders_dead")
+    lost = sa.exc.OperationalError("SELECT", {}, ConnectionError("server closed the connection"))
+    screening = Screening(
+        deliveries([0, 1], [1, LIMIT]), 0, "s", DeadLetterPolicy(dead, max_delivery_count=LIMIT),
+        None, failing_lookup(lost),
+    )
+    with pytest.raises(sa.exc.OperationalError):
+        screening.transformed()
+    assert dead.count() == 0

@@ -168,6 +168,7 @@ def test_after_commit_replays_the_failed_batch_and_its_records_are_redelivered(
     first, second = run_failing_then_restarted(spark, private_share_topic, tmp_path, "afterCommit")
     applied = first.batches[0] + second.rows()
     assert len({identity(r) for r in applied}) == 300
+    assert all(r["deliveryCount"] >= 1 for r in applied)
     # Batch 1 was never ACCEPTed: the broker handed its records out again (the duplicates the
     # strategies drop). Batch 0 was ACCEPTed once Spark had committed it: none of it came back.
     assert {identity(r) for r in first.batches[1]} <= delivered_again(second)

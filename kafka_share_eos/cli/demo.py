@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     from kafka_share_eos.strategies import IdempotentUpsertSink
 
 _TOPIC = "orders"
+# Records the crashed query's client had fetched but not handed out stay locked to it after it
+# left until their lock expires: the restarted drain idles longer than a lock to get them back.
+_RECORD_LOCK_MS = 10_000
 _ORDER_SCHEMA = "order_id BIGINT, customer STRING, amount_cents BIGINT"
 
 
@@ -139,7 +142,7 @@ def _run_query(
         .option("subscribe", _TOPIC)
         .option("journalPath", str(work / "journal"))
         .option("maxRecordsPerTrigger", str(per_trigger))
-        .option("availableNowIdleMs", "3000")
+        .option("availableNowIdleMs", str(_RECORD_LOCK_MS + 2000))
         .load()
     )
     query = (
@@ -216,7 +219,7 @@ def demo(
     sql_target = sql_url or f"sqlite:///{work / 'orders.db'}"
     delta_path = work / "orders-delta"
     started = time.monotonic()
-    with EmbeddedBroker([f"{_TOPIC}:4"]) as broker:
+    with EmbeddedBroker([f"{_TOPIC}:4"], record_lock_duration_ms=_RECORD_LOCK_MS) as broker:
         console.print(f"[green]embedded broker[/] at {broker.bootstrap_servers}; working in {work}")
         expected = _produce(broker.bootstrap_servers, orders, seed)
         console.print(f"produced {len(expected)} orders to '{_TOPIC}'")

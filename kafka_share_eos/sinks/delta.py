@@ -49,13 +49,13 @@ def _delta_compatible(table: pa.Table) -> pa.Table:
     return table if schema.equals(table.schema) else table.cast(schema, safe=False)
 
 
-def rows_absent(table: DeltaTable, rows: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """The rows of ``rows`` whose ``keys`` the table does not hold (in no particular order).
+def stored_keys(table: DeltaTable, rows: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """The ``keys`` columns of the table's rows that may match ``rows``' keys (a superset).
 
-    Integer keys prune files by their min/max statistics before any data is read.
+    Integer keys prune files by their min/max statistics and rows by range before a join.
     """
     if rows.num_rows == 0 or not table.file_uris():
-        return rows
+        return rows.select(list(keys)).slice(0, 0)
     pruning: list[tuple[str, str, Any]] = []
     row_filter = None
     for key in keys:
@@ -67,10 +67,26 @@ def rows_absent(table: DeltaTable, rows: pa.Table, keys: Sequence[str]) -> pa.Ta
             row_filter = term if row_filter is None else row_filter & term
     dataset: ds.Dataset = table.to_pyarrow_dataset(file_pruning_predicate=pruning or None)
     existing = dataset.to_table(columns=list(keys), filter=row_filter)
+    return existing.cast(rows.select(list(keys)).schema)
+
+
+def rows_absent(table: DeltaTable, rows: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """The rows of ``rows`` whose ``keys`` the table does not hold (in no particular order)."""
+    existing = stored_keys(table, rows, keys)
     if existing.num_rows == 0:
         return rows
-    return rows.join(existing.cast(rows.select(list(keys)).schema), keys=list(keys),
-                     join_type="left anti")
+    return rows.join(existing, keys=list(keys), join_type="left anti")
+
+
+def delta_keys_held(
+    table_uri: str, keys: pa.Table, storage_options: dict[str, str] | None = None
+) -> list[bool]:
+    """For each row of ``keys``, whether the Delta table (absent: holds nothing) has a row with
+    the same values in the columns ``keys`` names."""
+    if not DeltaTable.is_deltatable(table_uri, storage_options=storage_options):
+        return [False] * keys.num_rows
+    table = DeltaTable(table_uri, storage_options=storage_options)
+    return contained(keys, stored_keys(table, keys, keys.column_names))
 
 
 class DeltaMergeWriter:
@@ -170,12 +186,9 @@ class DeltaMergeWriter:
 
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys``, whether the table holds its key; reads, never writes."""
-        keys = keys.select(list(self.key_columns))
-        if not DeltaTable.is_deltatable(self.table_uri, self.storage_options):
-            return [False] * keys.num_rows
-        table = DeltaTable(self.table_uri, storage_options=self.storage_options)
-        absent = rows_absent(table, keys, self.key_columns)
-        return [not missing for missing in contained(keys, absent)]
+        return delta_keys_held(
+            self.table_uri, keys.select(list(self.key_columns)), self.storage_options
+        )
 
     def close(self) -> None:
         """Nothing to release: each batch opens the table afresh to see other writers' commits."""

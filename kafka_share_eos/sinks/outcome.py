@@ -23,7 +23,13 @@ class UpsertOutcome:
 
 
 class UpsertWriter(Protocol):
-    """An idempotent writer: applying the same rows again changes nothing."""
+    """An idempotent writer: applying the same rows again changes nothing.
+
+    Optional methods the strategies use when present: ``check(rows)`` raises what writing
+    ``rows`` would, without writing (so refused rows can be dead-lettered), and
+    ``applied(keys) -> list[bool]`` says which key rows the target holds (so a record back at
+    the delivery limit after it was applied is not dead-lettered).
+    """
 
     @property
     def target(self) -> str:

@@ -47,8 +47,8 @@ _STAGE_TABLE = "kafka_share_eos_upsert_stage"
 _DIRECT_COPY_BACKOFF = 8
 # Rows per executemany call: bounds memory for the parameter dictionaries.
 _ROWS_PER_EXECUTE = 10_000
-# Keys per lookup statement: three bound parameters each, well under SQLite's and libpq's limits.
-_KEYS_PER_LOOKUP = 1_000
+# Keys per lookup statement: three bound parameters each stay under SQLite's oldest limit (999).
+_KEYS_PER_LOOKUP = 300
 
 
 def python_rows(table: pa.Table, *, for_copy: bool = False) -> Iterator[tuple[Any, ...]]:
@@ -94,7 +94,8 @@ def keys_held(
         for chunk in _chunks(list(python_rows(keys)), _KEYS_PER_LOOKUP)
         for row in conn.execute(sa.select(*columns).where(sa.tuple_(*columns).in_(chunk)))
     ]
-    return contained(keys, pa.Table.from_pylist(found, schema=keys.schema))
+    # Typed by what the database returned (NUMERIC comes back as Decimal): contained casts.
+    return contained(keys, pa.Table.from_pylist(found))
 
 
 class SqlUpsertWriter:

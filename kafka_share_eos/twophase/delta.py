@@ -33,8 +33,8 @@ from deltalake.transaction import AddAction
 from pyarrow import fs
 
 from kafka_share_eos import faults
-from kafka_share_eos.sinks import TargetTableError, contained
-from kafka_share_eos.sinks.delta import rows_absent
+from kafka_share_eos.sinks import TargetTableError
+from kafka_share_eos.sinks.delta import delta_keys_held, rows_absent
 from kafka_share_eos.storage import delete_if_present, open_location, write_atomically
 from kafka_share_eos.twophase.protocol import Token, Transaction, check_name
 
@@ -153,11 +153,7 @@ class DeltaParticipant:
 
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys`` (the key columns), whether a committed batch wrote it."""
-        if not DeltaTable.is_deltatable(self._uri, storage_options=self._storage_options):
-            return [False] * keys.num_rows
-        table = DeltaTable(self._uri, storage_options=self._storage_options)
-        absent = rows_absent(table, keys, tuple(keys.column_names))
-        return [not missing for missing in contained(keys, absent)]
+        return delta_keys_held(self._uri, keys, self._storage_options)
 
     def recover(self, prefix: str) -> list[Token]:
         """Tokens of the manifests still staged under ``prefix``."""
