@@ -155,7 +155,7 @@ class Screening:
             # A lost connection fails the batch, to be retried; any other failure to look up
             # must not fail every batch that holds the record until the broker archives the
             # batch whole: the record is dead-lettered, as it was before lookups.
-            if _is_connection_error(error):
+            if _is_infrastructure_error(error):
                 raise
             logger.warning(
                 "%s batch %d: could not look up whether %d record(s) at the delivery limit "
@@ -189,7 +189,8 @@ class Screening:
         return result
 
 
-def _is_connection_error(error: BaseException) -> bool:
+def _is_infrastructure_error(error: BaseException) -> bool:
+    """I/O, timeouts, resources, or a database connection lost or unusable."""
     import sqlalchemy.exc
 
     connection = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError)

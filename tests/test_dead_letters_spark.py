@@ -120,7 +120,6 @@ def test_poison_constraint_and_delivery_limit_records_end_in_dead_letters(
     engine.dispose()
 
 
-
 @pytest.mark.record_lock_ms(RECORD_LOCK_MS)
 def test_records_back_at_the_limit_after_a_lost_acknowledgement_are_not_dead_lettered(
     spark: SparkSession, private_share_topic: ShareTopic, tmp_path: Path

@@ -160,31 +160,31 @@ def test_key_columns_in_another_order_are_still_the_record_identity(tmp_path: Pa
     assert report.already_applied == 1
 
 
-def failing_lookup(error: Exception) -> Callable[[pa.Table], list[bool] | None]:
+def screening_whose_lookup_raises(
+    tmp_path: Path, error: Exception
+) -> tuple[Screening, SqlDeadLetters]:
+    """Offset 0 below the limit, offset 1 at it, and a lookup that raises ``error``."""
+    dead = SqlDeadLetters(f"sqlite:///{tmp_path / 'letters.db'}", "orders_dead")
+
     def lookup(rows: pa.Table) -> list[bool] | None:
         raise error
 
-    return lookup
+    policy = DeadLetterPolicy(dead, max_delivery_count=LIMIT)
+    return Screening(deliveries([0, 1], [1, LIMIT]), 0, "s", policy, None, lookup), dead
 
 
 def test_a_lookup_that_fails_dead_letters_the_record_as_before(tmp_path: Path) -> None:
-    dead = SqlDeadLetters(f"sqlite:///{tmp_path / 'letters.db'}", "orders_dead")
-    screening = Screening(
-        deliveries([0, 1], [1, LIMIT]), 0, "s", DeadLetterPolicy(dead, max_delivery_count=LIMIT),
-        None, failing_lookup(pa.ArrowInvalid("a reader feature delta-rs lacks")),
+    batch, dead = screening_whose_lookup_raises(
+        tmp_path, pa.ArrowInvalid("a reader feature delta-rs lacks")
     )
-    assert screening.transformed()["offset"].to_pylist() == [0]
-    screening.send_letters()
+    assert batch.transformed()["offset"].to_pylist() == [0]
+    batch.send_letters()
     assert dead.read()["offset"].to_pylist() == [1]
 
 
 def test_a_lost_connection_during_the_lookup_fails_the_batch(tmp_path: Path) -> None:
-    dead = SqlDeadLetters(f"sqlite:///{tmp_path / 'letters.db'}", "orders_dead")
     lost = sa.exc.OperationalError("SELECT", {}, ConnectionError("server closed the connection"))
-    screening = Screening(
-        deliveries([0, 1], [1, LIMIT]), 0, "s", DeadLetterPolicy(dead, max_delivery_count=LIMIT),
-        None, failing_lookup(lost),
-    )
+    batch, dead = screening_whose_lookup_raises(tmp_path, lost)
     with pytest.raises(sa.exc.OperationalError):
-        screening.transformed()
+        batch.transformed()
     assert dead.count() == 0
