@@ -61,6 +61,41 @@ def write_atomically(fs: pafs.FileSystem, path: str, payload: bytes | pa.Buffer)
         fs.move(temp, path)
 
 
+def write_if_absent(fs: pafs.FileSystem, path: str, payload: bytes | pa.Buffer) -> bool:
+    """Make the file at ``path`` durable and visible at once unless a file is already there;
+    return whether this call created it (first writer wins).
+
+    Only local (and shared POSIX) filesystems can refuse a second writer atomically: the file
+    is written and fsynced under a temp name, then hard-linked to ``path``, which fails when
+    ``path`` exists. Other stores raise :class:`NotImplementedError` (see
+    :func:`supports_write_if_absent`).
+    """
+    if not isinstance(fs, pafs.LocalFileSystem):
+        raise NotImplementedError(
+            f"{fs.type_name} storage cannot refuse a second writer atomically; use a local or "
+            "shared POSIX path"
+        )
+    directory = path.rsplit("/", 1)[0]
+    temp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
+    with open(temp, "wb") as out:
+        out.write(memoryview(payload))
+        out.flush()
+        os.fsync(out.fileno())
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(temp)
+    _fsync_directory(directory)
+    return True
+
+
+def supports_write_if_absent(location: str) -> bool:
+    """Whether :func:`write_if_absent` works at ``location`` (a local path or ``file://``)."""
+    return "://" not in location or location.startswith("file://")
+
+
 def delete_if_present(fs: pafs.FileSystem, path: str) -> None:
     """Delete the file at ``path``; a no-op when it is already gone."""
     try:
@@ -77,6 +112,10 @@ def _write_local(directory: str, final: str, payload: bytes | pa.Buffer) -> None
         os.fsync(out.fileno())
     os.replace(temp, final)
     # The rename itself must survive a crash too.
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory: str) -> None:
     handle = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(handle)

@@ -36,6 +36,11 @@ def render(status: JournalStatus, console: Console) -> None:
     if status.dead_letters is not None:
         summary.add_row("dead letters", str(status.dead_letters))
     console.print(summary)
+    if status.batches:
+        consumers = Table("consumer slot", "records", title="records per consumer")
+        for entry in status.consumers:
+            consumers.add_row(str(entry["slot"]), str(entry["records"]))
+        console.print(consumers)
 
 
 def status(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -37,6 +37,8 @@ class BatchMetrics:
         ack_policy: the policy the batch was planned with.
         planned_at: when its first poll was journaled (ISO 8601, UTC).
         settled_at: when its acknowledgements were committed (ISO 8601, UTC).
+        consumers: with ``consumers=N``, ``{"slot": s, "records": n}`` per slot that reported;
+            empty for a batch of the runner's single consumer.
     """
 
     seq: int
@@ -51,6 +53,7 @@ class BatchMetrics:
     ack_policy: str
     planned_at: str
     settled_at: str
+    consumers: list[dict[str, int]] = field(default_factory=list)
 
     def to_json(self) -> str:
         """One JSON object."""

@@ -12,11 +12,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from kafka_share_eos.storage import supports_write_if_absent
+
 KAFKA_PREFIX = "kafka."
 DEFAULT_POLL_TIMEOUT_MS = 1000
 DEFAULT_AVAILABLE_NOW_IDLE_MS = 5000
 # Kafka's own default for max.poll.records; set explicitly so a batch's size is always known.
 DEFAULT_MAX_POLL_RECORDS = 500
+# With consumers=N and no batch size given, a consumer's share of a batch (one poll): the
+# records a single runner consumer journals per batch by default (four polls of 500).
+DEFAULT_SLOT_POLL_RECORDS = 2000
 # Kafka's default group.share.record.lock.duration.ms.
 DEFAULT_LOCK_DURATION_MS = 30_000
 DEFAULT_LOCK_BUDGET_WARN_FRACTION = 0.8
@@ -79,8 +84,8 @@ _REFUSED = {
 }
 
 _OPTIONAL = (
-    "maxRecordsPerTrigger", "pollTimeoutMs", "availableNowIdleMs", "acknowledge", "includeHeaders",
-    "lockDurationMs", "lockBudgetWarnFraction", "lockBudgetAction",
+    "consumers", "maxRecordsPerTrigger", "pollTimeoutMs", "availableNowIdleMs", "acknowledge",
+    "includeHeaders", "lockDurationMs", "lockBudgetWarnFraction", "lockBudgetAction",
 )
 _KNOWN = {name.lower() for name in (*_REQUIRED, *_OPTIONAL)}
 
@@ -150,11 +155,18 @@ class SourceOptions:
     lock_budget_warn_fraction: float = DEFAULT_LOCK_BUDGET_WARN_FRACTION
     lock_budget_action: LockBudgetAction = LockBudgetAction.WARN
     consumer_config: Mapping[str, str] = field(default_factory=dict)
+    consumers: int = 1
 
     @property
     def max_poll_records(self) -> int:
         """Records one poll returns at most (the client's ``max.poll.records``)."""
         return int(self.consumer_config["max.poll.records"])
+
+    @property
+    def on_executors(self) -> bool:
+        """Whether the share consumers run in executor tasks (``consumers`` above 1) rather
+        than one in Spark's source runner."""
+        return self.consumers > 1
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -182,7 +194,9 @@ class SourceOptions:
         def choice(choices: type[_Choice]) -> Callable[[str, str], _Choice]:
             return lambda key, text: _choice(key, text, choices)
 
-        policy = value("acknowledge", choice(AckPolicy), AckPolicy.AFTER_COMMIT)
+        consumers = value("consumers", _positive_int, 1)
+        journal_path = given["journalpath"][1].strip()
+        policy = _policy(consumers, raw("acknowledge"), journal_path)
         max_per_trigger = value("maxRecordsPerTrigger", _positive_int, None)
         client = {
             key[len(KAFKA_PREFIX) :]: text
@@ -192,11 +206,11 @@ class SourceOptions:
         client["group.id"] = given["kafka.share.group.id"][1].strip()
         client["share.acknowledgement.mode"] = "explicit"
         client["max.poll.records"] = str(
-            _poll_size(policy, max_per_trigger, raw("kafka.max.poll.records"))
+            _poll_size(policy, max_per_trigger, raw("kafka.max.poll.records"), consumers)
         )
         return cls(
             topics=_topics(given["subscribe"][1]),
-            journal_path=given["journalpath"][1].strip(),
+            journal_path=journal_path,
             ack_policy=policy,
             max_records_per_trigger=max_per_trigger,
             poll_timeout_ms=value("pollTimeoutMs", _positive_int, DEFAULT_POLL_TIMEOUT_MS),
@@ -212,17 +226,47 @@ class SourceOptions:
                 "lockBudgetAction", choice(LockBudgetAction), LockBudgetAction.WARN
             ),
             consumer_config=client,
+            consumers=consumers,
         )
 
 
-def _poll_size(policy: AckPolicy, max_per_trigger: int | None, client_value: str | None) -> int:
+def _policy(consumers: int, given: str | None, journal_path: str) -> AckPolicy:
+    """The ``acknowledge`` policy; with ``consumers`` above 1 only afterJournal (the default
+    then) can work, and only on a journal that can refuse a second writer of a segment."""
+    if consumers == 1:
+        return AckPolicy.AFTER_COMMIT if given is None else _choice("acknowledge", given, AckPolicy)
+    if given is not None and _choice("acknowledge", given, AckPolicy) is AckPolicy.AFTER_COMMIT:
+        raise SourceOptionError(
+            f"options 'consumers' ({consumers}) and 'acknowledge' (afterCommit) cannot be "
+            "combined: a consumer in an executor task must acknowledge its records before the "
+            "task ends, so consumers above 1 need acknowledge=afterJournal"
+        )
+    if not supports_write_if_absent(journal_path):
+        raise SourceOptionError(
+            f"option 'consumers' ({consumers}) needs 'journalPath' on a local or shared POSIX "
+            f"filesystem (path or file:// URI), got {journal_path!r}: each consumer's segment "
+            "is created first-writer-wins, which object stores cannot do atomically"
+        )
+    return AckPolicy.AFTER_JOURNAL
+
+
+def _poll_size(
+    policy: AckPolicy, max_per_trigger: int | None, client_value: str | None, consumers: int
+) -> int:
     """Choose ``max.poll.records``.
 
     Under afterCommit a batch is exactly one poll (explicit acknowledgement forbids polling again
     before every record of the last poll is acknowledged), so ``maxRecordsPerTrigger`` *is* the poll
     size. Under afterJournal a batch spans several polls, so a poll never exceeds the batch limit.
+    With ``consumers`` above 1 each consumer's share of a batch is one poll, so a poll is at most
+    that share.
     """
     client = None if client_value is None else _positive_int("kafka.max.poll.records", client_value)
+    if consumers > 1:
+        if max_per_trigger is None:
+            return client or DEFAULT_SLOT_POLL_RECORDS
+        share = -(-max_per_trigger // consumers)
+        return share if client is None else min(client, share)
     if policy is AckPolicy.AFTER_COMMIT:
         if client is not None and max_per_trigger is not None and client != max_per_trigger:
             raise SourceOptionError(

@@ -2,7 +2,9 @@
 
 Offsets are ``{"seq": n}``: a batch ``(start, end]`` is the journal segments numbered
 ``start+1 .. end``. Planning methods run in Spark's long-lived source runner process; ``read``
-runs on executors, on a pickled copy without the consumer.
+runs on executors, on a pickled copy without the consumer. With ``consumers=N`` there is no
+consumer in the runner: each batch is N slots whose tasks poll on the executors
+(:mod:`~kafka_share_eos.source.slots`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.source.runner import BatchPlanner
 from kafka_share_eos.source.schema import project
+from kafka_share_eos.source.slot_planner import SlotPlanner
+from kafka_share_eos.source.slots import SlotPartition, read_slot
 
 _SEQ = "seq"
 
@@ -53,17 +57,21 @@ class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def __init__(self, options: SourceOptions) -> None:
         self._options = options
         self._journal = Journal(options.journal_path)
-        self._planner: BatchPlanner | None = None
+        self._planner: BatchPlanner | SlotPlanner | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        # Executors only read the journal; the consumer stays in the runner.
+        # Executors only read the journal (or poll into it, with their own consumers); the
+        # runner's planner stays in the runner.
         state = dict(self.__dict__)
         state["_planner"] = None
         return state
 
-    def _running_planner(self) -> BatchPlanner:
+    def _running_planner(self) -> BatchPlanner | SlotPlanner:
         if self._planner is None:
-            self._planner = BatchPlanner(self._options, self._journal)
+            if self._options.on_executors:
+                self._planner = SlotPlanner(self._options, self._journal)
+            else:
+                self._planner = BatchPlanner(self._options, self._journal)
         return self._planner
 
     def initialOffset(self) -> dict[str, int]:
@@ -78,8 +86,12 @@ class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, int]:
         """ACCEPT the committed batch (afterCommit), then poll and journal the next one."""
+        planner = self._running_planner()
+        if isinstance(planner, SlotPlanner):
+            # Each slot polls its share of maxRecordsPerTrigger (the poll size).
+            return _offset(planner.latest(_seq(start)))
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        return _offset(self._running_planner().latest(_seq(start), max_rows))
+        return _offset(planner.latest(_seq(start), max_rows))
 
     def prepareForTriggerAvailableNow(self) -> None:
         """A share group has no end offset: the drain ends once the group delivered nothing
@@ -87,14 +99,25 @@ class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._running_planner().drain()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        """One partition per journal segment of the batch."""
-        return [SegmentPartition(seq) for seq in range(_seq(start) + 1, _seq(end) + 1)]
+        """One partition per journal segment of the batch (per slot, with ``consumers=N``)."""
+        first, last = _seq(start), _seq(end)
+        planner = self._running_planner()
+        if isinstance(planner, SlotPlanner):
+            return [
+                part if isinstance(part, SlotPartition) else SegmentPartition(part)
+                for part in planner.partitions(first, last)
+            ]
+        return [SegmentPartition(seq) for seq in range(first + 1, last + 1)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        """Read one segment from the journal: the same path on the first run and on replay."""
-        assert isinstance(partition, SegmentPartition)
-        table = project(self._journal.read(partition.seq), self._options.include_headers)
-        return iter(table.to_batches())
+        """Read one segment from the journal: the same path on the first run and on replay
+        (a slot's task polls into its segment the first time)."""
+        if isinstance(partition, SlotPartition):
+            table = read_slot(self._options, self._journal, partition)
+        else:
+            assert isinstance(partition, SegmentPartition)
+            table = self._journal.read(partition.seq)
+        return iter(project(table, self._options.include_headers).to_batches())
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: Spark calls this late or never; ``latestOffset`` settles and purges."""

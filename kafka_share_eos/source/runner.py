@@ -14,12 +14,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kafka_share_eos import faults
 from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.source.leases import Lease, drain_waits_until
 from kafka_share_eos.source.lock_budget import LockBudget
 from kafka_share_eos.source.metrics import BatchTally
 from kafka_share_eos.source.metrics_store import MetricsStore
@@ -63,11 +65,30 @@ class BatchPlanner:
         self._pump_hook: SigtermHook | None = None
         self._purged_through = -1
         self._draining = False
+        self._run = uuid.uuid4().hex[:12]
+        self._lease = Lease(journal.location)
+        # Wall-clock time before which records a crashed earlier run held may still be locked.
+        self._unlocked_at = 0.0
 
     def drain(self) -> None:
         """Switch to ``availableNow`` draining: an empty planning ends the query for good, so
-        only report one after the group delivered nothing for ``availableNowIdleMs``."""
+        only report one after the group delivered nothing for ``availableNowIdleMs``, counted
+        from when the records an earlier run's dead consumer held are unlocked
+        (:mod:`~kafka_share_eos.source.leases`)."""
         self._draining = True
+        self._unlocked_at = drain_waits_until(
+            self._journal.location, self._run, self._options.lock_duration_ms
+        )
+
+    def _idle_ms(self) -> int:
+        """How long a drain's planning waits for a first record before the drain ends."""
+        locked_ms = max(0.0, self._unlocked_at - time.time()) * 1000
+        return int(locked_ms) + self._options.available_now_idle_ms
+
+    def _poll(self, session: ShareSession) -> list[Any]:
+        timeout_ms = self._options.poll_timeout_ms
+        self._lease.renew(self._run, timeout_ms / 1000.0)
+        return session.poll(timeout_ms)
 
     @property
     def stats(self) -> AckStats | None:
@@ -117,9 +138,9 @@ class BatchPlanner:
     def _first_poll(self, session: ShareSession) -> list[Any]:
         # A poll can come back empty while the member joins or a large fetch is under way;
         # under a processing-time trigger the next trigger simply polls again.
-        idle_until = time.monotonic() + self._options.available_now_idle_ms / 1000.0
+        idle_until = time.monotonic() + self._idle_ms() / 1000.0
         while True:
-            records = session.poll(self._options.poll_timeout_ms)
+            records = self._poll(session)
             if records or not self._draining or time.monotonic() >= idle_until:
                 return records
 
@@ -138,10 +159,7 @@ class BatchPlanner:
             # session closes (the session's own hook is chained after this one).
             self._pump_hook = SigtermHook(self.close)
             self._pump_hook.install()
-        wait_ms = (
-            self._options.available_now_idle_ms if self._draining
-            else self._options.poll_timeout_ms
-        )
+        wait_ms = self._idle_ms() if self._draining else self._options.poll_timeout_ms
         # A SIGTERM meanwhile waits: stopping the pump from the handler while this thread
         # holds the pump's lock would deadlock, and a pump started but not yet assigned
         # would be left polling. The wait for records ends at once for it instead (a drain
@@ -150,7 +168,7 @@ class BatchPlanner:
         with hook.busy():
             if self._pump is None:
                 self._pump = JournalPump(
-                    poll=lambda: session.poll(self._options.poll_timeout_ms),
+                    poll=lambda: self._poll(session),
                     journal=self._journal_poll,
                     settle=lambda tally: self._settle(session, tally),
                     stats=session.stats,
@@ -221,3 +239,4 @@ class BatchPlanner:
             if self._session is not None:
                 self._session.close()
                 self._held = None
+                self._lease.release()

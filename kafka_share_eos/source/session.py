@@ -35,10 +35,15 @@ class ShareSession:
     ``held`` is the last poll's records while they await their acknowledgement (acquired at
     ``acquired_at``, a :func:`time.monotonic` reading); on SIGTERM (or :meth:`close`) they are
     RELEASEd, pending acknowledgements are committed and the consumer leaves the group.
+    ``during_ack`` names the crash point hit halfway through an acknowledgement.
     """
 
-    def __init__(self, config: Mapping[str, str], topics: Sequence[str]) -> None:
+    def __init__(
+        self, config: Mapping[str, str], topics: Sequence[str],
+        during_ack: str = faults.DURING_ACK,
+    ) -> None:
         self.stats = AckStats()
+        self._during_ack = during_ack
         self.held: list[Any] = []
         self.acquired_at = 0.0
         # Reentrant: close() settles held records under it.
@@ -98,11 +103,11 @@ class ShareSession:
         acknowledge = consumer.acknowledge
         # With the crash point armed, half the batch is acknowledged and committed first, so a
         # crash leaves the batch partly settled.
-        crash_after = len(self.held) // 2 if faults.armed(faults.DURING_ACK) else -1
+        crash_after = len(self.held) // 2 if faults.armed(self._during_ack) else -1
         for index, message in enumerate(self.held):
             if index == crash_after:
                 consumer.commit_sync()
-                faults.maybe_crash(faults.DURING_ACK)
+                faults.maybe_crash(self._during_ack)
             try:
                 acknowledge(message, ack_type)
             except (IllegalStateException, KafkaException) as error:

@@ -60,6 +60,16 @@ class JournalStatus:
         return [s.seq for s in self.segments if not s.settled]
 
     @property
+    def consumers(self) -> list[dict[str, int]]:
+        """Records per consumer slot over :attr:`batches`, ``[{"slot": s, "records": n}]``:
+        how the work spread (a runner's single consumer is slot 0)."""
+        per_slot: dict[int, int] = {}
+        for batch in self.batches:
+            for entry in batch.consumers or [{"slot": 0, "records": batch.records}]:
+                per_slot[entry["slot"]] = per_slot.get(entry["slot"], 0) + entry["records"]
+        return [{"slot": slot, "records": n} for slot, n in sorted(per_slot.items())]
+
+    @property
     def totals(self) -> Totals:
         """Sums over :attr:`batches`."""
         b = self.batches
@@ -81,6 +91,7 @@ class JournalStatus:
             "acknowledged": len(self.batches),
             "pending": self.pending,
             "totals": dataclasses.asdict(self.totals),
+            "consumers": self.consumers,
             "last_batch": dataclasses.asdict(self.batches[-1]) if self.batches else None,
             "dead_letters": self.dead_letters,
         }
@@ -95,13 +106,13 @@ def journal_status(location: str, dead_letters: str | None = None) -> JournalSta
     open_existing(location)
     batches = tuple(MetricsStore(location, create=False).read_all())
     journal = Journal(location)
-    segments = []
-    for seq in journal.sequences():
+    rows: dict[int, int] = {}
+    for seq, slot in journal.entries():
         try:
-            rows = journal.read(seq).num_rows
+            rows[seq] = rows.get(seq, 0) + journal.read(seq, slot).num_rows
         except JournalError:
             continue  # purged by the running query since the listing
-        segments.append(Segment(seq, rows, _settled(seq, batches)))
+    segments = [Segment(seq, n, _settled(seq, batches)) for seq, n in sorted(rows.items())]
     return JournalStatus(location, tuple(segments), batches, _count_dead_letters(dead_letters))
 
 

@@ -1,0 +1,115 @@
+"""Leases on record locks: until when records a stopped run's consumers held may stay locked.
+
+A consumer that dies without leaving the share group (kill -9 of the pipeline, a lost executor)
+leaves the records it acquired locked on the broker until their lock expires
+(``lockDurationMs``). A drain (``trigger(availableNow=True)``) started right after would find
+the group empty and end while those records are still to come back. So every consumer of a
+query keeps a lease under ``<journalPath>/_leases`` before it polls: "this consumer, of run R,
+polls until T" (wall-clock time, renewed while it polls). Closing the consumer deletes it.
+
+A later run reads the leases of other runs: their records were acquired before ``min(T, now)``,
+so their locks are gone by ``min(T, now) + lockDurationMs``, and the drain does not end before.
+The wait is therefore bounded by the lock duration. Leases whose locks are gone are deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+import uuid
+
+import pyarrow.fs as pafs
+
+from kafka_share_eos.storage import delete_if_present, open_location, write_atomically
+
+log = logging.getLogger("kafka_share_eos.source")
+
+LEASES_DIR = "_leases"
+LEASE_S = 10.0
+"""How far ahead a lease reaches: one small write per consumer every few seconds of polling."""
+_RENEW_MARGIN_S = LEASE_S / 2
+
+
+def _directory(journal_location: str) -> tuple[pafs.FileSystem, str]:
+    return open_location(f"{journal_location}/{LEASES_DIR}", create=True)
+
+
+class Lease:
+    """The lease of one consumer (in the source runner, or in an executor's Python worker).
+
+    Args:
+        journal_location: the stream's ``journalPath``.
+    """
+
+    def __init__(self, journal_location: str) -> None:
+        self._location = journal_location
+        self._name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}.json"
+        self._run = ""
+        self._until = 0.0
+
+    def renew(self, run: str, polling_for_s: float) -> None:
+        """Before a poll of up to ``polling_for_s`` seconds for run ``run``: make sure the
+        lease covers it."""
+        now = time.time()
+        if run == self._run and now + polling_for_s + _RENEW_MARGIN_S <= self._until:
+            return
+        until = now + polling_for_s + LEASE_S
+        fs, root = _directory(self._location)
+        lease = json.dumps({"run": run, "until": until}).encode()
+        write_atomically(fs, f"{root}/{self._name}", lease)
+        self._run, self._until = run, until
+
+    def release(self) -> None:
+        """The consumer left the group, handing its records back: nothing to wait for."""
+        if self._until:
+            with contextlib.suppress(OSError):
+                fs, root = _directory(self._location)
+                delete_if_present(fs, f"{root}/{self._name}")
+            self._until = 0.0
+
+
+def locks_of_other_runs_expire_at(journal_location: str, run: str, lock_ms: int) -> float:
+    """The wall-clock time by which every record a consumer of another run than ``run`` held
+    is unlocked (0 when none may still be locked); deletes the leases that are past it."""
+    now = time.time()
+    latest = 0.0
+    fs, root = _directory(journal_location)
+    for info in fs.get_file_info(pafs.FileSelector(root)):
+        if not info.base_name.endswith(".json"):
+            continue
+        try:
+            with fs.open_input_stream(info.path) as source:
+                lease = json.loads(source.read())
+        except (OSError, ValueError):
+            continue  # released meanwhile, or being replaced
+        if lease.get("run") == run:
+            continue
+        unlocked_at = min(float(lease["until"]), now) + lock_ms / 1000.0
+        if unlocked_at <= now:
+            with contextlib.suppress(OSError):
+                delete_if_present(fs, info.path)
+            continue
+        latest = max(latest, unlocked_at)
+    return latest
+
+
+def drain_waits_until(journal_location: str, run: str, lock_ms: int) -> float:
+    """When a drain of run ``run`` starts: :func:`locks_of_other_runs_expire_at`, logged when
+    the drain has to wait for it."""
+    unlocked_at = locks_of_other_runs_expire_at(journal_location, run, lock_ms)
+    if unlocked_at > time.time():
+        log_wait(unlocked_at, lock_ms)
+    return unlocked_at
+
+
+def log_wait(unlocked_at: float, lock_ms: int) -> None:
+    """Say why a drain does not end yet."""
+    log.info(
+        "kafka-share source: a consumer of a previous run of this query stopped without leaving "
+        "the share group; the records it held stay locked for up to lockDurationMs=%d ms, so "
+        "the drain waits %.1f s more for them before it can end",
+        lock_ms, max(0.0, unlocked_at - time.time()),
+    )

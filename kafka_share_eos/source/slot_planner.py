@@ -1,0 +1,163 @@
+"""Planning micro-batches whose consumers run on the executors (``consumers=N``).
+
+Nothing is polled in the source runner: a batch is one journal sequence number and N slots
+(:mod:`~kafka_share_eos.source.slots`), and the records exist only once the slots' tasks ran.
+``latestOffset(start=end_N)`` therefore plans the next batch unconditionally, except in an
+``availableNow`` drain, which ends once every slot of the last batch found nothing for
+``availableNowIdleMs`` and no consumer of a previous run may still hold records locked
+(:mod:`~kafka_share_eos.source.leases`). An idle query runs an empty micro-batch per
+``pollTimeoutMs``, the time its slots wait for records.
+
+Batch N's metrics are gathered from its slots' reports when the next batch is planned (Spark has
+committed N by then), measured against the lock budget and written like a runner batch's, with
+the records each slot took under ``consumers``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import time
+import uuid
+from collections import defaultdict
+
+import pyarrow.fs as pafs
+
+from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.source.leases import drain_waits_until, log_wait
+from kafka_share_eos.source.lock_budget import LockBudget
+from kafka_share_eos.source.metrics import BatchMetrics
+from kafka_share_eos.source.metrics_store import MetricsStore
+from kafka_share_eos.source.options import AckPolicy, SourceOptions
+from kafka_share_eos.source.slots import (
+    SLOT_METRICS_DIR,
+    SlotMetrics,
+    SlotPartition,
+    slot_metrics_name,
+)
+from kafka_share_eos.storage import delete_if_present, open_location
+
+log = logging.getLogger("kafka_share_eos.source")
+
+
+def _iso(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat()
+
+
+class SlotPlanner:
+    """Decides the end offset of each micro-batch of a query whose consumers run in tasks.
+
+    Args:
+        options: the stream's options (``consumers`` above 1).
+        journal: where the slots journal their records.
+    """
+
+    def __init__(self, options: SourceOptions, journal: Journal) -> None:
+        self._options = options
+        self._journal = journal
+        self.run = uuid.uuid4().hex[:12]
+        self._budget = LockBudget(options)
+        self._metrics = MetricsStore(journal.location)
+        self._draining = False
+        self._unlocked_at = 0.0
+        # Batches planned in this run, with when (a drain ends only on an empty batch planned
+        # after an earlier run's locks expired).
+        self._planned: dict[int, float] = {}
+        # Batches of this run every slot of which reported an empty poll: only such a batch
+        # can end a drain (a slot that did not report may have found records).
+        self._empty: set[int] = set()
+        self._purged_through = -1
+
+    def drain(self) -> None:
+        """Switch to ``availableNow`` draining (see the module docstring)."""
+        self._draining = True
+        self._unlocked_at = drain_waits_until(
+            self._journal.location, self.run, self._options.lock_duration_ms
+        )
+
+    def latest(self, start: int) -> int:
+        """Plan the batch after ``start``; ``start`` once a drain is over."""
+        self._settle(start)
+        if start > self._purged_through:
+            self._journal.purge(start)
+            self._metrics.prune()
+            self._purged_through = start
+        present = self._journal.sequences()
+        if present and present[-1] > start:
+            # Journaled in a run that died before Spark logged the offset (a runner's segment
+            # from a run with one consumer): the journal is the records' only copy.
+            return present[-1]
+        if self._draining and start in self._empty:
+            if self._planned[start] >= self._unlocked_at:
+                return start
+            log_wait(self._unlocked_at, self._options.lock_duration_ms)
+        self._planned[start + 1] = time.time()
+        return start + 1
+
+    def partitions(self, start: int, end: int) -> list[SlotPartition | int]:
+        """The slots of each batch in ``(start, end]``; a sequence journaled whole (by a
+        runner consumer of an earlier run) stays one partition, given as its number."""
+        whole = {seq for seq, slot in self._journal.entries() if slot is None}
+        idle_ms = self._options.available_now_idle_ms if self._draining else 0
+        planned: list[SlotPartition | int] = []
+        for seq in range(start + 1, end + 1):
+            if seq in whole:
+                planned.append(seq)
+            else:
+                planned.extend(
+                    SlotPartition(seq, slot, self.run, idle_ms)
+                    for slot in range(self._options.consumers)
+                )
+        return planned
+
+    def _settle(self, committed: int) -> None:
+        """Write the metrics of every batch up to ``committed`` from its slots' reports."""
+        fs, root = open_location(f"{self._journal.location}/{SLOT_METRICS_DIR}", create=True)
+        reports: dict[int, list[SlotMetrics]] = defaultdict(list)
+        for info in fs.get_file_info(pafs.FileSelector(root)):
+            if not info.base_name.endswith(".json"):
+                continue
+            try:
+                with fs.open_input_stream(info.path) as source:
+                    report = SlotMetrics(**json.loads(source.read()))
+            except (OSError, ValueError, TypeError):
+                continue
+            if report.seq <= committed:
+                reports[report.seq].append(report)
+        for seq, slots in sorted(reports.items()):
+            self._write(seq, sorted(slots, key=lambda r: r.slot))
+            reported = {r.slot for r in slots if r.records == 0}
+            if seq in self._planned and len(reported) == self._options.consumers:
+                self._empty.add(seq)
+            for report in slots:
+                with contextlib.suppress(OSError):
+                    delete_if_present(fs, f"{root}/{slot_metrics_name(report.seq, report.slot)}")
+        self._planned = {seq: at for seq, at in self._planned.items() if seq >= committed}
+        self._empty = {seq for seq in self._empty if seq >= committed}
+
+    def _write(self, seq: int, slots: list[SlotMetrics]) -> None:
+        held_ms = max(r.lock_held_ms for r in slots)
+        used = self._budget.observe(seq, held_ms, AckPolicy.AFTER_JOURNAL)
+        self._metrics.write(
+            BatchMetrics(
+                seq=seq,
+                first_seq=seq,
+                records=sum(r.records for r in slots),
+                redelivered=sum(r.redelivered for r in slots),
+                acknowledged=sum(r.acknowledged for r in slots),
+                ack_failures=sum(r.ack_failures for r in slots),
+                ack_failed_partitions=sum(r.ack_failed_partitions for r in slots),
+                lock_held_ms=held_ms,
+                lock_budget_used=used,
+                ack_policy=AckPolicy.AFTER_JOURNAL.value,
+                planned_at=_iso(min(r.polled_at for r in slots)),
+                settled_at=_iso(max(r.settled_at for r in slots)),
+                consumers=[{"slot": r.slot, "records": r.records} for r in slots],
+            )
+        )
+
+    def close(self) -> None:
+        """Nothing to release: the consumers live in the executors' Python workers."""
+

@@ -1,0 +1,182 @@
+"""Consumers on the executors (``consumers=N``): each input partition of a batch is a *slot*
+whose task polls, journals and acknowledges its own records.
+
+A share group accepts an acknowledgement only from the member that acquired the record, and a
+Spark task is not guaranteed to land on the same Python worker twice, so a slot's task does it
+all in one ``read(partition)``: poll once (up to the slot's share of ``maxRecordsPerTrigger``),
+write the slot's journal segment first-writer-wins, ACCEPT, commit. A task that finds its slot's
+segment (a replay after a crash, a retried or speculative attempt, a second Spark action over the
+same batch) reads it and never polls; one that loses the race to write it RELEASEs what it
+fetched and reads the winner's. An empty poll is journaled too, so every reader of a batch sees
+the same records.
+
+The consumer lives in a module-level cache of the Python worker: Spark reuses workers across
+tasks (``spark.python.worker.reuse``, the default), so one member with its share session serves
+many batches. It is created in the task, after the worker was forked, and keyed by process id.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import InputPartition
+
+from kafka_share_eos import faults
+from kafka_share_eos.source.acks import AckStats
+from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.source.leases import Lease
+from kafka_share_eos.source.options import SourceOptions
+from kafka_share_eos.source.schema import to_record_batch
+from kafka_share_eos.source.session import ACCEPT, RELEASE, ShareSession
+from kafka_share_eos.storage import open_location, write_atomically
+
+log = logging.getLogger("kafka_share_eos.source")
+
+SLOT_METRICS_DIR = "_metrics/slots"
+
+
+class SlotPartition(InputPartition):
+    """Slot ``slot`` of batch ``seq``, planned by run ``run``; ``idle_ms`` above 0 makes an
+    empty slot keep polling that long (an ``availableNow`` drain)."""
+
+    def __init__(self, seq: int, slot: int, run: str, idle_ms: int) -> None:
+        super().__init__((seq, slot))
+        self.seq = seq
+        self.slot = slot
+        self.run = run
+        self.idle_ms = idle_ms
+
+
+@dataclass(frozen=True)
+class SlotMetrics:
+    """What one slot's task polled and acknowledged (read back by the planner)."""
+
+    seq: int
+    slot: int
+    records: int
+    redelivered: int
+    acknowledged: int
+    ack_failures: int
+    ack_failed_partitions: int
+    lock_held_ms: float
+    polled_at: float
+    settled_at: float
+
+
+def slot_metrics_name(seq: int, slot: int) -> str:
+    """The file name of one slot's metrics under ``_metrics/slots``."""
+    return f"{seq:020d}-{slot:04d}.json"
+
+
+class SlotConsumer:
+    """One share-group member in an executor's Python worker, with its lease."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self.session = ShareSession(
+            options.consumer_config, options.topics, during_ack=faults.SLOT_DURING_ACK
+        )
+        self.lease = Lease(options.journal_path)
+
+    def fill(self, journal: Journal, part: SlotPartition) -> pa.Table:
+        """Poll the slot's records, journal them first-writer-wins, ACCEPT them; return the
+        slot's records (the winner's, if another attempt wrote the slot first)."""
+        session = self.session
+        if session.held:
+            # Left by an attempt that failed before journaling them in this worker.
+            session.settle(RELEASE)
+        stats = dataclasses.replace(session.stats)
+        records = self._poll(part)
+        faults.maybe_crash(faults.SLOT_AFTER_POLL)
+        batch = to_record_batch(records)
+        try:
+            won = journal.write_slot(part.seq, part.slot, batch)
+        except BaseException:
+            session.settle(RELEASE)
+            raise
+        if not won:
+            session.settle(RELEASE)
+            faults.maybe_crash(faults.SLOT_READING_OTHER)
+            return journal.read(part.seq, part.slot)
+        faults.maybe_crash(faults.SLOT_AFTER_SEGMENT)
+        acquired_at, polled_at = session.acquired_at, time.time()
+        session.settle(ACCEPT)
+        self._report(part, batch, stats, (time.monotonic() - acquired_at) * 1000, polled_at)
+        return pa.Table.from_batches([batch])
+
+    def _poll(self, part: SlotPartition) -> list[object]:
+        timeout_ms = self.options.poll_timeout_ms
+        idle_until = time.monotonic() + part.idle_ms / 1000.0
+        while True:
+            self.lease.renew(part.run, timeout_ms / 1000.0)
+            records = self.session.poll(timeout_ms)
+            if records or time.monotonic() >= idle_until:
+                return records
+
+    def _report(
+        self, part: SlotPartition, batch: pa.RecordBatch, before: AckStats, held_ms: float,
+        polled_at: float,
+    ) -> None:
+        after = self.session.stats
+        again = pc.sum(pc.greater(batch.column("deliveryCount"), 1)).as_py()
+        metrics = SlotMetrics(
+            seq=part.seq,
+            slot=part.slot,
+            records=batch.num_rows,
+            redelivered=int(again or 0),
+            acknowledged=after.accepted - before.accepted,
+            ack_failures=after.refused_locally - before.refused_locally
+            + after.failed_records - before.failed_records,
+            ack_failed_partitions=after.failed_partitions - before.failed_partitions,
+            lock_held_ms=round(held_ms, 3) if batch.num_rows else 0.0,
+            polled_at=polled_at,
+            settled_at=time.time(),
+        )
+        try:
+            fs, root = open_location(f"{self.options.journal_path}/{SLOT_METRICS_DIR}", create=True)
+            path = f"{root}/{slot_metrics_name(part.seq, part.slot)}"
+            write_atomically(fs, path, json.dumps(dataclasses.asdict(metrics)).encode())
+        except OSError:
+            # Metrics are not data: the batch's entry then counts the slot from its segment.
+            log.warning("could not write the metrics of slot %d of batch %d", part.slot, part.seq)
+
+    def close(self) -> None:
+        """RELEASE what is held, leave the group, drop the lease."""
+        try:
+            self.session.close()
+        finally:
+            self.lease.release()
+
+
+_consumers: dict[tuple[object, ...], SlotConsumer] = {}
+
+
+def read_slot(options: SourceOptions, journal: Journal, part: SlotPartition) -> pa.Table:
+    """The records of one slot: from its segment when one exists, else polled into it."""
+    table = journal.read_slot(part.seq, part.slot)
+    if table is not None:
+        return table
+    # The process id is part of the key: a consumer must never cross a fork.
+    key = (os.getpid(), options.journal_path, options.topics,
+           tuple(sorted(options.consumer_config.items())))
+    consumer = _consumers.get(key)
+    if consumer is None or consumer.session.closed:
+        consumer = _consumers[key] = SlotConsumer(options)
+    try:
+        return consumer.fill(journal, part)
+    except BaseException:
+        # A consumer that failed mid-way may hold records or a broken session: start afresh
+        # (closing RELEASEs what it holds, so the broker hands it out again at once).
+        del _consumers[key]
+        try:
+            consumer.close()
+        except Exception:
+            log.warning("closing a failed kafka-share consumer failed", exc_info=True)
+        raise

@@ -1,0 +1,82 @@
+"""``consumers=N``: share consumers in executor tasks, one journal slot each, end to end."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from helpers import produce
+from helpers.streaming import run_available_now, share_stream
+
+from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.source.status import journal_status
+from kafka_share_eos.testing.plugin import ShareTopic
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+
+
+class TwoActions:
+    """A foreachBatch target that reads each batch twice, as strategies that count first do:
+    both actions must see the same records."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.partitions: list[int] = []
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        counted = batch.count()
+        rows = [row.asDict() for row in batch.collect()]
+        assert counted == len(rows), f"batch {batch_id}: {counted} counted, {len(rows)} read"
+        self.partitions.append(batch.rdd.getNumPartitions())
+        self.rows.extend(rows)
+
+
+@pytest.mark.partitions(6)
+def test_three_consumers_split_the_group_and_every_record_arrives_once(
+    spark: SparkSession, private_share_topic: ShareTopic, tmp_path: Path
+) -> None:
+    topic = private_share_topic
+    produced = produce(topic.bootstrap_servers, topic.topic,
+                       (b"v%d" % i for i in range(600)), partitions=topic.partitions)
+    sink = TwoActions()
+    df = share_stream(spark, topic, tmp_path / "journal", consumers="3",
+                      maxRecordsPerTrigger="150", availableNowIdleMs="3000")
+    run_available_now(df, tmp_path / "checkpoint", sink)
+
+    seen = Counter((row["partition"], row["offset"]) for row in sink.rows)
+    assert set(seen) == set(produced)
+    assert max(seen.values()) == 1
+    assert all(n == 3 for n in sink.partitions)
+    status = journal_status(str(tmp_path / "journal")).to_dict()
+    slots = {entry["slot"]: entry["records"] for entry in status["consumers"]}
+    assert sum(slots.values()) == 600
+    assert sum(1 for n in slots.values() if n) > 1, slots
+    # A share of 150 over three slots: no slot journaled more than 50 records in one batch.
+    assert all(
+        entry["records"] <= 50 for batch in status_batches(tmp_path) for entry in batch
+    )
+    assert Journal(str(tmp_path / "journal")).sequences() == []
+
+
+def status_batches(tmp_path: Path) -> list[list[dict[str, int]]]:
+    return [m.consumers for m in journal_status(str(tmp_path / "journal")).batches]
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ({"consumers": "3", "acknowledge": "afterCommit"}, "'consumers' .* 'acknowledge'"),
+        ({"consumers": "0"}, "consumers"),
+    ],
+)
+def test_consumer_options_are_checked_at_load(
+    spark: SparkSession, private_share_topic: ShareTopic, tmp_path: Path,
+    extra: dict[str, str], named: str,
+) -> None:
+    with pytest.raises(Exception, match=named):
+        share_stream(spark, private_share_topic, tmp_path / "journal", **extra)
