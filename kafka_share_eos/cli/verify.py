@@ -31,7 +31,7 @@ def render(result: MatrixResult) -> Table:
         ("strategy", "left"), ("crash point", "left"), ("runs", "right"),
         ("crashes", "right"), ("records", "right"), ("duplicates", "right"),
         ("losses", "right"), ("dead-lettered", "right"), ("redeliveries absorbed", "right"),
-        ("s/crash cycle", "right"), ("verdict", "left"),
+        ("consumers with records", "right"), ("s/crash cycle", "right"), ("verdict", "left"),
     ):
         table.add_column(column, justify=justify, no_wrap=justify == "left")  # type: ignore[arg-type]
     for cell in result.cells:
@@ -50,9 +50,16 @@ def render(result: MatrixResult) -> Table:
             cell.target, cell.point, str(len(cell.runs)), str(crashes),
             str(cell_json["records"]), str(cell_json["duplicates"]), str(cell_json["losses"]),
             str(cell_json["dead_lettered"]), str(cell_json["redeliveries_absorbed"]),
-            "" if cycle is None else f"{cycle:.1f}", verdict,
+            _span(cell.consumers_applying()), "" if cycle is None else f"{cycle:.1f}", verdict,
         )
     return table
+
+
+def _span(values: list[int]) -> str:
+    if not values:
+        return ""
+    low, high = min(values), max(values)
+    return str(low) if low == high else f"{low}-{high}"
 
 
 def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -100,6 +107,11 @@ def verify(
         bool, typer.Option(help="Pipelines ACCEPT records right after the journal write "
                            "(acknowledge=afterJournal) instead of after Spark's commit.")
     ] = False,
+    consumers: Annotated[
+        int, typer.Option(min=1, help="Share consumers per pipeline (the source's 'consumers' "
+                          "option); above 1 they poll in executor tasks, under afterJournal, and "
+                          "the slot.* crash points replace the source.* ones.")
+    ] = 1,
     postgres_url: Annotated[
         str | None,
         typer.Option(help="SQLAlchemy URL of a superuser on a PostgreSQL server with "
@@ -133,7 +145,7 @@ def verify(
         seed=seed,
         parallel=parallel,
         mix=Mix(second_consumer, session_drops, slow_sink, bad_records, random_kills,
-                after_journal),
+                after_journal, consumers),
         postgres_url=postgres_url,
         workdir=workdir,
         keep=keep,
@@ -150,10 +162,12 @@ def verify(
         done[0] += 1
         state = "ok" if result.ok else f"FAILED {result.error or ''}"
         counted = result.score
+        applying = sum(1 for slot in result.consumers if slot["records"])
         progress.print(f"[{done[0]}/{total}] {result.spec.key}: {result.crashes} crashes, "
                        f"{result.kills} kills, {counted.records} records, {counted.duplicates} "
                        f"duplicates, {counted.losses} lost, {counted.dead_lettered} "
-                       f"dead-lettered, {result.seconds:.0f} s, {state}")
+                       f"dead-lettered, {applying} consumers with records, "
+                       f"{result.seconds:.0f} s, {state}")
 
     def on_resume(count: int) -> None:
         done[0] += count

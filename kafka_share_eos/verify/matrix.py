@@ -61,14 +61,17 @@ class MatrixOptions:
         if unknown:
             raise ValueError(f"unknown strategy {unknown}; choose from {list(TARGETS)}")
         if self.only is not None:
-            wrong = [cell for cell in self.only if cell[1] not in points_of(cell[0])]
+            wrong = [
+                cell for cell in self.only
+                if cell[1] not in points_of(cell[0], self.mix.consumers)
+            ]
             if wrong:
                 raise ValueError(f"crash point not of that strategy: {wrong}")
             return list(dict.fromkeys(self.only))
         cells = [
             (target, point)
             for target in self.targets
-            for point in points_of(target)
+            for point in points_of(target, self.mix.consumers)
             if self.points is None or point in self.points
         ]
         unused = [p for p in self.points or () if not any(p == point for _, point in cells)]
@@ -119,6 +122,10 @@ class CellResult:
         """The errors of failed runs."""
         return [f"{run.spec.key}: {run.error}" for run in self.runs if run.error]
 
+    def consumers_applying(self) -> list[int]:
+        """Per run, how many consumer slots journaled records for the crashed pipeline."""
+        return [sum(1 for slot in run.consumers if slot["records"]) for run in self.runs]
+
     def cycle_seconds(self) -> list[float]:
         """Durations of every start that ended in a crash or kill."""
         return [s for run in self.runs for s in run.cycle_seconds]
@@ -142,6 +149,7 @@ class CellResult:
             "redeliveries_absorbed": self.total("absorbed"),
             "redelivered": self.total("redelivered"),
             "failed_starts": self.total("failed_starts"),
+            "consumers_applying": self.consumers_applying(),
             "mean_crash_cycle_seconds": round(statistics.fmean(cycles), 2) if cycles else None,
             "errors": self.errors,
             "run_details": [_run_json(run) for run in self.runs],
@@ -160,6 +168,7 @@ def _run_json(run: RunResult) -> dict[str, Any]:
         "per_sink": {sink: {"duplicates": d, "losses": lost}
                      for sink, (d, lost) in run.score.per_sink.items()},
         "seconds": round(run.seconds, 1),
+        "consumers": run.consumers,
         "error": run.error,
     }
 

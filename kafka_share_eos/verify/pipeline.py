@@ -44,6 +44,7 @@ class PipelineConfig:
     slow_sink_share: float = 0.0
     seed: int = 0
     acknowledge: str = "afterCommit"
+    consumers: int = 1
 
     def save(self, path: Path) -> None:
         """Write the configuration as JSON."""
@@ -68,12 +69,17 @@ class VerifyBatch:
 
     def __init__(self, config: PipelineConfig, strategy: Any, progress: Path) -> None:
         self._strategy = strategy
+        self._count_first = config.consumers > 1
         self._progress = progress
         self._slow_seconds = config.slow_sink_seconds
         self._slow_share = config.slow_sink_share
         self._rng = random.Random(f"{config.seed}:{os.getpid()}")
 
     def __call__(self, batch_df: Any, batch_id: int) -> None:
+        if self._count_first:
+            # A second Spark action over the batch, as strategies that count first run: its
+            # slot tasks must read what the first action's tasks journaled.
+            batch_df.count()
         batch = batch_df.toArrow()
         redelivered = sum(1 for n in batch["deliveryCount"].to_pylist() if n and n > 1)
         if self._slow_seconds and self._rng.random() < self._slow_share:
@@ -107,7 +113,9 @@ def run(config: PipelineConfig, name: str) -> None:
     directory = config.pipeline_dir(name)
     directory.mkdir(parents=True, exist_ok=True)
     strategy = TARGETS[config.target]().build(config.context(), name)
-    spark = local_spark_session(f"kafka-share-eos-verify-{name}", cores=1, short_lived=True)
+    # Several consumers need several tasks at a time: one Python worker, one consumer each.
+    cores = 2 if config.consumers > 1 else 1
+    spark = local_spark_session(f"kafka-share-eos-verify-{name}", cores=cores, short_lived=True)
     kafka_share_eos.register(spark)
     stream = (
         spark.readStream.format("kafka-share")
@@ -118,6 +126,7 @@ def run(config: PipelineConfig, name: str) -> None:
         .option("maxRecordsPerTrigger", str(config.max_records_per_trigger))
         .option("availableNowIdleMs", str(config.idle_ms))
         .option("acknowledge", config.acknowledge)
+        .option("consumers", str(config.consumers))
         .load()
     )
     query = (

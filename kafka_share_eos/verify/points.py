@@ -18,6 +18,16 @@ COMMON_POINTS: dict[str, str] = {
     "(Spark has not committed the batch)",
 }
 
+SLOT_POINTS: dict[str, str] = {
+    "slot.after_poll": "executor task (consumers=N): records polled, slot segment not written",
+    "slot.after_segment": "executor task: slot segment durable, nothing acknowledged",
+    "slot.during_ack": "executor task: part of the slot acknowledged and committed",
+    "slot.reading_other": "executor task: reading a slot segment another attempt or action "
+    "wrote",
+}
+"""With ``consumers`` above 1 there is no consumer in the source runner: these replace the
+``source.*`` points."""
+
 OWN_POINTS: dict[str, str] = {
     "2pc.postgres.before_prepare": "2PC: Postgres effect run, PREPARE TRANSACTION not issued",
     "2pc.between_prepares": "2PC: one participant prepared, the next not",
@@ -33,11 +43,15 @@ OWN_POINTS: dict[str, str] = {
 
 DESCRIPTIONS: dict[str, str] = {
     **COMMON_POINTS,
+    **SLOT_POINTS,
     **OWN_POINTS,
     RANDOM_KILL: "SIGKILL of the whole pipeline from outside at a random moment",
 }
 
 
-def points_of(target: str) -> tuple[str, ...]:
-    """Every crash point of ``target``, common ones first, then its own, then random kills."""
-    return (*COMMON_POINTS, *TARGETS[target].own_points, RANDOM_KILL)
+def points_of(target: str, consumers: int = 1) -> tuple[str, ...]:
+    """Every crash point of ``target`` read by ``consumers`` consumers: the source's (the
+    runner's, or the executor tasks' with several), the sink's, its own, then random kills."""
+    source = [p for p in COMMON_POINTS if not p.startswith("source.")] if consumers > 1 else []
+    common = (*SLOT_POINTS, *source) if consumers > 1 else tuple(COMMON_POINTS)
+    return (*common, *TARGETS[target].own_points, RANDOM_KILL)

@@ -25,6 +25,7 @@ from pathlib import Path
 from kafka_share_eos import faults
 from kafka_share_eos.deadletter import SqlDeadLetters
 from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos.source.status import journal_status
 from kafka_share_eos.testing.postgres import PostgresDatabases
 from kafka_share_eos.verify.disturb import SessionDropper
 from kafka_share_eos.verify.pipeline import PROGRESS_FILE, PipelineConfig
@@ -53,6 +54,9 @@ class Mix:
     after_journal: bool = False
     """Pipelines ACCEPT records right after the journal write (``acknowledge=afterJournal``,
     polling ahead while Spark runs a batch) instead of after Spark's commit."""
+    consumers: int = 1
+    """Share consumers per pipeline (the source's ``consumers``): above 1 they poll in executor
+    tasks, under afterJournal."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,8 @@ class RunResult:
     redelivered: int = 0
     seconds: float = 0.0
     cycle_seconds: list[float] = field(default_factory=list)
+    consumers: list[dict[str, int]] = field(default_factory=list)
+    """Records journaled per consumer slot by the crashed pipeline, over its runs."""
     error: str | None = None
 
     @property
@@ -139,7 +145,11 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
             max_records_per_trigger=spec.per_trigger,
             slow_sink_seconds=env.slow_sink_seconds if spec.mix.slow_sink else 0.0,
             slow_sink_share=0.3 if spec.mix.slow_sink else 0.0,
-            acknowledge="afterJournal" if spec.mix.after_journal else "afterCommit",
+            acknowledge=(
+                "afterJournal" if spec.mix.after_journal or spec.mix.consumers > 1
+                else "afterCommit"
+            ),
+            consumers=spec.mix.consumers,
             seed=spec.seed,
         )
         config.save(ctx.run_dir / "config.json")
@@ -152,9 +162,17 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
             )
             result = supervisor.run()
         result.session_drops = dropper.drops if dropper is not None else 0
+        result.consumers = _consumers(config.pipeline_dir("a") / "journal")
         result.score = score(target.landed(ctx, produced), produced, supervisor.dead_lettered())
         result.seconds = time.monotonic() - started
         return result
+
+
+def _consumers(journal: Path) -> list[dict[str, int]]:
+    try:
+        return journal_status(str(journal)).consumers
+    except FileNotFoundError:
+        return []
 
 
 @contextlib.contextmanager
