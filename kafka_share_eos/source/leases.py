@@ -2,14 +2,17 @@
 
 A consumer that dies without leaving the share group (kill -9 of the pipeline, a lost executor)
 leaves the records it acquired locked on the broker until their lock expires
-(``lockDurationMs``). A drain (``trigger(availableNow=True)``) started right after would find
-the group empty and end while those records are still to come back. So every consumer of a
+(``lockDurationMs``), and stays a member, keeping its partitions from the others, until the
+group's session timeout drops it (``sessionTimeoutMs``). A drain (``trigger(availableNow=True)``)
+started right after would find the group empty and end while those records are still to come
+back. So every consumer of a
 query keeps a lease under ``<journalPath>/_leases`` before it polls: "this consumer, of run R,
 polls until T" (wall-clock time, renewed while it polls). Closing the consumer deletes it.
 
 A later run reads the leases of other runs: their records were acquired before ``min(T, now)``,
-so their locks are gone by ``min(T, now) + lockDurationMs``, and the drain does not end before.
-The wait is therefore bounded by the lock duration. Leases whose locks are gone are deleted.
+so they are within reach again by ``min(T, now) + max(lockDurationMs, sessionTimeoutMs)``, and
+the drain does not end before. The wait is therefore bounded by the longer of the two. Leases
+past that are deleted.
 """
 
 from __future__ import annotations
@@ -71,9 +74,10 @@ class Lease:
             self._until = 0.0
 
 
-def locks_of_other_runs_expire_at(journal_location: str, run: str, lock_ms: int) -> float:
+def locks_of_other_runs_expire_at(journal_location: str, run: str, hold_ms: int) -> float:
     """The wall-clock time by which every record a consumer of another run than ``run`` held
-    is unlocked (0 when none may still be locked); deletes the leases that are past it."""
+    is within reach again, ``hold_ms`` after its last poll (0 when none may still be held);
+    deletes the leases that are past it."""
     now = time.time()
     latest = 0.0
     fs, root = _directory(journal_location)
@@ -87,7 +91,7 @@ def locks_of_other_runs_expire_at(journal_location: str, run: str, lock_ms: int)
             continue  # released meanwhile, or being replaced
         if lease.get("run") == run:
             continue
-        unlocked_at = min(float(lease["until"]), now) + lock_ms / 1000.0
+        unlocked_at = min(float(lease["until"]), now) + hold_ms / 1000.0
         if unlocked_at <= now:
             with contextlib.suppress(OSError):
                 delete_if_present(fs, info.path)
@@ -96,20 +100,21 @@ def locks_of_other_runs_expire_at(journal_location: str, run: str, lock_ms: int)
     return latest
 
 
-def drain_waits_until(journal_location: str, run: str, lock_ms: int) -> float:
+def drain_waits_until(journal_location: str, run: str, hold_ms: int) -> float:
     """When a drain of run ``run`` starts: :func:`locks_of_other_runs_expire_at`, logged when
     the drain has to wait for it."""
-    unlocked_at = locks_of_other_runs_expire_at(journal_location, run, lock_ms)
+    unlocked_at = locks_of_other_runs_expire_at(journal_location, run, hold_ms)
     if unlocked_at > time.time():
-        log_wait(unlocked_at, lock_ms)
+        log_wait(unlocked_at)
     return unlocked_at
 
 
-def log_wait(unlocked_at: float, lock_ms: int) -> None:
+def log_wait(unlocked_at: float) -> None:
     """Say why a drain does not end yet."""
-    log.info(
+    log.warning(
         "kafka-share source: a consumer of a previous run of this query stopped without leaving "
-        "the share group; the records it held stay locked for up to lockDurationMs=%d ms, so "
-        "the drain waits %.1f s more for them before it can end",
-        lock_ms, max(0.0, unlocked_at - time.time()),
+        "the share group; the records it held come back once their lock expires and the group "
+        "drops it (max of lockDurationMs and sessionTimeoutMs), so the drain waits %.1f s more "
+        "for them before it can end",
+        max(0.0, unlocked_at - time.time()),
     )

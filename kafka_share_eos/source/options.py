@@ -24,6 +24,8 @@ DEFAULT_MAX_POLL_RECORDS = 500
 DEFAULT_SLOT_POLL_RECORDS = 2000
 # Kafka's default group.share.record.lock.duration.ms.
 DEFAULT_LOCK_DURATION_MS = 30_000
+# Kafka's default group.share.session.timeout.ms.
+DEFAULT_SESSION_TIMEOUT_MS = 45_000
 DEFAULT_LOCK_BUDGET_WARN_FRACTION = 0.8
 
 
@@ -85,7 +87,8 @@ _REFUSED = {
 
 _OPTIONAL = (
     "consumers", "maxRecordsPerTrigger", "pollTimeoutMs", "availableNowIdleMs", "acknowledge",
-    "includeHeaders", "lockDurationMs", "lockBudgetWarnFraction", "lockBudgetAction",
+    "includeHeaders", "lockDurationMs", "sessionTimeoutMs", "lockBudgetWarnFraction",
+    "lockBudgetAction",
 )
 _KNOWN = {name.lower() for name in (*_REQUIRED, *_OPTIONAL)}
 
@@ -156,6 +159,14 @@ class SourceOptions:
     lock_budget_action: LockBudgetAction = LockBudgetAction.WARN
     consumer_config: Mapping[str, str] = field(default_factory=dict)
     consumers: int = 1
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+
+    @property
+    def dead_member_holds_ms(self) -> int:
+        """How long records a consumer acquired may stay out of reach after it died without
+        leaving the group: until their lock expires and the group drops the member (which
+        keeps its partitions until then)."""
+        return max(self.lock_duration_ms, self.session_timeout_ms)
 
     @property
     def max_poll_records(self) -> int:
@@ -227,6 +238,9 @@ class SourceOptions:
             ),
             consumer_config=client,
             consumers=consumers,
+            session_timeout_ms=value(
+                "sessionTimeoutMs", _positive_int, DEFAULT_SESSION_TIMEOUT_MS
+            ),
         )
 
 

@@ -77,7 +77,7 @@ class BatchPlanner:
         (:mod:`~kafka_share_eos.source.leases`)."""
         self._draining = True
         self._unlocked_at = drain_waits_until(
-            self._journal.location, self._run, self._options.lock_duration_ms
+            self._journal.location, self._run, self._options.dead_member_holds_ms
         )
 
     def _idle_ms(self) -> int:

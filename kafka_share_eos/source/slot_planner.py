@@ -74,7 +74,7 @@ class SlotPlanner:
         """Switch to ``availableNow`` draining (see the module docstring)."""
         self._draining = True
         self._unlocked_at = drain_waits_until(
-            self._journal.location, self.run, self._options.lock_duration_ms
+            self._journal.location, self.run, self._options.dead_member_holds_ms
         )
 
     def latest(self, start: int) -> int:
@@ -92,7 +92,7 @@ class SlotPlanner:
         if self._draining and start in self._empty:
             if self._planned[start] >= self._unlocked_at:
                 return start
-            log_wait(self._unlocked_at, self._options.lock_duration_ms)
+            log_wait(self._unlocked_at)
         self._planned[start + 1] = time.time()
         return start + 1
 

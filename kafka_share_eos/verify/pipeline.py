@@ -45,6 +45,8 @@ class PipelineConfig:
     seed: int = 0
     acknowledge: str = "afterCommit"
     consumers: int = 1
+    lock_duration_ms: int = 30_000
+    session_timeout_ms: int = 45_000
 
     def save(self, path: Path) -> None:
         """Write the configuration as JSON."""
@@ -127,6 +129,8 @@ def run(config: PipelineConfig, name: str) -> None:
         .option("availableNowIdleMs", str(config.idle_ms))
         .option("acknowledge", config.acknowledge)
         .option("consumers", str(config.consumers))
+        .option("lockDurationMs", str(config.lock_duration_ms))
+        .option("sessionTimeoutMs", str(config.session_timeout_ms))
         .load()
     )
     query = (

@@ -1,0 +1,67 @@
+"""A drain started right after a kill -9 completes in one run: it waits out the record locks
+the dead consumers held (records the broker hands out again only once those locks expire)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafka_share_eos import faults
+from kafka_share_eos.deadletter import SqlDeadLetters
+from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos.verify.pipeline import PipelineConfig
+from kafka_share_eos.verify.process import Exit, PipelineProcess
+from kafka_share_eos.verify.records import plan_records, produce
+from kafka_share_eos.verify.score import score
+from kafka_share_eos.verify.targets import TARGETS, RunContext, dead_lettered
+
+pytestmark = pytest.mark.timeout(600)
+
+# Much longer than the drain's idle time and the group's session timeout: without waiting for
+# the dead consumers' locks, the restarted drain would end before their records come back.
+RECORD_LOCK_MS = 20_000
+SESSION_TIMEOUT_MS = 4000
+IDLE_MS = 2000
+
+
+@pytest.mark.parametrize(
+    ("consumers", "crash_at"),
+    [(1, faults.AFTER_JOURNAL), (3, faults.SLOT_AFTER_SEGMENT)],
+    ids=["runner-consumer", "three-executor-consumers"],
+)
+def test_one_drain_after_a_kill_applies_every_record_once(
+    tmp_path: Path, consumers: int, crash_at: str
+) -> None:
+    with EmbeddedBroker(
+        record_lock_duration_ms=RECORD_LOCK_MS, session_timeout_ms=SESSION_TIMEOUT_MS,
+        heartbeat_interval_ms=500,
+    ) as broker:
+        topic = "payments"
+        broker.create_topic(topic, 3)
+        planned = plan_records(60, "drain-after-crash", bad_records=False)
+        produced = produce(broker.bootstrap_servers, topic, planned, 3)
+        ctx = RunContext(tmp_path / "run")
+        ctx.run_dir.mkdir()
+        target = TARGETS["upsert-sqlite"]()
+        target.setup(ctx, planned)
+        SqlDeadLetters(ctx.dead_letters()).close()
+        config = PipelineConfig(
+            target=target.name, run_dir=str(ctx.run_dir),
+            bootstrap_servers=broker.bootstrap_servers, topic=topic, group_id="drain",
+            max_records_per_trigger=15, idle_ms=IDLE_MS, consumers=consumers,
+            acknowledge="afterJournal" if consumers > 1 else "afterCommit",
+            lock_duration_ms=RECORD_LOCK_MS, session_timeout_ms=SESSION_TIMEOUT_MS,
+        )
+        config_path = ctx.run_dir / "config.json"
+        config.save(config_path)
+        log, record = ctx.run_dir / "a.log", ctx.run_dir / "crashes.log"
+
+        crashed = PipelineProcess(config_path, "a", log, crash_at, record).wait(300)
+        assert crashed is Exit.CRASHED, log.read_text()[-3000:]
+        drained = PipelineProcess(config_path, "a", log, None, record).wait(300)
+        assert drained is Exit.DRAINED, log.read_text()[-3000:]
+
+        counted = score(target.landed(ctx, produced), produced, dead_lettered(ctx))
+        assert (counted.records, counted.duplicates, counted.losses) == (60, 0, 0), counted
+        assert "the drain waits" in log.read_text()
