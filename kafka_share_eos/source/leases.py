@@ -12,7 +12,9 @@ polls until T" (wall-clock time, renewed while it polls). Closing the consumer d
 A later run reads the leases of other runs: their records were acquired before ``min(T, now)``,
 so they are within reach again by ``min(T, now) + max(lockDurationMs, sessionTimeoutMs)``, and
 the drain does not end before. The wait is therefore bounded by the longer of the two. Leases
-past that are deleted.
+past that are deleted. A lease whose consumer's process is still alive on this host is not
+waited for: that consumer still holds its share session (an executor's Python worker reused by
+the next query of the same application) and hands out what it fetched.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import contextlib
 import json
 import logging
 import os
+import socket
 import time
 import uuid
 
@@ -61,7 +64,9 @@ class Lease:
             return
         until = now + polling_for_s + LEASE_S
         fs, root = _directory(self._location)
-        lease = json.dumps({"run": run, "until": until}).encode()
+        lease = json.dumps(
+            {"run": run, "until": until, "host": socket.gethostname(), "pid": os.getpid()}
+        ).encode()
         write_atomically(fs, f"{root}/{self._name}", lease)
         self._run, self._until = run, until
 
@@ -89,7 +94,7 @@ def locks_of_other_runs_expire_at(journal_location: str, run: str, hold_ms: int)
                 lease = json.loads(source.read())
         except (OSError, ValueError):
             continue  # released meanwhile, or being replaced
-        if lease.get("run") == run:
+        if lease.get("run") == run or _alive_here(lease):
             continue
         unlocked_at = min(float(lease["until"]), now) + hold_ms / 1000.0
         if unlocked_at <= now:
@@ -98,6 +103,24 @@ def locks_of_other_runs_expire_at(journal_location: str, run: str, hold_ms: int)
             continue
         latest = max(latest, unlocked_at)
     return latest
+
+
+def _alive_here(lease: dict[str, object]) -> bool:
+    pid = lease.get("pid")
+    if lease.get("host") != socket.gethostname() or not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        # A killed process nobody reaped yet is a zombie: its consumer is gone.
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def drain_waits_until(journal_location: str, run: str, hold_ms: int) -> float:
