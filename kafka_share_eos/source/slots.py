@@ -17,6 +17,7 @@ many batches. It is created in the task, after the worker was forked, and keyed 
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
 import logging
@@ -156,6 +157,20 @@ class SlotConsumer:
 
 
 _consumers: dict[tuple[object, ...], SlotConsumer] = {}
+
+
+def close_consumers() -> None:
+    """Leave the group with every consumer of this process (at its exit, when Python gets to
+    run it: a member that just vanishes keeps its partitions until the session timeout)."""
+    while _consumers:
+        _, consumer = _consumers.popitem()
+        try:
+            consumer.close()
+        except Exception:
+            log.warning("closing a kafka-share consumer failed", exc_info=True)
+
+
+atexit.register(close_consumers)
 
 
 def read_slot(options: SourceOptions, journal: Journal, part: SlotPartition) -> pa.Table:

@@ -1,0 +1,145 @@
+"""Executor-side slots and their planning, against a real embedded broker, without Spark.
+
+A slot's task polls, journals first-writer-wins and ACCEPTs; a task that finds its slot's
+segment reads it; one that loses the race RELEASEs what it fetched. The planner plans without a
+consumer and ends a drain only on a batch whose every slot found nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from helpers import broker_holding, consume, count_at_least, share_consumer
+
+from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.source.options import AckPolicy, SourceOptionError, SourceOptions
+from kafka_share_eos.source.schema import JOURNAL_SCHEMA
+from kafka_share_eos.source.slot_planner import SlotPlanner
+from kafka_share_eos.source.slots import SlotConsumer, SlotPartition, close_consumers, read_slot
+from kafka_share_eos.source.status import journal_status
+
+pytestmark = pytest.mark.timeout(120)
+
+TOPIC = "jobs"
+GROUP = "jobs-eos"
+
+
+@pytest.fixture
+def broker() -> Iterator[EmbeddedBroker]:
+    with broker_holding(TOPIC, 40) as broker:
+        yield broker
+        # The slot consumers this process cached leave before their broker goes.
+        close_consumers()
+
+
+def options(bootstrap: str, journal: Path, **extra: str) -> SourceOptions:
+    return SourceOptions.parse({
+        "kafka.bootstrap.servers": bootstrap, "kafka.share.group.id": GROUP,
+        "subscribe": TOPIC, "journalPath": str(journal), "consumers": "2",
+        "pollTimeoutMs": "3000", **extra,
+    })
+
+
+def offsets(table: pa.Table) -> list[tuple[int, int]]:
+    return sorted(zip(table["partition"].to_pylist(), table["offset"].to_pylist(), strict=True))
+
+
+def test_consumers_choose_after_journal_and_split_the_batch_limit(tmp_path: Path) -> None:
+    parsed = options("localhost:1", tmp_path, maxRecordsPerTrigger="100", consumers="3")
+    assert (parsed.consumers, parsed.ack_policy) == (3, AckPolicy.AFTER_JOURNAL)
+    assert parsed.max_poll_records == 34
+    assert options("localhost:1", tmp_path).max_poll_records == 2000
+    with pytest.raises(SourceOptionError, match=r"'consumers' .*'acknowledge'"):
+        options("localhost:1", tmp_path, acknowledge="afterCommit")
+    with pytest.raises(SourceOptionError, match=r"'consumers' .*'journalPath'"):
+        options("localhost:1", tmp_path, journalPath="s3://bucket/journal")
+
+
+def test_the_first_writer_of_a_slot_wins(tmp_path: Path) -> None:
+    journal = Journal(str(tmp_path))
+    first = pa.record_batch([pa.array([], t.type) for t in JOURNAL_SCHEMA], schema=JOURNAL_SCHEMA)
+    assert journal.write_slot(1, 0, first)
+    assert not journal.write_slot(1, 0, first)
+    assert journal.read_slot(1, 1) is None
+    assert journal.entries() == [(1, 0)]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp")] == []
+
+
+def test_a_slot_polls_journals_and_accepts_then_reads_its_segment(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    opts = options(broker.bootstrap_servers, tmp_path / "journal", maxRecordsPerTrigger="20")
+    journal = Journal(opts.journal_path)
+    part = SlotPartition(1, 0, "run", idle_ms=5000)
+    polled = read_slot(opts, journal, part)
+    assert 0 < polled.num_rows <= 10
+    # A second action, a retried or a speculative attempt reads the same records.
+    assert offsets(read_slot(opts, journal, part)) == offsets(polled)
+    # ACCEPTed: another member never sees them again.
+    with share_consumer(broker.bootstrap_servers, GROUP, [TOPIC]) as other:
+        rest = consume(other, until=count_at_least(40 - polled.num_rows), timeout=30)
+    assert not {(d.partition, d.offset) for d in rest} & set(offsets(polled))
+    report = json.loads(
+        (tmp_path / "journal" / "_metrics" / "slots" / f"{1:020d}-0000.json").read_text()
+    )
+    assert (report["records"], report["acknowledged"]) == (polled.num_rows, polled.num_rows)
+
+
+def test_an_attempt_that_loses_the_race_releases_its_records(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    opts = options(broker.bootstrap_servers, tmp_path / "journal", maxRecordsPerTrigger="20")
+    journal = Journal(opts.journal_path)
+    empty = pa.record_batch([pa.array([], t.type) for t in JOURNAL_SCHEMA], schema=JOURNAL_SCHEMA)
+    assert journal.write_slot(1, 0, empty)  # the winner, which found nothing
+    loser = SlotConsumer(opts)
+    try:
+        # Called past the segment check, as an attempt racing the winner would be.
+        got = loser.fill(journal, SlotPartition(1, 0, "run", idle_ms=5000))
+        assert got.num_rows == 0
+        assert loser.session.stats.released > 0
+    finally:
+        loser.close()
+    with share_consumer(broker.bootstrap_servers, GROUP, [TOPIC]) as other:
+        again = consume(other, until=count_at_least(40), timeout=30)
+    assert len({(d.partition, d.offset) for d in again}) == 40
+
+
+def test_the_planner_needs_no_consumer_and_ends_a_drain_on_an_empty_batch(
+    tmp_path: Path,
+) -> None:
+    opts = options("localhost:1", tmp_path / "journal")
+    journal = Journal(opts.journal_path)
+    planner = SlotPlanner(opts, journal)
+    planner.drain()
+    assert planner.latest(0) == 1
+    parts = planner.partitions(0, 1)
+    assert [(p.seq, p.slot, p.idle_ms) for p in parts if isinstance(p, SlotPartition)] == [
+        (1, 0, opts.available_now_idle_ms), (1, 1, opts.available_now_idle_ms)
+    ]
+    write_report(tmp_path / "journal", 1, 0, records=3)
+    write_report(tmp_path / "journal", 1, 1, records=0)
+    assert planner.latest(1) == 2  # records came: the drain goes on
+    write_report(tmp_path / "journal", 2, 0, records=0)
+    assert planner.latest(2) == 3  # slot 1 did not report: it may have found records
+    write_report(tmp_path / "journal", 3, 0, records=0)
+    write_report(tmp_path / "journal", 3, 1, records=0)
+    assert planner.latest(3) == 3  # every slot found nothing: the drain ends
+    status = journal_status(str(tmp_path / "journal"))
+    assert [m.seq for m in status.batches] == [1, 2, 3]
+    assert status.consumers == [{"slot": 0, "records": 3}, {"slot": 1, "records": 0}]
+
+
+def write_report(journal: Path, seq: int, slot: int, records: int) -> None:
+    directory = journal / "_metrics" / "slots"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{seq:020d}-{slot:04d}.json").write_text(json.dumps({
+        "seq": seq, "slot": slot, "records": records, "redelivered": 0,
+        "acknowledged": records, "ack_failures": 0, "ack_failed_partitions": 0,
+        "lock_held_ms": 5.0, "polled_at": 1.0e9, "settled_at": 1.0e9,
+    }))
