@@ -76,11 +76,7 @@ def write_if_absent(fs: pafs.FileSystem, path: str, payload: bytes | pa.Buffer) 
             "shared POSIX path"
         )
     directory = path.rsplit("/", 1)[0]
-    temp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
-    with open(temp, "wb") as out:
-        out.write(memoryview(payload))
-        out.flush()
-        os.fsync(out.fileno())
+    temp = _durable_temp(directory, payload)
     try:
         os.link(temp, path)
     except FileExistsError:
@@ -104,13 +100,17 @@ def delete_if_present(fs: pafs.FileSystem, path: str) -> None:
         return
 
 
-def _write_local(directory: str, final: str, payload: bytes | pa.Buffer) -> None:
+def _durable_temp(directory: str, payload: bytes | pa.Buffer) -> str:
     temp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
     with open(temp, "wb") as out:
         out.write(memoryview(payload))
         out.flush()
         os.fsync(out.fileno())
-    os.replace(temp, final)
+    return temp
+
+
+def _write_local(directory: str, final: str, payload: bytes | pa.Buffer) -> None:
+    os.replace(_durable_temp(directory, payload), final)
     # The rename itself must survive a crash too.
     _fsync_directory(directory)
 

@@ -38,6 +38,10 @@ def segment_name(seq: int, slot: int | None = None) -> str:
     return f"{seq:020d}.arrow" if slot is None else f"{seq:020d}-{slot:04d}.arrow"
 
 
+def _which(seq: int, slot: int | None) -> str:
+    return f"{seq}" if slot is None else f"{seq} (slot {slot})"
+
+
 def _ipc_file(batch: pa.RecordBatch) -> pa.Buffer:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, batch.schema) as writer:
@@ -82,9 +86,9 @@ class Journal:
         """Read segment ``seq`` (its slot ``slot``); raise :class:`JournalError` if it is gone."""
         table = self._read(seq, slot)
         if table is None:
-            which = f"{seq}" if slot is None else f"{seq} (slot {slot})"
             raise JournalError(
-                f"journal segment {which} ({self._path(seq, slot)}) is missing: the journal at "
+                f"journal segment {_which(seq, slot)} ({self._path(seq, slot)}) is missing: "
+                f"the journal at "
                 f"{self.location!r} was changed outside this query, or is shared by two queries"
             )
         return table
@@ -102,8 +106,9 @@ class Journal:
         except FileNotFoundError:
             return None
         if not table.schema.equals(JOURNAL_SCHEMA):
-            which = f"{seq}" if slot is None else f"{seq} (slot {slot})"
-            raise JournalError(f"journal segment {which} ({path}) has an unexpected schema")
+            raise JournalError(
+                f"journal segment {_which(seq, slot)} ({path}) has an unexpected schema"
+            )
         return table
 
     def entries(self) -> list[tuple[int, int | None]]:
