@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from kafka_share_eos.cli.main import app
 from kafka_share_eos.testing.postgres import PostgresDatabases
 from kafka_share_eos.verify import MatrixOptions, Mix, run_matrix
+from kafka_share_eos.verify.matrix import MatrixResult
 from kafka_share_eos.verify.run import RunResult
 
 pytestmark = pytest.mark.timeout(900)
@@ -37,14 +38,7 @@ def test_small_matrix_is_exactly_once(postgres_server: PostgresDatabases, tmp_pa
                             postgres_url=postgres_server.url, results=runs,
                             workdir=tmp_path / "work")
     result = run_matrix(options)
-    summary = {
-        (cell.target, cell.point): (
-            len(cell.runs), cell.exercised, cell.score_total("records"),
-            cell.score_total("duplicates"), cell.score_total("losses"), cell.errors,
-        )
-        for cell in result.cells
-    }
-    assert summary == {cell: (1, True, 40, 0, 0, []) for cell in CI_CELLS}
+    assert summary(result) == {cell: (1, True, 40, 0, 0, []) for cell in CI_CELLS}
     assert result.ok
 
     # Started again on its results file, the matrix runs only what the file lacks: here the
@@ -58,6 +52,17 @@ def test_small_matrix_is_exactly_once(postgres_server: PostgresDatabases, tmp_pa
     assert resumed.ok
     assert [len(cell.runs) for cell in resumed.cells] == [1] * len(CI_CELLS)
     assert len(runs.read_text().splitlines()) == len(CI_CELLS)
+
+
+def summary(result: MatrixResult) -> dict[tuple[str, str], tuple[Any, ...]]:
+    """Per cell: runs, whether its point fired, records, duplicates, losses, errors."""
+    return {
+        (cell.target, cell.point): (
+            len(cell.runs), cell.exercised, cell.score_total("records"),
+            cell.score_total("duplicates"), cell.score_total("losses"), cell.errors,
+        )
+        for cell in result.cells
+    }
 
 
 def _key(recorded: dict[str, Any]) -> str:
@@ -117,3 +122,28 @@ def test_polling_ahead_under_after_journal_is_exactly_once() -> None:
         for cell in result.cells
     }
     assert summary == {cell: (True, 40, 0, 0, []) for cell in cells}
+
+
+CONSUMER_CELLS = [
+    ("upsert-sqlite", "slot.after_poll"),
+    ("upsert-postgres", "slot.during_ack"),
+    ("upsert-delta", "slot.after_segment"),
+    ("two-phase", "slot.reading_other"),
+    ("dedup-delta", "random-kill"),
+]
+
+
+def test_three_executor_consumers_are_exactly_once(
+    postgres_server: PostgresDatabases, tmp_path: Path
+) -> None:
+    # consumers=3: the share consumers poll, journal their slots and ACCEPT inside executor
+    # tasks, which the crash points kill; every strategy, each run crashed once.
+    result = run_matrix(
+        MatrixOptions(only=CONSUMER_CELLS, crashes=1, parallel=2, seed=13, mix=Mix(consumers=3),
+                      postgres_url=postgres_server.url, workdir=tmp_path / "work")
+    )
+    assert summary(result) == {cell: (1, True, 40, 0, 0, []) for cell in CONSUMER_CELLS}
+    # More than one consumer journaled records in every run.
+    assert {cell.point: min(cell.consumers_applying()) > 1 for cell in result.cells} == {
+        point: True for _, point in CONSUMER_CELLS
+    }

@@ -177,6 +177,7 @@ def read_slot(options: SourceOptions, journal: Journal, part: SlotPartition) -> 
     """The records of one slot: from its segment when one exists, else polled into it."""
     table = journal.read_slot(part.seq, part.slot)
     if table is not None:
+        faults.maybe_crash(faults.SLOT_READING_OTHER)
         return table
     # The process id is part of the key: a consumer must never cross a fork.
     key = (os.getpid(), options.journal_path, options.topics,
