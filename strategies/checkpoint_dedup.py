@@ -19,6 +19,7 @@ from typing import Any, Unpack
 
 import pyarrow as pa
 
+from kafka_share_eos._extras import require
 from kafka_share_eos.faults import maybe_crash
 from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION, compact
 from kafka_share_eos.ledger.identity_ledger import DEFAULT_APP_ID, IdentityLedger
@@ -60,6 +61,11 @@ class CheckpointDedupStore(BatchStrategy):
         options: see :class:`StrategyOptions` (``transform``, ``dead_letters``, ...). Rows the
             user's sink refuses fail the batch: a sink applied at most once per batch id cannot
             be probed row by row.
+
+    Raises:
+        MissingExtraError: deltalake is not installed.
+        SinkConfigurationError: ``sink`` is not callable, or ``prune_every`` or
+            ``compact_every`` is below 1.
     """
 
     def __init__(
@@ -76,6 +82,7 @@ class CheckpointDedupStore(BatchStrategy):
         vacuum_retention: dt.timedelta = DEFAULT_VACUUM_RETENTION,
         **options: Unpack[StrategyOptions],
     ) -> None:
+        require("deltalake", "delta", "CheckpointDedupStore")
         identity = RecordIdentity.of(key_columns)
         super().__init__(identity, "CheckpointDedupStore", **options)
         for name, every in (("prune_every", prune_every), ("compact_every", compact_every)):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal, Unpack
 
 import pyarrow as pa
 
+from kafka_share_eos._extras import require, require_sql
 from kafka_share_eos.sinks import SinkConfigurationError, UpsertOutcome, UpsertWriter
 
 from .base import BatchStrategy, StrategyOptions
@@ -103,7 +104,11 @@ class IdempotentUpsertSink(BatchStrategy):
         The table needs a primary key or unique constraint on exactly the key columns, or is
         created from the first batch's schema with ``create_table=True``. On PostgreSQL, batches
         of at least ``bulk_threshold`` rows are loaded with COPY.
+
+        Raises:
+            MissingExtraError: SQLAlchemy (or psycopg for a PostgreSQL URL) is not installed.
         """
+        require_sql(engine, "IdempotentUpsertSink.sql")
         from kafka_share_eos.sinks.sql import SqlUpsertWriter
 
         identity = RecordIdentity.of(key_columns, version_column)
@@ -141,7 +146,11 @@ class IdempotentUpsertSink(BatchStrategy):
         ``app_id`` names the Delta application transaction recording applied batch ids. By
         default it is the streaming query's id when the sink runs in ``foreachBatch`` (stable
         across restarts from one checkpoint, new with a new one), else the table URI.
+
+        Raises:
+            MissingExtraError: deltalake is not installed.
         """
+        require("deltalake", "delta", "IdempotentUpsertSink.delta")
         from kafka_share_eos.sinks.delta import DeltaMergeWriter
 
         identity = RecordIdentity.of(key_columns, version_column)

@@ -22,7 +22,9 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafka_share_eos._extras import loaded_errors
 from kafka_share_eos.deadletter import DeadLetterSink, Rejection
+from kafka_share_eos.errors import KafkaShareEosError
 
 T = TypeVar("T")
 
@@ -34,11 +36,11 @@ STAGE_WRITE = "write"
 _INFRASTRUCTURE = (OSError, MemoryError, TimeoutError, ConnectionError)
 
 
-class DeliveryLimitReached(Exception):
+class DeliveryLimitReached(KafkaShareEosError):
     """A record was delivered ``max_delivery_count`` times without its batch completing."""
 
 
-class NullIdentityError(ValueError):
+class NullIdentityError(KafkaShareEosError, ValueError):
     """A row's identity column is null, so its redeliveries could never be recognised."""
 
 
@@ -48,13 +50,12 @@ def is_data_error(error: BaseException) -> bool:
     Database integrity and data errors (constraint, type, range) and Arrow conversion errors are
     about data; connection, I/O and timeout errors are not.
     """
-    import sqlalchemy.exc
-
+    database_errors = loaded_errors("sqlalchemy.exc", "IntegrityError", "DataError")
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, sqlalchemy.exc.IntegrityError | sqlalchemy.exc.DataError):
+        if isinstance(current, database_errors):
             return True
         if isinstance(current, pa.ArrowInvalid | pa.ArrowTypeError):
             return True

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
+from kafka_share_eos._extras import loaded_errors
 from kafka_share_eos.deadletter import Rejection, letters
 from kafka_share_eos.sinks import SinkConfigurationError
 
@@ -191,9 +192,7 @@ class Screening:
 
 def _is_infrastructure_error(error: BaseException) -> bool:
     """I/O, timeouts, resources, or a database connection lost or unusable."""
-    import sqlalchemy.exc
-
-    connection = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError)
+    connection = loaded_errors("sqlalchemy.exc", "OperationalError", "InterfaceError")
     return not is_transform_error(error) or isinstance(error, connection)
 
 

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from kafka_share_eos._extras import require_sql
+
 from .letters import DEAD_LETTER_SCHEMA
 from .sink import DeadLetterSink
 
@@ -30,6 +32,7 @@ class SqlDeadLetters(DeadLetterSink):
     def __init__(
         self, engine: Engine | str, table: str = DEFAULT_TABLE, *, db_schema: str | None = None
     ) -> None:
+        require_sql(engine, "SqlDeadLetters")
         import sqlalchemy as sa
 
         self._owns_engine = isinstance(engine, str)

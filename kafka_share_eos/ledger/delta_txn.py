@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kafka_share_eos._extras import require
+
 if TYPE_CHECKING:
     import pyarrow as pa
     from deltalake import DeltaTable
@@ -23,12 +25,18 @@ class DeltaLocation:
 
     ``storage_options`` are passed unchanged to delta-rs (credentials, endpoints, locking).
     The table handle is cached and refreshed incrementally, so the log is not replayed from the
-    start on every batch.
+    start on every batch. Raises :class:`~kafka_share_eos.errors.MissingExtraError` when
+    deltalake is not installed.
     """
 
     uri: str
     storage_options: Mapping[str, str] | None = None
     _table: DeltaTable | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Every Delta ledger, append sink and dead-letter table starts here: fail at
+        # construction, naming the extra, rather than at the first batch.
+        require("deltalake", "delta", "Delta tables")
 
     def options(self) -> dict[str, str] | None:
         """The storage options as the plain dict delta-rs expects."""

@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kafka_share_eos.ledger.delta_txn import DeltaLocation, append_once, committed_version
-from kafka_share_eos.sinks.delta import quote_identifier
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -187,6 +186,9 @@ class IdentityLedger:
         and selective enough for file skipping.
         """
         import pyarrow.compute as pc
+
+        # Imported here: sinks.delta loads deltalake, which the ledger loads only when used.
+        from kafka_share_eos.sinks.delta import quote_identifier
 
         if self.is_record_identity:
             return " OR ".join(

@@ -22,7 +22,6 @@ from kafka_share_eos.ledger.identity_ledger import (
     IdentityLedger,
     sql_literal,
 )
-from kafka_share_eos.sinks.delta import quote_identifier
 
 
 @dataclass(frozen=True)
@@ -84,6 +83,8 @@ def prune_predicate(
     ledger: IdentityLedger, policy: RetentionPolicy, now: dt.datetime
 ) -> tuple[str | None, dict[tuple[str, int], int]]:
     """The SQL delete predicate for ``policy`` at time ``now``, and the offset cutoffs it uses."""
+    from kafka_share_eos.sinks.delta import quote_identifier
+
     age_rule = None
     if policy.min_age is not None:
         horizon = (now - policy.min_age).astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -13,6 +13,8 @@ from functools import cache
 
 import confluent_kafka
 
+from kafka_share_eos.errors import KafkaShareEosError
+
 _RD_KAFKA_PRODUCER = 0
 _ERRSTR_SIZE = 512
 
@@ -25,7 +27,7 @@ _SHAREGROUP_SETTERS = (
 )
 
 
-class LibrdkafkaNotFoundError(RuntimeError):
+class LibrdkafkaNotFoundError(KafkaShareEosError, RuntimeError):
     """The librdkafka shared library bundled with confluent-kafka could not be located."""
 
 

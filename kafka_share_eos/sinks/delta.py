@@ -20,14 +20,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-from deltalake import CommitProperties, DeltaTable, Transaction
-from deltalake.exceptions import CommitFailedError
 
 from kafka_share_eos import faults
+from kafka_share_eos._extras import needs_extra
 
 from .dedup import contained
 from .errors import CommitConflictError, MissingColumnsError, SinkConfigurationError
 from .outcome import UpsertOutcome
+
+with needs_extra("delta", "Delta tables"):
+    from deltalake import CommitProperties, DeltaTable, Transaction
+    from deltalake.exceptions import CommitFailedError
 
 DEFAULT_APP_ID_PREFIX = "kafka-share-eos/upsert"
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
 
-class SinkConfigurationError(ValueError):
+
+class SinkConfigurationError(ConfigurationError):
     """The sink's configuration does not fit the data or the target."""
 
 
@@ -26,5 +28,5 @@ class TargetTableError(SinkConfigurationError):
     """The target table is missing or cannot receive idempotent upserts."""
 
 
-class CommitConflictError(RuntimeError):
+class CommitConflictError(KafkaShareEosError, RuntimeError):
     """Concurrent writers kept winning the commit race after every allowed retry."""

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import TYPE_CHECKING
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader
-
+from kafka_share_eos._extras import needs_extra
 from kafka_share_eos.source.options import SourceOptions
-from kafka_share_eos.source.reader import KafkaShareStreamReader
 from kafka_share_eos.source.schema import spark_schema
+
+with needs_extra("spark", "the kafka-share Spark source"):
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader
+
+    from kafka_share_eos.source.reader import KafkaShareStreamReader
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

@@ -23,13 +23,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from kafka_share_eos.errors import KafkaShareEosError
 from kafka_share_eos.source.schema import JOURNAL_SCHEMA
 from kafka_share_eos.storage import open_location, write_atomically, write_if_absent
 
 _SEGMENT = re.compile(r"^(\d{20})(?:-(\d{4}))?\.arrow$")
 
 
-class JournalError(RuntimeError):
+class JournalError(KafkaShareEosError, RuntimeError):
     """A journal segment is missing or unreadable."""
 
 

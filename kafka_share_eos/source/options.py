@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.storage import supports_write_if_absent
 
 KAFKA_PREFIX = "kafka."
@@ -29,7 +30,7 @@ DEFAULT_SESSION_TIMEOUT_MS = 45_000
 DEFAULT_LOCK_BUDGET_WARN_FRACTION = 0.8
 
 
-class SourceOptionError(ValueError):
+class SourceOptionError(ConfigurationError):
     """An option of the ``kafka-share`` source is missing, unknown or has a bad value."""
 
 

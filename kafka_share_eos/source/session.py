@@ -16,6 +16,7 @@ from typing import Any
 from confluent_kafka import AcknowledgeType, IllegalStateException, KafkaException, ShareConsumer
 
 from kafka_share_eos import faults
+from kafka_share_eos.errors import KafkaShareEosError
 from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.shutdown import SigtermHook
 
@@ -25,7 +26,7 @@ ACCEPT = AcknowledgeType.ACCEPT
 RELEASE = AcknowledgeType.RELEASE
 
 
-class SessionClosed(RuntimeError):
+class SessionClosed(KafkaShareEosError, RuntimeError):
     """The share consumer of the session was closed."""
 
 

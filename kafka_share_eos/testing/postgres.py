@@ -29,6 +29,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from kafka_share_eos.errors import KafkaShareEosError
+
 POSTGRES_URL_ENV = "KSE_TEST_POSTGRES_URL"
 _REQUIRED_BINARIES = ("initdb", "pg_ctl", "postgres")
 _UNPRIVILEGED_USERS = ("postgres", "nobody")
@@ -36,7 +38,7 @@ _SUPERUSER = "postgres"
 _START_ATTEMPTS = 3
 
 
-class PostgresNotFoundError(RuntimeError):
+class PostgresNotFoundError(KafkaShareEosError, RuntimeError):
     """No PostgreSQL server binaries could be found on this machine."""
 
 

@@ -27,16 +27,19 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable
-from deltalake import Transaction as DeltaTxn
-from deltalake.transaction import AddAction
 from pyarrow import fs
 
 from kafka_share_eos import faults
+from kafka_share_eos._extras import needs_extra
 from kafka_share_eos.sinks import TargetTableError
 from kafka_share_eos.sinks.delta import delta_keys_held, rows_absent
 from kafka_share_eos.storage import delete_if_present, open_location, write_atomically
 from kafka_share_eos.twophase.protocol import Token, Transaction, check_name
+
+with needs_extra("delta", "DeltaParticipant"):
+    from deltalake import CommitProperties, DeltaTable
+    from deltalake import Transaction as DeltaTxn
+    from deltalake.transaction import AddAction
 
 _STAGING_DIR = "_kse_2pc"
 

@@ -13,9 +13,13 @@ import json
 from collections.abc import Sequence
 
 import pyarrow as pa
-from sqlalchemy import Connection, Engine, create_engine, text
 
-from kafka_share_eos.twophase.postgres import PostgresParticipant
+from kafka_share_eos._extras import needs_extra, require_sql
+
+with needs_extra("postgres", "OutboxParticipant"):
+    from sqlalchemy import Connection, Engine, create_engine, text
+
+    from kafka_share_eos.twophase.postgres import PostgresParticipant
 
 
 class OutboxParticipant(PostgresParticipant):
@@ -39,6 +43,7 @@ class OutboxParticipant(PostgresParticipant):
     ) -> None:
         if not columns:
             raise ValueError("columns must name at least one record column for the payload")
+        require_sql(engine, f"OutboxParticipant {name!r}")
         base = create_engine(engine) if isinstance(engine, str) else engine
         self._columns = list(columns)
         self._outbox = base.dialect.identifier_preparer.quote(table)

@@ -17,18 +17,22 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
-from sqlalchemy import Connection, Engine, TextClause, create_engine, text
-from sqlalchemy.exc import DBAPIError
 
 from kafka_share_eos import faults
-from kafka_share_eos.sinks.sql import keys_held, python_rows
-from kafka_share_eos.sinks.sql_schema import sql_type
+from kafka_share_eos._extras import needs_extra, require_sql
 from kafka_share_eos.twophase.protocol import (
     Token,
     Transaction,
     TwoPhaseCommitError,
     check_name,
 )
+
+with needs_extra("postgres", "PostgresParticipant"):
+    from sqlalchemy import Connection, Engine, TextClause, create_engine, text
+    from sqlalchemy.exc import DBAPIError
+
+    from kafka_share_eos.sinks.sql import keys_held, python_rows
+    from kafka_share_eos.sinks.sql_schema import sql_type
 
 Effect = str | TextClause | Callable[[Connection, pa.Table], None]
 """SQL run once per new record (columns as ``:name`` parameters), or ``f(connection, rows)``."""
@@ -70,6 +74,7 @@ class PostgresParticipant:
         name: str = "postgres",
         ledger_table: str | None = None,
     ) -> None:
+        require_sql(engine, f"{type(self).__name__} {name!r}")
         self._url = (
             engine if isinstance(engine, str) else engine.url.render_as_string(hide_password=False)
         )

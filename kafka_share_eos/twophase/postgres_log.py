@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, create_engine, text
-
+from kafka_share_eos._extras import needs_extra, require_sql
 from kafka_share_eos.twophase.protocol import Decision
+
+with needs_extra("postgres", "PostgresDecisionLog"):
+    from sqlalchemy import Engine, create_engine, text
 
 
 class PostgresDecisionLog:
@@ -19,6 +21,7 @@ class PostgresDecisionLog:
     """
 
     def __init__(self, engine: Engine | str, table: str = "kse_2pc_decisions") -> None:
+        require_sql(engine, "PostgresDecisionLog")
         self._engine = create_engine(engine) if isinstance(engine, str) else engine
         self._table = self._engine.dialect.identifier_preparer.quote(table)
         with self._engine.begin() as conn:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from kafka_share_eos.errors import KafkaShareEosError
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -24,7 +26,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 TXID_PREFIX = "kse"
 
 
-class TwoPhaseCommitError(RuntimeError):
+class TwoPhaseCommitError(KafkaShareEosError, RuntimeError):
     """Base class of the errors raised by the two-phase-commit machinery."""
 
 

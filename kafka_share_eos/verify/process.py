@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kafka_share_eos import faults
+from kafka_share_eos.errors import KafkaShareEosError
 
 
 class Exit(enum.Enum):
@@ -34,7 +35,7 @@ _live_lock = threading.Lock()
 _stopping = threading.Event()
 
 
-class Stopped(RuntimeError):
+class Stopped(KafkaShareEosError, RuntimeError):
     """The verifier is stopping: no pipeline may start any more."""
 
 

@@ -1,0 +1,37 @@
+"""The error family: every error kafka-share-eos raises on purpose is a :class:`KafkaShareEosError`.
+
+Each class also keeps the built-in base it always had (``ValueError`` for bad configuration,
+``RuntimeError`` for failures at run time, ``ImportError`` for a missing extra), so code that
+catches those keeps working. docs/errors.md lists every class, when it is raised and what to do.
+
+This module imports nothing: every other module may import it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ConfigurationError", "KafkaShareEosError", "MissingExtraError"]
+
+
+class KafkaShareEosError(Exception):
+    """Base of every error kafka-share-eos raises on purpose."""
+
+
+class ConfigurationError(KafkaShareEosError, ValueError):
+    """An argument or option has a value the toolkit cannot work with."""
+
+
+class MissingExtraError(KafkaShareEosError, ImportError):
+    """A feature needs an optional dependency that is not installed.
+
+    ``extra`` names the package extra that installs it (``pip install 'kafka-share-eos[extra]'``)
+    and ``name`` the module that is missing.
+    """
+
+    def __init__(self, feature: str, module: str, extra: str) -> None:
+        super().__init__(
+            f"{module} is not installed (used by {feature}): "
+            f"pip install 'kafka-share-eos[{extra}]'",
+            name=module,
+        )
+        self.feature = feature
+        self.extra = extra
