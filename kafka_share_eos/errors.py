@@ -17,7 +17,8 @@ class KafkaShareEosError(Exception):
 
 
 class ConfigurationError(KafkaShareEosError, ValueError):
-    """An argument or option has a value the toolkit cannot work with."""
+    """An argument or option has a value the toolkit cannot work with, or a table it was
+    pointed at is not what that feature needs."""
 
 
 class MissingExtraError(KafkaShareEosError, ImportError):

@@ -24,6 +24,8 @@ import os
 import signal
 from collections import Counter
 
+from kafka_share_eos.errors import ConfigurationError
+
 CRASH_AT_ENV = "KSE_CRASH_AT"
 
 AFTER_POLL = "source.after_poll"
@@ -57,7 +59,7 @@ def parse_crash_at(spec: str) -> dict[str, int]:
             enabled[point] = 1
             continue
         if not hit.isdigit() or int(hit) < 1:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{CRASH_AT_ENV} entry {entry!r}: the hit after '@' must be a positive integer"
             )
         enabled[point.strip()] = int(hit)

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from kafka_share_eos._extras import loaded_errors
 from kafka_share_eos.deadletter import DeadLetterSink, Rejection
-from kafka_share_eos.errors import KafkaShareEosError
+from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
 
 T = TypeVar("T")
 
@@ -145,7 +145,9 @@ class DeadLetterPolicy:
 
     def __post_init__(self) -> None:
         if self.max_delivery_count is not None and self.max_delivery_count < 1:
-            raise ValueError(f"max_delivery_count must be >= 1, got {self.max_delivery_count}")
+            raise ConfigurationError(
+                f"max_delivery_count must be >= 1, got {self.max_delivery_count}"
+            )
 
     def over_limit(self, table: pa.Table) -> list[Rejection]:
         """The rows of ``table`` whose ``deliveryCount`` reached the limit."""

@@ -6,12 +6,23 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 import kafka_share_eos
-from kafka_share_eos import KafkaShareEosError, MissingExtraError
+from kafka_share_eos import (
+    DeadLetterPolicy,
+    KafkaShareEosError,
+    MissingExtraError,
+    RecordIdentity,
+    TopicSpec,
+)
+from kafka_share_eos.deadletter import SqlDeadLetters
 from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.ledger import RetentionPolicy
+from kafka_share_eos.twophase import FileDecisionLog, TransactionCoordinator
 
 # They stand for a failure of the user's own code (the demo's crash, the verifier's poison
 # record), so catching the toolkit's family must not catch them.
@@ -30,6 +41,7 @@ BUILT_IN_BASES = {
     "kafka_share_eos.strategies.quarantine.DeliveryLimitReached": Exception,
     "kafka_share_eos.strategies.quarantine.NullIdentityError": ValueError,
     "kafka_share_eos.strategies.screening.TransformShapeError": ValueError,
+    "kafka_share_eos.sharegroup.librdkafka_mock.EmbeddedBrokerError": RuntimeError,
     "kafka_share_eos.sharegroup.librdkafka_mock.LibrdkafkaNotFoundError": RuntimeError,
     "kafka_share_eos.testing.postgres.PostgresNotFoundError": RuntimeError,
     "kafka_share_eos.verify.process.Stopped": RuntimeError,
@@ -70,6 +82,27 @@ def test_each_error_keeps_its_built_in_base(path: str) -> None:
 
     assert issubclass(cls, KafkaShareEosError)
     assert issubclass(cls, BUILT_IN_BASES[path])
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        lambda tmp: TopicSpec.parse("no spaces:3"),
+        lambda tmp: RetentionPolicy(offset_window=None, min_age=None),
+        lambda tmp: DeadLetterPolicy(SqlDeadLetters("sqlite://"), max_delivery_count=0),
+        lambda tmp: RecordIdentity.of([]),
+        lambda tmp: TransactionCoordinator(FileDecisionLog(str(tmp)), [], "app"),
+    ],
+    ids=["topic spec", "retention", "delivery limit", "identity", "participants"],
+)
+def test_refused_arguments_are_configuration_errors(
+    refused: Callable[[Path], object], tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        refused(tmp_path)
+
+    assert isinstance(raised.value, KafkaShareEosError)
+    assert isinstance(raised.value, ValueError)
 
 
 def test_the_family_is_at_the_top_and_catches_refusals() -> None:

@@ -9,6 +9,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from kafka_share_eos.errors import ConfigurationError
+
 from .letters import DEAD_LETTER_SCHEMA
 from .sink import DeadLetterSink
 
@@ -31,7 +33,7 @@ class KafkaDeadLetters(DeadLetterSink):
 
     def __init__(self, topic: str, config: Mapping[str, Any]) -> None:
         if "bootstrap.servers" not in config:
-            raise ValueError("KafkaDeadLetters config needs 'bootstrap.servers'")
+            raise ConfigurationError("KafkaDeadLetters config needs 'bootstrap.servers'")
         self.topic = topic
         self.config = dict(config)
         self._producer: Any = None

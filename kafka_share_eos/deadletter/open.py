@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from kafka_share_eos.errors import ConfigurationError
+
 from .sink import DeadLetterSink
 
 _SQL_SCHEMES = ("postgresql", "postgres", "sqlite")
@@ -33,7 +35,9 @@ def open_dead_letters(
         parts = urlsplit(uri)
         topic = parts.path.strip("/")
         if not parts.netloc or not topic:
-            raise ValueError(f"a Kafka dead-letter URI is kafka://host:port/topic, got {uri!r}")
+            raise ConfigurationError(
+                f"a Kafka dead-letter URI is kafka://host:port/topic, got {uri!r}"
+            )
         return KafkaDeadLetters(topic, {**(config or {}), "bootstrap.servers": parts.netloc})
     from .delta import DeltaDeadLetters
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from kafka_share_eos._extras import require_sql
+from kafka_share_eos.errors import ConfigurationError
 
 from .letters import DEAD_LETTER_SCHEMA
 from .sink import DeadLetterSink
@@ -39,7 +40,7 @@ class SqlDeadLetters(DeadLetterSink):
         self.engine = sa.create_engine(engine) if isinstance(engine, str) else engine
         dialect = self.engine.dialect.name
         if dialect not in ("postgresql", "sqlite"):
-            raise ValueError(
+            raise ConfigurationError(
                 f"dead letters need a PostgreSQL or SQLite database, not {dialect!r}"
             )
         self.table = _table_for(table, db_schema)

@@ -6,6 +6,7 @@ import datetime as dt
 import math
 from dataclasses import dataclass
 
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger
 
 # Files replaced by compaction stay readable this long, so a lookup that started on the previous
@@ -37,7 +38,7 @@ def compact(
     if table is None:
         return CompactResult(0, 0, 0)
     if vacuum_retention < dt.timedelta(0):
-        raise ValueError(f"vacuum_retention must be >= 0, got {vacuum_retention}")
+        raise ConfigurationError(f"vacuum_retention must be >= 0, got {vacuum_retention}")
     metrics = table.optimize.compact(target_size=target_size)
     vacuumed = table.vacuum(
         # delta-rs counts whole hours; round up so nothing younger than asked is removed

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kafka_share_eos._extras import require
+from kafka_share_eos.errors import ConfigurationError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -89,7 +90,7 @@ def append_once(
     from deltalake import CommitProperties, Transaction, write_deltalake
 
     if batch_id < 0:
-        raise ValueError(f"batch_id must be >= 0, got {batch_id}")
+        raise ConfigurationError(f"batch_id must be >= 0, got {batch_id}")
     table = location.table()
     if table is not None:
         done = table.transaction_version(app_id)

@@ -17,6 +17,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.ledger.delta_txn import DeltaLocation, append_once, committed_version
 
 if TYPE_CHECKING:
@@ -63,10 +64,10 @@ class IdentityLedger:
         storage_options: Mapping[str, str] | None = None,
     ) -> None:
         if not identity:
-            raise ValueError("identity must name at least one column")
+            raise ConfigurationError("identity must name at least one column")
         for reserved in (BATCH_COLUMN, APPLIED_AT_COLUMN):
             if reserved in identity:
-                raise ValueError(f"identity column {reserved!r} is reserved by the ledger")
+                raise ConfigurationError(f"identity column {reserved!r} is reserved by the ledger")
         self.location = DeltaLocation(uri, storage_options)
         self.identity = tuple(identity)
         self.app_id = app_id
@@ -87,7 +88,7 @@ class IdentityLedger:
         names = [f.name for f in table.schema().fields]
         identity = [n for n in names if n not in (BATCH_COLUMN, APPLIED_AT_COLUMN)]
         if len(identity) == len(names):
-            raise ValueError(
+            raise ConfigurationError(
                 f"Delta table {uri!r} is not an identity ledger: it lacks "
                 f"{BATCH_COLUMN!r} and {APPLIED_AT_COLUMN!r} (columns: {names})"
             )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.ledger.identity_ledger import (
     APPLIED_AT_COLUMN,
     IdentityLedger,
@@ -42,11 +43,13 @@ class RetentionPolicy:
 
     def __post_init__(self) -> None:
         if self.offset_window is None and self.min_age is None:
-            raise ValueError("RetentionPolicy needs offset_window or min_age, or it prunes all")
+            raise ConfigurationError(
+                "RetentionPolicy needs offset_window or min_age, or it prunes all"
+            )
         if self.offset_window is not None and self.offset_window < 0:
-            raise ValueError(f"offset_window must be >= 0, got {self.offset_window}")
+            raise ConfigurationError(f"offset_window must be >= 0, got {self.offset_window}")
         if self.min_age is not None and self.min_age < dt.timedelta(0):
-            raise ValueError(f"min_age must be >= 0, got {self.min_age}")
+            raise ConfigurationError(f"min_age must be >= 0, got {self.min_age}")
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ def max_offsets(ledger: IdentityLedger) -> dict[tuple[str, int], int]:
     if actions.num_rows == 0:
         return {}
     if "max.offset" not in actions.column_names:
-        raise ValueError(
+        raise ConfigurationError(
             f"ledger {ledger.uri} has files without offset statistics; "
             "rewrite them with `kafka-share-eos dedup compact` first"
         )
@@ -92,7 +95,7 @@ def prune_predicate(
     if policy.offset_window is None:
         return age_rule, {}
     if not ledger.is_record_identity:
-        raise ValueError(
+        raise ConfigurationError(
             "RetentionPolicy.offset_window applies to the record identity (topic, partition, "
             f"offset) only; this ledger's identity is {ledger.identity}: set offset_window=None"
         )

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Literal, Self
 
-from kafka_share_eos.sharegroup.librdkafka_mock import MockCluster
+from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.sharegroup.librdkafka_mock import EmbeddedBrokerError, MockCluster
 
 AutoOffsetReset = Literal["earliest", "latest"]
 
@@ -41,7 +42,7 @@ class TopicSpec:
             or not _TOPIC_NAME.fullmatch(self.name)
             or self.name in (".", "..")
         ):
-            raise ValueError(
+            raise ConfigurationError(
                 f"bad topic name {self.name!r}: use 1 to 249 letters, digits, '.', '_' or '-'"
             )
         if (
@@ -49,7 +50,7 @@ class TopicSpec:
             or not isinstance(self.partitions, int)
             or self.partitions < 1
         ):
-            raise ValueError(
+            raise ConfigurationError(
                 f"partitions of topic {self.name!r} must be a positive integer, "
                 f"got {self.partitions!r}"
             )
@@ -59,7 +60,7 @@ class TopicSpec:
         """Parse ``name`` or ``name:partitions`` (as on the command line)."""
         match = _TOPIC_SPEC.fullmatch(spec.strip())
         if match is None:
-            raise ValueError(
+            raise ConfigurationError(
                 f"bad topic spec {spec!r}: expected NAME or NAME:PARTITIONS, where NAME uses "
                 "letters, digits, '.', '_' or '-' and PARTITIONS is a positive integer"
             )
@@ -67,14 +68,14 @@ class TopicSpec:
         try:
             return cls(match["name"], partitions)
         except ValueError as exc:
-            raise ValueError(f"bad topic spec {spec!r}: {exc}") from None
+            raise ConfigurationError(f"bad topic spec {spec!r}: {exc}") from None
 
 
 def _positive_ms(name: str, value: int | None) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive number of milliseconds, got {value!r}")
+        raise ConfigurationError(f"{name} must be a positive number of milliseconds, got {value!r}")
     return value
 
 
@@ -111,7 +112,7 @@ class EmbeddedBroker:
         auto_offset_reset: AutoOffsetReset = "earliest",
     ) -> None:
         if auto_offset_reset not in _AUTO_OFFSET_RESET_CODES:
-            raise ValueError(
+            raise ConfigurationError(
                 f"auto_offset_reset must be 'earliest' or 'latest', got {auto_offset_reset!r}"
             )
         if max_delivery_attempts is not None and (
@@ -119,7 +120,7 @@ class EmbeddedBroker:
             or not isinstance(max_delivery_attempts, int)
             or max_delivery_attempts < 1
         ):
-            raise ValueError(
+            raise ConfigurationError(
                 f"max_delivery_attempts must be a positive integer, got {max_delivery_attempts!r}"
             )
         self._settings: Mapping[str, int | None] = {
@@ -137,7 +138,7 @@ class EmbeddedBroker:
         declared: dict[str, int] = {}
         for spec in self._initial_topics:
             if declared.setdefault(spec.name, spec.partitions) != spec.partitions:
-                raise ValueError(
+                raise ConfigurationError(
                     f"topic {spec.name!r} is given with {declared[spec.name]} and "
                     f"{spec.partitions} partitions"
                 )
@@ -194,7 +195,7 @@ class EmbeddedBroker:
         existing = self._topics.get(spec.name)
         if existing is not None:
             if existing != spec.partitions:
-                raise ValueError(
+                raise ConfigurationError(
                     f"topic {spec.name!r} already exists with {existing} partitions, "
                     f"not {spec.partitions}"
                 )
@@ -208,5 +209,7 @@ class EmbeddedBroker:
 
     def _running(self) -> MockCluster:
         if self._cluster is None:
-            raise RuntimeError("the embedded broker is not running: call start() or use `with`")
+            raise EmbeddedBrokerError(
+                "the embedded broker is not running: call start() or use `with`"
+            )
         return self._cluster

@@ -13,7 +13,7 @@ from functools import cache
 
 import confluent_kafka
 
-from kafka_share_eos.errors import KafkaShareEosError
+from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
 
 _RD_KAFKA_PRODUCER = 0
 _ERRSTR_SIZE = 512
@@ -27,7 +27,11 @@ _SHAREGROUP_SETTERS = (
 )
 
 
-class LibrdkafkaNotFoundError(KafkaShareEosError, RuntimeError):
+class EmbeddedBrokerError(KafkaShareEosError, RuntimeError):
+    """The embedded broker could not start, create a topic, or is not running."""
+
+
+class LibrdkafkaNotFoundError(EmbeddedBrokerError):
     """The librdkafka shared library bundled with confluent-kafka could not be located."""
 
 
@@ -87,13 +91,13 @@ class MockCluster:
         lib.rd_kafka_conf_set(conf, b"log_level", b"3", errstr, _ERRSTR_SIZE)
         handle = lib.rd_kafka_new(_RD_KAFKA_PRODUCER, conf, errstr, _ERRSTR_SIZE)
         if not handle:
-            raise RuntimeError(
+            raise EmbeddedBrokerError(
                 f"librdkafka could not create a client handle: {errstr.value.decode()}"
             )
         cluster = lib.rd_kafka_mock_cluster_new(handle, brokers)
         if not cluster:
             lib.rd_kafka_destroy(handle)
-            raise RuntimeError("librdkafka could not create a mock cluster")
+            raise EmbeddedBrokerError("librdkafka could not create a mock cluster")
         self._lib = lib
         self._handle: int | None = handle
         self._cluster: int | None = cluster
@@ -106,11 +110,11 @@ class MockCluster:
         err = self._lib.rd_kafka_mock_topic_create(self._live(), name.encode(), partitions, 1)
         if err:
             reason = self._lib.rd_kafka_err2str(err).decode()
-            raise RuntimeError(f"could not create topic {name!r}: {reason}")
+            raise EmbeddedBrokerError(f"could not create topic {name!r}: {reason}")
 
     def set_sharegroup(self, knob: str, value: int) -> None:
         if knob not in _SHAREGROUP_SETTERS:
-            raise ValueError(f"unknown share-group setting {knob!r}")
+            raise ConfigurationError(f"unknown share-group setting {knob!r}")
         getattr(self._lib, f"rd_kafka_mock_sharegroup_set_{knob}")(self._live(), value)
 
     def close(self) -> None:
@@ -123,5 +127,5 @@ class MockCluster:
 
     def _live(self) -> int:
         if self._cluster is None:
-            raise RuntimeError("the embedded broker is closed")
+            raise EmbeddedBrokerError("the embedded broker is closed")
         return self._cluster

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from kafka_share_eos import faults
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.twophase.protocol import (
     Decision,
     DecisionLog,
@@ -50,11 +51,11 @@ class TransactionCoordinator:
         self, log: DecisionLog, participants: Sequence[Participant], app_id: str
     ) -> None:
         if not participants:
-            raise ValueError("participants must name at least one participant")
+            raise ConfigurationError("participants must name at least one participant")
         names = [p.name for p in participants]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
-            raise ValueError(f"participant names must be unique, repeated: {repeated}")
+            raise ConfigurationError(f"participant names must be unique, repeated: {repeated}")
         self.log = log
         self.participants = tuple(participants)
         self.app_id = check_name("app_id", app_id)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from kafka_share_eos._extras import needs_extra, require_sql
+from kafka_share_eos.errors import ConfigurationError
 
 with needs_extra("postgres", "OutboxParticipant"):
     from sqlalchemy import Connection, Engine, create_engine, text
@@ -42,7 +43,7 @@ class OutboxParticipant(PostgresParticipant):
         name: str = "outbox",
     ) -> None:
         if not columns:
-            raise ValueError("columns must name at least one record column for the payload")
+            raise ConfigurationError("columns must name at least one record column for the payload")
         require_sql(engine, f"OutboxParticipant {name!r}")
         base = create_engine(engine) if isinstance(engine, str) else engine
         self._columns = list(columns)
@@ -59,7 +60,7 @@ class OutboxParticipant(PostgresParticipant):
     def _append(self, conn: Connection, rows: pa.Table) -> None:
         missing = [c for c in self._columns if c not in rows.column_names]
         if missing:
-            raise ValueError(
+            raise ConfigurationError(
                 f"outbox columns {missing} are not in the batch (columns: {rows.column_names})"
             )
         payloads = [json.dumps(m, default=str) for m in rows.select(self._columns).to_pylist()]

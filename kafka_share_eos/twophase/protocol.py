@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from kafka_share_eos.errors import KafkaShareEosError
+from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -37,7 +37,7 @@ def check_name(kind: str, value: str) -> str:
     transactions by prefix, so they are restricted to letters, digits, ``_`` and ``-``.
     """
     if not _NAME.match(value):
-        raise ValueError(
+        raise ConfigurationError(
             f"{kind} must be 1-64 characters of letters, digits, '_' or '-', got {value!r}"
         )
     return value
