@@ -27,8 +27,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 import kafka_share_eos
-from kafka_share_eos import EmbeddedBroker
-from kafka_share_eos.strategies import TwoPhaseCommitCoordinator
+from kafka_share_eos import EmbeddedBroker, TwoPhaseCommitCoordinator
 from kafka_share_eos.testing.postgres import postgres_for_tests
 from kafka_share_eos.testing.spark import local_spark_session
 from kafka_share_eos.twophase.delta import DeltaParticipant

@@ -24,9 +24,8 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 import kafka_share_eos
-from kafka_share_eos import EmbeddedBroker
+from kafka_share_eos import DeadLetterPolicy, EmbeddedBroker, IdempotentUpsertSink
 from kafka_share_eos.deadletter import open_dead_letters
-from kafka_share_eos.strategies import DeadLetterPolicy, IdempotentUpsertSink
 from kafka_share_eos.testing.spark import local_spark_session
 
 PAYMENTS_TABLE = (

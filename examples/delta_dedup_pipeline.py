@@ -17,9 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import kafka_share_eos
-from kafka_share_eos import EmbeddedBroker
+from kafka_share_eos import CheckpointDedupStore, EmbeddedBroker
 from kafka_share_eos.ledger import DeltaAppendSink
-from kafka_share_eos.strategies import CheckpointDedupStore
 from kafka_share_eos.testing.spark import local_spark_session
 
 

@@ -22,8 +22,7 @@ import sqlalchemy as sa
 from pyspark.sql import functions as F
 
 import kafka_share_eos
-from kafka_share_eos import EmbeddedBroker
-from kafka_share_eos.strategies import IdempotentUpsertSink
+from kafka_share_eos import EmbeddedBroker, IdempotentUpsertSink
 from kafka_share_eos.testing.postgres import postgres_for_tests
 from kafka_share_eos.testing.spark import local_spark_session
 
