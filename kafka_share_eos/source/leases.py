@@ -12,9 +12,14 @@ polls until T" (wall-clock time, renewed while it polls). Closing the consumer d
 A later run reads the leases of other runs: their records were acquired before ``min(T, now)``,
 so they are within reach again by ``min(T, now) + max(lockDurationMs, sessionTimeoutMs)``, and
 the drain does not end before. The wait is therefore bounded by the longer of the two. Leases
-past that are deleted. A lease whose consumer's process is still alive on this host is not
-waited for: that consumer still holds its share session (an executor's Python worker reused by
-the next query of the same application) and hands out what it fetched.
+past that are deleted.
+
+Consumers of another run whose process is still alive on this host are not dead: an executor's
+Python worker reused by the next query of the same application keeps its share session and
+hands out what it fetched, so its lease is not waited for; a source runner of a query stopped a
+moment ago is still leaving the group (it RELEASEs what it holds and deletes its lease), and
+until it has left the group keeps part of the partitions from the new member, so a drain first
+waits for it to go.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import os
 import socket
 import time
 import uuid
+from typing import Any
 
 import pyarrow.fs as pafs
 
@@ -39,19 +45,27 @@ LEASE_S = 10.0
 _RENEW_MARGIN_S = LEASE_S / 2
 
 
+RUNNER = "runner"
+EXECUTOR = "executor"
+_DEPARTURE_CHECK_S = 0.05
+
+
 def _directory(journal_location: str) -> tuple[pafs.FileSystem, str]:
     return open_location(f"{journal_location}/{LEASES_DIR}", create=True)
 
 
 class Lease:
-    """The lease of one consumer (in the source runner, or in an executor's Python worker).
+    """The lease of one consumer.
 
     Args:
         journal_location: the stream's ``journalPath``.
+        kind: :data:`RUNNER` (the source runner's consumer) or :data:`EXECUTOR` (a slot
+            consumer in an executor's Python worker).
     """
 
-    def __init__(self, journal_location: str) -> None:
+    def __init__(self, journal_location: str, kind: str) -> None:
         self._location = journal_location
+        self._kind = kind
         self._name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}.json"
         self._run = ""
         self._until = 0.0
@@ -64,10 +78,9 @@ class Lease:
             return
         until = now + polling_for_s + LEASE_S
         fs, root = _directory(self._location)
-        lease = json.dumps(
-            {"run": run, "until": until, "host": socket.gethostname(), "pid": os.getpid()}
-        ).encode()
-        write_atomically(fs, f"{root}/{self._name}", lease)
+        lease = {"run": run, "until": until, "kind": self._kind,
+                 "host": socket.gethostname(), "pid": os.getpid()}
+        write_atomically(fs, f"{root}/{self._name}", json.dumps(lease).encode())
         self._run, self._until = run, until
 
     def release(self) -> None:
@@ -79,13 +92,9 @@ class Lease:
             self._until = 0.0
 
 
-def locks_of_other_runs_expire_at(journal_location: str, run: str, hold_ms: int) -> float:
-    """The wall-clock time by which every record a consumer of another run than ``run`` held
-    is within reach again, ``hold_ms`` after its last poll (0 when none may still be held);
-    deletes the leases that are past it."""
-    now = time.time()
-    latest = 0.0
+def _leases_of_other_runs(journal_location: str, run: str) -> list[tuple[str, dict[str, Any]]]:
     fs, root = _directory(journal_location)
+    found = []
     for info in fs.get_file_info(pafs.FileSelector(root)):
         if not info.base_name.endswith(".json"):
             continue
@@ -94,18 +103,38 @@ def locks_of_other_runs_expire_at(journal_location: str, run: str, hold_ms: int)
                 lease = json.loads(source.read())
         except (OSError, ValueError):
             continue  # released meanwhile, or being replaced
-        if lease.get("run") == run or _alive_here(lease):
+        if lease.get("run") != run:
+            found.append((info.path, lease))
+    return found
+
+
+def _departing(journal_location: str, run: str) -> bool:
+    return any(
+        lease.get("kind") == RUNNER and _alive_here(lease)
+        for _, lease in _leases_of_other_runs(journal_location, run)
+    )
+
+
+def locks_of_other_runs_expire_at(journal_location: str, run: str, hold_ms: int) -> float:
+    """The wall-clock time by which every record a dead consumer of another run than ``run``
+    held is within reach again, ``hold_ms`` after its last poll (0 when none may still be
+    held); deletes the leases that are past it."""
+    now = time.time()
+    latest = 0.0
+    fs, _ = _directory(journal_location)
+    for path, lease in _leases_of_other_runs(journal_location, run):
+        if lease.get("kind") == EXECUTOR and _alive_here(lease):
             continue
         unlocked_at = min(float(lease["until"]), now) + hold_ms / 1000.0
         if unlocked_at <= now:
             with contextlib.suppress(OSError):
-                delete_if_present(fs, info.path)
+                delete_if_present(fs, path)
             continue
         latest = max(latest, unlocked_at)
     return latest
 
 
-def _alive_here(lease: dict[str, object]) -> bool:
+def _alive_here(lease: dict[str, Any]) -> bool:
     pid = lease.get("pid")
     if lease.get("host") != socket.gethostname() or not isinstance(pid, int):
         return False
@@ -124,8 +153,12 @@ def _alive_here(lease: dict[str, object]) -> bool:
 
 
 def drain_waits_until(journal_location: str, run: str, hold_ms: int) -> float:
-    """When a drain of run ``run`` starts: :func:`locks_of_other_runs_expire_at`, logged when
-    the drain has to wait for it."""
+    """When a drain of run ``run`` starts: wait (at most ``hold_ms``) for source runners of
+    other runs still leaving the group on this host, then :func:`locks_of_other_runs_expire_at`,
+    logged when the drain has to wait for it."""
+    deadline = time.monotonic() + hold_ms / 1000.0
+    while _departing(journal_location, run) and time.monotonic() < deadline:
+        time.sleep(_DEPARTURE_CHECK_S)
     unlocked_at = locks_of_other_runs_expire_at(journal_location, run, hold_ms)
     if unlocked_at > time.time():
         log_wait(unlocked_at)

@@ -21,7 +21,7 @@ from typing import Any
 from kafka_share_eos import faults
 from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.leases import Lease, drain_waits_until
+from kafka_share_eos.source.leases import RUNNER, Lease, drain_waits_until
 from kafka_share_eos.source.lock_budget import LockBudget
 from kafka_share_eos.source.metrics import BatchTally
 from kafka_share_eos.source.metrics_store import MetricsStore
@@ -66,7 +66,7 @@ class BatchPlanner:
         self._purged_through = -1
         self._draining = False
         self._run = uuid.uuid4().hex[:12]
-        self._lease = Lease(journal.location)
+        self._lease = Lease(journal.location, RUNNER)
         # Wall-clock time before which records a crashed earlier run held may still be locked.
         self._unlocked_at = 0.0
 
@@ -106,6 +106,8 @@ class BatchPlanner:
             self._session = self._session_factory(
                 self._options.consumer_config, self._options.topics
             )
+            # Left the group (also on SIGTERM): the next run need not wait for its records.
+            self._session.on_close = self._lease.release
         return self._session
 
     def latest(self, start: int, max_rows: int | None) -> int:
@@ -239,4 +241,3 @@ class BatchPlanner:
             if self._session is not None:
                 self._session.close()
                 self._held = None
-                self._lease.release()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import AcknowledgeType, IllegalStateException, KafkaException, ShareConsumer
@@ -36,7 +36,8 @@ class ShareSession:
     ``held`` is the last poll's records while they await their acknowledgement (acquired at
     ``acquired_at``, a :func:`time.monotonic` reading); on SIGTERM (or :meth:`close`) they are
     RELEASEd, pending acknowledgements are committed and the consumer leaves the group.
-    ``during_ack`` names the crash point hit halfway through an acknowledgement.
+    ``during_ack`` names the crash point hit halfway through an acknowledgement;
+    ``on_close``, when set, runs once the consumer has left the group (on SIGTERM too).
     """
 
     def __init__(
@@ -45,6 +46,7 @@ class ShareSession:
     ) -> None:
         self.stats = AckStats()
         self._during_ack = during_ack
+        self.on_close: Callable[[], None] | None = None
         self.held: list[Any] = []
         self.acquired_at = 0.0
         # Reentrant: close() settles held records under it.
@@ -140,3 +142,5 @@ class ShareSession:
                 self._hook.uninstall()
                 consumer.close()
                 log.info("kafka-share consumer closed: %s", self.stats)
+                if self.on_close is not None:
+                    self.on_close()

@@ -32,7 +32,7 @@ from pyspark.sql.datasource import InputPartition
 from kafka_share_eos import faults
 from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.leases import Lease
+from kafka_share_eos.source.leases import EXECUTOR, Lease
 from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.source.schema import to_record_batch
 from kafka_share_eos.source.session import ACCEPT, RELEASE, ShareSession
@@ -84,7 +84,8 @@ class SlotConsumer:
         self.session = ShareSession(
             options.consumer_config, options.topics, during_ack=faults.SLOT_DURING_ACK
         )
-        self.lease = Lease(options.journal_path)
+        self.lease = Lease(options.journal_path, EXECUTOR)
+        self.session.on_close = self.lease.release
 
     def fill(self, journal: Journal, part: SlotPartition) -> pa.Table:
         """Poll the slot's records, journal them first-writer-wins, ACCEPT them; return the
@@ -150,10 +151,7 @@ class SlotConsumer:
 
     def close(self) -> None:
         """RELEASE what is held, leave the group, drop the lease."""
-        try:
-            self.session.close()
-        finally:
-            self.lease.release()
+        self.session.close()
 
 
 _consumers: dict[tuple[object, ...], SlotConsumer] = {}
