@@ -14,7 +14,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from helpers import broker_holding, consume, count_at_least, share_consumer
+from typer.testing import CliRunner
 
+from kafka_share_eos.cli.main import app
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import AckPolicy, SourceOptionError, SourceOptions
@@ -133,6 +135,11 @@ def test_the_planner_needs_no_consumer_and_ends_a_drain_on_an_empty_batch(
     status = journal_status(str(tmp_path / "journal"))
     assert [m.seq for m in status.batches] == [1, 2, 3]
     assert status.consumers == [{"slot": 0, "records": 3}, {"slot": 1, "records": 0}]
+    env = {"COLUMNS": "200", "NO_COLOR": "1"}
+    shown = CliRunner().invoke(app, ["status", "--journal", opts.journal_path, "--json"], env=env)
+    assert json.loads(shown.stdout)["consumers"] == status.consumers
+    table = CliRunner().invoke(app, ["status", "--journal", opts.journal_path], env=env)
+    assert "records per consumer" in table.output
 
 
 def write_report(journal: Path, seq: int, slot: int, records: int) -> None:
