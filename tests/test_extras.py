@@ -107,13 +107,15 @@ def test_every_public_package_imports_with_no_optional_library_installed() -> No
                 "kafka_share_eos.ledger", "kafka_share_eos.deadletter",
                 "kafka_share_eos.twophase", "kafka_share_eos.sharegroup",
                 "kafka_share_eos.testing", "kafka_share_eos.bench", "kafka_share_eos.cli",
-                "kafka_share_eos.errors"]
+                "kafka_share_eos.errors", "kafka_share_eos.source",
+                "kafka_share_eos.source.status"]
     for name in packages:
         importlib.import_module(name)
     from kafka_share_eos import *
     from kafka_share_eos import MissingExtraError
+    import kafka_share_eos.source
     try:
-        import kafka_share_eos.source
+        kafka_share_eos.source.KafkaShareDataSource
     except MissingExtraError as error:
         source = [error.extra, str(error)]
     print(json.dumps({"loaded": loaded(), "source": source}))

@@ -2,14 +2,17 @@
 
 ``register(spark)`` makes ``spark.readStream.format("kafka-share")`` available. Every micro-batch
 is written to a durable journal before Spark sees its offset, so replays return the same records.
+Only the data source itself needs pyspark (the ``spark`` extra): options, the journal and its
+status import without it, so ``kafka-share-eos status`` works on any machine that can read the
+journal.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kafka_share_eos.source.datasource import FORMAT, KafkaShareDataSource
 from kafka_share_eos.source.options import (
+    FORMAT,
     AckPolicy,
     LockBudgetAction,
     SourceOptionError,
@@ -18,6 +21,8 @@ from kafka_share_eos.source.options import (
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from kafka_share_eos.source.datasource import KafkaShareDataSource as KafkaShareDataSource
 
 __all__ = [
     "FORMAT",
@@ -32,4 +37,14 @@ __all__ = [
 
 def register(spark: SparkSession) -> None:
     """Register the ``kafka-share`` format with ``spark``."""
+    from kafka_share_eos.source.datasource import KafkaShareDataSource
+
     spark.dataSource.register(KafkaShareDataSource)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "KafkaShareDataSource":
+        from kafka_share_eos.source.datasource import KafkaShareDataSource
+
+        return KafkaShareDataSource
+    raise AttributeError(f"module 'kafka_share_eos.source' has no attribute {name!r}")

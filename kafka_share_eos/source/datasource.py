@@ -6,7 +6,7 @@ from collections.abc import MutableMapping
 from typing import TYPE_CHECKING
 
 from kafka_share_eos._extras import needs_extra
-from kafka_share_eos.source.options import SourceOptions
+from kafka_share_eos.source.options import FORMAT, SourceOptions
 from kafka_share_eos.source.schema import spark_schema
 
 with needs_extra("spark", "the kafka-share Spark source"):
@@ -17,7 +17,6 @@ with needs_extra("spark", "the kafka-share Spark source"):
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-FORMAT = "kafka-share"
 
 
 class KafkaShareDataSource(DataSource):

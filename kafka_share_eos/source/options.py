@@ -15,6 +15,8 @@ from typing import TypeVar
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.storage import supports_write_if_absent
 
+FORMAT = "kafka-share"
+"""The name of the source: ``spark.readStream.format("kafka-share")``."""
 KAFKA_PREFIX = "kafka."
 DEFAULT_POLL_TIMEOUT_MS = 1000
 DEFAULT_AVAILABLE_NOW_IDLE_MS = 5000
