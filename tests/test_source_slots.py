@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from kafka_share_eos.cli.main import app
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.source.metrics import BatchMetrics
 from kafka_share_eos.source.options import AckPolicy, SourceOptionError, SourceOptions
 from kafka_share_eos.source.schema import JOURNAL_SCHEMA
 from kafka_share_eos.source.slot_planner import SlotPlanner
@@ -145,8 +146,10 @@ def test_the_planner_needs_no_consumer_and_ends_a_drain_on_an_empty_batch(
 def write_report(journal: Path, seq: int, slot: int, records: int) -> None:
     directory = journal / "_metrics" / "slots"
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / f"{seq:020d}-{slot:04d}.json").write_text(json.dumps({
-        "seq": seq, "slot": slot, "records": records, "redelivered": 0,
-        "acknowledged": records, "ack_failures": 0, "ack_failed_partitions": 0,
-        "lock_held_ms": 5.0, "polled_at": 1.0e9, "settled_at": 1.0e9,
-    }))
+    report = BatchMetrics(
+        seq=seq, first_seq=seq, records=records, redelivered=0, acknowledged=records,
+        ack_failures=0, ack_failed_partitions=0, lock_held_ms=5.0, lock_budget_used=0.0,
+        ack_policy="afterJournal", planned_at="2026-01-01T00:00:00+00:00",
+        settled_at="2026-01-01T00:00:01+00:00", consumers=[{"slot": slot, "records": records}],
+    )
+    (directory / f"{seq:020d}-{slot:04d}.json").write_text(report.to_json())

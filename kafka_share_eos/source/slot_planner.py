@@ -16,8 +16,6 @@ the records each slot took under ``consumers``.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import json
 import logging
 import time
 import uuid
@@ -31,19 +29,10 @@ from kafka_share_eos.source.lock_budget import LockBudget
 from kafka_share_eos.source.metrics import BatchMetrics
 from kafka_share_eos.source.metrics_store import MetricsStore
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
-from kafka_share_eos.source.slots import (
-    SLOT_METRICS_DIR,
-    SlotMetrics,
-    SlotPartition,
-    slot_metrics_name,
-)
+from kafka_share_eos.source.slots import SLOT_METRICS_DIR, SlotPartition
 from kafka_share_eos.storage import delete_if_present, open_location
 
 log = logging.getLogger("kafka_share_eos.source")
-
-
-def _iso(epoch: float) -> str:
-    return dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat()
 
 
 class SlotPlanner:
@@ -115,47 +104,49 @@ class SlotPlanner:
     def _settle(self, committed: int) -> None:
         """Write the metrics of every batch up to ``committed`` from its slots' reports."""
         fs, root = open_location(f"{self._journal.location}/{SLOT_METRICS_DIR}", create=True)
-        reports: dict[int, list[SlotMetrics]] = defaultdict(list)
+        reports: dict[int, list[tuple[str, BatchMetrics]]] = defaultdict(list)
         for info in fs.get_file_info(pafs.FileSelector(root)):
             if not info.base_name.endswith(".json"):
                 continue
             try:
                 with fs.open_input_stream(info.path) as source:
-                    report = SlotMetrics(**json.loads(source.read()))
+                    report = BatchMetrics.from_json(source.read())
             except (OSError, ValueError, TypeError):
                 continue
             if report.seq <= committed:
-                reports[report.seq].append(report)
+                reports[report.seq].append((info.path, report))
         for seq, slots in sorted(reports.items()):
-            self._write(seq, sorted(slots, key=lambda r: r.slot))
-            reported = {r.slot for r in slots if r.records == 0}
-            if seq in self._planned and len(reported) == self._options.consumers:
+            batch = self._combine([report for _, report in slots])
+            self._metrics.write(batch)
+            empty = [entry for entry in batch.consumers if entry["records"] == 0]
+            if seq in self._planned and len(empty) == self._options.consumers:
                 self._empty.add(seq)
-            for report in slots:
+            for path, _ in slots:
                 with contextlib.suppress(OSError):
-                    delete_if_present(fs, f"{root}/{slot_metrics_name(report.seq, report.slot)}")
+                    delete_if_present(fs, path)
         self._planned = {seq: at for seq, at in self._planned.items() if seq >= committed}
         self._empty = {seq for seq in self._empty if seq >= committed}
 
-    def _write(self, seq: int, slots: list[SlotMetrics]) -> None:
+    def _combine(self, slots: list[BatchMetrics]) -> BatchMetrics:
+        """One batch's metrics from its slots' reports, measured against the lock budget."""
+        seq = slots[0].seq
         held_ms = max(r.lock_held_ms for r in slots)
-        used = self._budget.observe(seq, held_ms, AckPolicy.AFTER_JOURNAL)
-        self._metrics.write(
-            BatchMetrics(
-                seq=seq,
-                first_seq=seq,
-                records=sum(r.records for r in slots),
-                redelivered=sum(r.redelivered for r in slots),
-                acknowledged=sum(r.acknowledged for r in slots),
-                ack_failures=sum(r.ack_failures for r in slots),
-                ack_failed_partitions=sum(r.ack_failed_partitions for r in slots),
-                lock_held_ms=held_ms,
-                lock_budget_used=used,
-                ack_policy=AckPolicy.AFTER_JOURNAL.value,
-                planned_at=_iso(min(r.polled_at for r in slots)),
-                settled_at=_iso(max(r.settled_at for r in slots)),
-                consumers=[{"slot": r.slot, "records": r.records} for r in slots],
-            )
+        return BatchMetrics(
+            seq=seq,
+            first_seq=seq,
+            records=sum(r.records for r in slots),
+            redelivered=sum(r.redelivered for r in slots),
+            acknowledged=sum(r.acknowledged for r in slots),
+            ack_failures=sum(r.ack_failures for r in slots),
+            ack_failed_partitions=sum(r.ack_failed_partitions for r in slots),
+            lock_held_ms=held_ms,
+            lock_budget_used=self._budget.observe(seq, held_ms, AckPolicy.AFTER_JOURNAL),
+            ack_policy=AckPolicy.AFTER_JOURNAL.value,
+            planned_at=min(r.planned_at for r in slots),
+            settled_at=max(r.settled_at for r in slots),
+            consumers=sorted(
+                (entry for r in slots for entry in r.consumers), key=lambda e: e["slot"]
+            ),
         )
 
     def close(self) -> None:

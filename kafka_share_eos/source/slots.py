@@ -19,21 +19,18 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
-import json
 import logging
 import os
 import time
-from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import InputPartition
 
 from kafka_share_eos import faults
-from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.leases import EXECUTOR, Lease
-from kafka_share_eos.source.options import SourceOptions
+from kafka_share_eos.source.metrics import BatchMetrics, BatchTally
+from kafka_share_eos.source.options import AckPolicy, SourceOptions
 from kafka_share_eos.source.schema import to_record_batch
 from kafka_share_eos.source.session import ACCEPT, RELEASE, ShareSession
 from kafka_share_eos.storage import open_location, write_atomically
@@ -53,22 +50,6 @@ class SlotPartition(InputPartition):
         self.slot = slot
         self.run = run
         self.idle_ms = idle_ms
-
-
-@dataclass(frozen=True)
-class SlotMetrics:
-    """What one slot's task polled and acknowledged (read back by the planner)."""
-
-    seq: int
-    slot: int
-    records: int
-    redelivered: int
-    acknowledged: int
-    ack_failures: int
-    ack_failed_partitions: int
-    lock_held_ms: float
-    polled_at: float
-    settled_at: float
 
 
 def slot_metrics_name(seq: int, slot: int) -> str:
@@ -94,7 +75,7 @@ class SlotConsumer:
         if session.held:
             # Left by an attempt that failed before journaling them in this worker.
             session.settle(RELEASE)
-        stats = dataclasses.replace(session.stats)
+        tally = BatchTally(AckPolicy.AFTER_JOURNAL, session.stats)
         records = self._poll(part)
         faults.maybe_crash(faults.SLOT_AFTER_POLL)
         batch = to_record_batch(records)
@@ -108,9 +89,12 @@ class SlotConsumer:
             faults.maybe_crash(faults.SLOT_READING_OTHER)
             return journal.read(part.seq, part.slot)
         faults.maybe_crash(faults.SLOT_AFTER_SEGMENT)
-        acquired_at, polled_at = session.acquired_at, time.time()
+        tally.polled(part.seq, batch)
+        acquired_at = session.acquired_at
         session.settle(ACCEPT)
-        self._report(part, batch, stats, (time.monotonic() - acquired_at) * 1000, polled_at)
+        if batch.num_rows:
+            tally.settled((time.monotonic() - acquired_at) * 1000)
+        self._report(part, tally.finish(session.stats, lock_budget_used=0.0))
         return pa.Table.from_batches([batch])
 
     def _poll(self, part: SlotPartition) -> list[object]:
@@ -122,31 +106,17 @@ class SlotConsumer:
             if records or time.monotonic() >= idle_until:
                 return records
 
-    def _report(
-        self, part: SlotPartition, batch: pa.RecordBatch, before: AckStats, held_ms: float,
-        polled_at: float,
-    ) -> None:
-        after = self.session.stats
-        again = pc.sum(pc.greater(batch.column("deliveryCount"), 1)).as_py()
-        metrics = SlotMetrics(
-            seq=part.seq,
-            slot=part.slot,
-            records=batch.num_rows,
-            redelivered=int(again or 0),
-            acknowledged=after.accepted - before.accepted,
-            ack_failures=after.refused_locally - before.refused_locally
-            + after.failed_records - before.failed_records,
-            ack_failed_partitions=after.failed_partitions - before.failed_partitions,
-            lock_held_ms=round(held_ms, 3) if batch.num_rows else 0.0,
-            polled_at=polled_at,
-            settled_at=time.time(),
+    def _report(self, part: SlotPartition, metrics: BatchMetrics) -> None:
+        # The planner measures the batch against the lock budget once every slot reported.
+        report = dataclasses.replace(
+            metrics, consumers=[{"slot": part.slot, "records": metrics.records}]
         )
         try:
             fs, root = open_location(f"{self.options.journal_path}/{SLOT_METRICS_DIR}", create=True)
             path = f"{root}/{slot_metrics_name(part.seq, part.slot)}"
-            write_atomically(fs, path, json.dumps(dataclasses.asdict(metrics)).encode())
+            write_atomically(fs, path, report.to_json().encode())
         except OSError:
-            # Metrics are not data: the batch's entry then counts the slot from its segment.
+            # Metrics are not data: the batch's entry then lacks this slot.
             log.warning("could not write the metrics of slot %d of batch %d", part.slot, part.seq)
 
     def close(self) -> None:
