@@ -201,6 +201,12 @@ class IdempotentUpsertSink(BatchStrategy):
         return None if lookup is None else lookup(keys)
 
     def _check_rows(self) -> Callable[[pa.Table], object] | None:
+        # Checks that build on each other find a row conflicting with another row of its batch.
+        checks: Callable[[], Callable[[pa.Table], object]] | None = getattr(
+            self.writer, "checks", None
+        )
+        if checks is not None:
+            return checks()
         check: Callable[[pa.Table], object] | None = getattr(self.writer, "check", None)
         return check
 

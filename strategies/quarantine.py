@@ -22,9 +22,9 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_share_eos._extras import loaded_errors
 from kafka_share_eos.deadletter import DeadLetterSink, Rejection
 from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
+from kafka_share_eos.sinks.errors import database_unavailable, error_chain, refused_row
 
 T = TypeVar("T")
 
@@ -47,20 +47,17 @@ class NullIdentityError(KafkaShareEosError, ValueError):
 def is_data_error(error: BaseException) -> bool:
     """Whether ``error`` (or what it wraps) says a row's data is wrong, not the infrastructure.
 
-    Database integrity and data errors (constraint, type, range) and Arrow conversion errors are
-    about data; connection, I/O and timeout errors are not.
+    A database refusing a row's values (SQLSTATE class 22 or 23, or a DB-API ``IntegrityError``
+    or ``DataError`` without one, whichever library raised it) and Arrow conversion errors are
+    about data; connection, I/O, timeout and resource errors are not.
     """
-    database_errors = loaded_errors("sqlalchemy.exc", "IntegrityError", "DataError")
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, database_errors):
-            return True
-        if isinstance(current, pa.ArrowInvalid | pa.ArrowTypeError):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    if refused_row(error):
+        return True
+    if database_unavailable(error):
+        return False
+    return any(
+        isinstance(current, pa.ArrowInvalid | pa.ArrowTypeError) for current in error_chain(error)
+    )
 
 
 def is_transform_error(error: BaseException) -> bool:

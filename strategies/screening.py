@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from kafka_share_eos._extras import loaded_errors
 from kafka_share_eos.deadletter import Rejection, letters
 from kafka_share_eos.sinks import SinkConfigurationError
+from kafka_share_eos.sinks.errors import database_unavailable
 
 from .identity import RecordIdentity
 from .quarantine import (
@@ -110,14 +110,23 @@ class Screening:
         check_rows: Callable[[pa.Table], object] | None,
     ) -> pa.Table:
         """After the target refused ``unique`` with ``error``: the rows it accepts, with the
-        ones it refuses queued as dead letters. Raises ``error`` when it is not about rows."""
+        ones it refuses queued as dead letters. Raises ``error`` when it is not about rows.
+
+        ``check_rows`` is given the parts in row order; one with a ``close()`` (checks that
+        build on each other, such as :class:`~kafka_share_eos.sinks.sql.RowChecks`) is closed
+        once the rows at fault are found."""
         if self.policy is None or check_rows is None or not is_data_error(error):
             raise error
         logger.warning(
             "%s batch %d: the target refused the batch (%s); finding the rows at fault",
             self.strategy, self.batch_id, error,
         )
-        found = isolate(unique, check_rows, is_data_error, STAGE_WRITE, failed=error)
+        try:
+            found = isolate(unique, check_rows, is_data_error, STAGE_WRITE, failed=error)
+        finally:
+            close = getattr(check_rows, "close", None)
+            if close is not None:
+                close()
         self._reject(found.rejections, self._unique_origin)
         return without(unique, found.rejections)
 
@@ -192,8 +201,7 @@ class Screening:
 
 def _is_infrastructure_error(error: BaseException) -> bool:
     """I/O, timeouts, resources, or a database connection lost or unusable."""
-    connection = loaded_errors("sqlalchemy.exc", "OperationalError", "InterfaceError")
-    return not is_transform_error(error) or isinstance(error, connection)
+    return not is_transform_error(error) or database_unavailable(error)
 
 
 def _transform_row_error(error: BaseException) -> bool:

@@ -215,12 +215,13 @@ class SqlUpsertWriter:
     def check(self, table: pa.Table) -> None:
         """Upsert ``table`` in a transaction that is rolled back: raises what a real write of
         these rows would (constraint, type and range errors), changes nothing."""
-        if self._table is None:
-            self.prepare(table.schema)
-        assert self._table is not None
-        with self.engine.connect() as conn, conn.begin() as transaction:
-            self._row_upsert(conn, self._table, table)
-            transaction.rollback()
+        with self.checks() as check:
+            check(table)
+
+    def checks(self) -> RowChecks:
+        """:meth:`check` for the parts of one batch, each checked after the parts before it
+        (see :class:`RowChecks`)."""
+        return RowChecks(self)
 
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys``, whether the table holds its key; reads, never writes."""
@@ -312,10 +313,10 @@ class SqlUpsertWriter:
     ) -> None:
         """``COPY`` ``rows`` into ``columns`` of ``db_schema.name`` in the open transaction.
 
-        Constraint violations surface as SQLAlchemy's ``IntegrityError``, like those of every
-        other statement.
+        psycopg's errors surface as SQLAlchemy's (``IntegrityError``, ``DataError``,
+        ``OperationalError``...), like those of every other statement.
         """
-        from psycopg import IntegrityError
+        from psycopg import Error
         from psycopg import sql as pgsql
 
         qualified = pgsql.Identifier(db_schema, name) if db_schema else pgsql.Identifier(name)
@@ -328,5 +329,51 @@ class SqlUpsertWriter:
             with raw.cursor() as cursor, cursor.copy(statement) as copy:
                 for row in rows:
                     copy.write_row(row)
-        except IntegrityError as error:
-            raise sa.exc.IntegrityError(statement.as_string(raw), None, error) from error
+        except Error as error:
+            raise sa.exc.DBAPIError.instance(
+                statement.as_string(raw), None, error, Error, dialect=conn.dialect
+            ) from error
+
+
+class RowChecks:
+    """Checks of the parts of one batch, in one transaction that :meth:`close` rolls back.
+
+    Each part is upserted under a savepoint, kept when the part passes, so a part meets the
+    parts before it as in the batch's own write: a row that conflicts with an earlier row of its
+    batch on a unique key other than the identity fails on its own. Bisection gives the parts
+    in row order, so the first of two such rows is kept and the later one is refused.
+    """
+
+    def __init__(self, writer: SqlUpsertWriter) -> None:
+        self._writer = writer
+        self._conn: Connection | None = None
+
+    def __call__(self, part: pa.Table) -> None:
+        """Raise what writing ``part`` after the parts checked before would raise."""
+        writer = self._writer
+        if writer._table is None:
+            writer.prepare(part.schema)
+        assert writer._table is not None
+        if self._conn is None:
+            self._conn = writer.engine.connect()
+            self._conn.begin()
+            driver = self._conn.connection.driver_connection
+            if writer.dialect == "sqlite" and not getattr(driver, "in_transaction", True):
+                # pysqlite begins a transaction only before DML: a SAVEPOINT first would begin
+                # one of its own, which its RELEASE would commit.
+                self._conn.exec_driver_sql("BEGIN")
+        with self._conn.begin_nested():
+            writer._row_upsert(self._conn, writer._table, part)
+
+    def close(self) -> None:
+        """Roll back every part checked and release the connection."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> RowChecks:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
