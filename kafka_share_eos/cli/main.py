@@ -8,6 +8,7 @@ from kafka_share_eos.cli.bench import bench
 from kafka_share_eos.cli.broker import broker
 from kafka_share_eos.cli.dedup import dedup
 from kafka_share_eos.cli.demo import demo
+from kafka_share_eos.cli.doctor import doctor
 from kafka_share_eos.cli.status import status
 from kafka_share_eos.cli.verify import verify
 
@@ -20,6 +21,7 @@ app = typer.Typer(
 app.command(name="bench")(bench)
 app.command(name="broker")(broker)
 app.command(name="demo")(demo)
+app.command(name="doctor")(doctor)
 app.command(name="status")(status)
 app.command(name="verify")(verify)
 app.add_typer(dedup, name="dedup")

@@ -1,0 +1,44 @@
+"""``kafka-share-eos doctor``: recognise and repair a Spark checkpoint a kill left half-written."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from kafka_share_eos.spark_checkpoint import diagnose, repair
+
+
+def doctor(
+    checkpoint: Annotated[
+        str,
+        typer.Option("--checkpoint", help="The query's checkpointLocation (path or pyarrow.fs "
+                     "URI)."),
+    ],
+    fix: Annotated[
+        bool,
+        typer.Option("--fix", help="Remove the temporary files an interrupted first "
+                     "offset-log write left (nothing else)."),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Check that Spark can restart a query from its checkpoint; explain and, with --fix,
+    repair what a kill during its first batch left. Exits 1 when a problem remains."""
+    try:
+        report = repair(checkpoint) if fix else diagnose(checkpoint)
+    except FileNotFoundError as exc:
+        raise typer.BadParameter(f"no checkpoint at {checkpoint!r}",
+                                 param_hint="--checkpoint") from exc
+    if as_json:
+        print(json.dumps(report.to_dict()))
+    else:
+        state = "healthy" if report.healthy else "cannot restart"
+        print(f"checkpoint {checkpoint}: {state}")
+        for path in report.removed:
+            print(f"  removed {path}")
+        for path in report.leftovers + report.unexpected:
+            print(f"  found {path}")
+        print(report.explanation())
+    if not report.healthy:
+        raise typer.Exit(1)
