@@ -1,15 +1,21 @@
 """The error family: every error kafka-share-eos raises on purpose is a :class:`KafkaShareEosError`.
 
 Each class also keeps the built-in base it always had (``ValueError`` for bad configuration,
-``RuntimeError`` for failures at run time, ``ImportError`` for a missing extra), so code that
-catches those keeps working. docs/errors.md lists every class, when it is raised and what to do.
+``RuntimeError`` for failures at run time, ``ImportError`` for a missing extra,
+``FileNotFoundError`` for a location with nothing to inspect), so code that catches those keeps
+working. docs/errors.md lists every class, when it is raised and what to do.
 
 This module imports nothing: every other module may import it.
 """
 
 from __future__ import annotations
 
-__all__ = ["ConfigurationError", "KafkaShareEosError", "MissingExtraError"]
+__all__ = [
+    "ConfigurationError",
+    "KafkaShareEosError",
+    "LocationNotFoundError",
+    "MissingExtraError",
+]
 
 
 class KafkaShareEosError(Exception):
@@ -19,6 +25,11 @@ class KafkaShareEosError(Exception):
 class ConfigurationError(KafkaShareEosError, ValueError):
     """An argument or option has a value the toolkit cannot work with, or a table it was
     pointed at is not what that feature needs."""
+
+
+class LocationNotFoundError(KafkaShareEosError, FileNotFoundError):
+    """Nothing is at a location the toolkit was asked to inspect: a journal, a Spark
+    checkpoint or an identity ledger that does not exist (yet)."""
 
 
 class MissingExtraError(KafkaShareEosError, ImportError):

@@ -98,8 +98,11 @@ class CheckpointReport:
 
 def diagnose(checkpoint: str) -> CheckpointReport:
     """Look for what an interrupted first offset-log write leaves in ``checkpoint`` (a local
-    path or ``pyarrow.fs`` URI); changes nothing. Raises :class:`FileNotFoundError` when there
-    is no directory there."""
+    path or ``pyarrow.fs`` URI); changes nothing.
+
+    Raises:
+        LocationNotFoundError: there is no directory at ``checkpoint``.
+    """
     fs, root = open_existing(checkpoint)
     entries = {log: _names(fs, f"{root}/{log}") for log in _CHECKED_LOGS}
     logged = [name for name in entries["offsets"] if name.isdigit()]

@@ -13,6 +13,8 @@ import uuid
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from kafka_share_eos.errors import LocationNotFoundError
+
 # Object stores publish a put atomically, so a temp name would only cost a copy.
 _ATOMIC_PUT_FILESYSTEMS = frozenset({"s3", "gcs", "abfs"})
 
@@ -36,11 +38,14 @@ def open_location(location: str, *, create: bool = False) -> tuple[pafs.FileSyst
 
 
 def open_existing(location: str) -> tuple[pafs.FileSystem, str]:
-    """Like :func:`open_location`, for inspecting without changing anything: raises
-    :class:`FileNotFoundError` when there is no directory at ``location``."""
+    """Like :func:`open_location`, for inspecting without changing anything.
+
+    Raises:
+        LocationNotFoundError: there is no directory at ``location``.
+    """
     fs, root = open_location(location)
     if fs.get_file_info(root).type != pafs.FileType.Directory:
-        raise FileNotFoundError(f"no directory at {location!r}")
+        raise LocationNotFoundError(f"no directory at {location!r}")
     return fs, root
 
 

@@ -3,6 +3,8 @@ the built-in base that existing ``except`` clauses catch."""
 
 from __future__ import annotations
 
+import ast
+import builtins
 import importlib
 import inspect
 import pkgutil
@@ -20,8 +22,10 @@ from kafka_share_eos import (
     TopicSpec,
 )
 from kafka_share_eos.deadletter import SqlDeadLetters
-from kafka_share_eos.errors import ConfigurationError
-from kafka_share_eos.ledger import RetentionPolicy
+from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
+from kafka_share_eos.ledger import IdentityLedger, RetentionPolicy
+from kafka_share_eos.source.status import journal_status
+from kafka_share_eos.spark_checkpoint import diagnose
 from kafka_share_eos.twophase import FileDecisionLog, TransactionCoordinator
 
 # They stand for a failure of the user's own code (the demo's crash, the verifier's poison
@@ -43,10 +47,32 @@ BUILT_IN_BASES = {
     "kafka_share_eos.strategies.screening.TransformShapeError": ValueError,
     "kafka_share_eos.sharegroup.librdkafka_mock.EmbeddedBrokerError": RuntimeError,
     "kafka_share_eos.sharegroup.librdkafka_mock.LibrdkafkaNotFoundError": RuntimeError,
+    "kafka_share_eos.testing.postgres.PostgresServerError": RuntimeError,
     "kafka_share_eos.testing.postgres.PostgresNotFoundError": RuntimeError,
     "kafka_share_eos.verify.process.Stopped": RuntimeError,
     "kafka_share_eos.errors.ConfigurationError": ValueError,
     "kafka_share_eos.errors.MissingExtraError": ImportError,
+    "kafka_share_eos.errors.LocationNotFoundError": FileNotFoundError,
+}
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Built-in exceptions the toolkit raises itself that stay outside the family, and why.
+BUILT_IN_RAISES = {
+    "AttributeError": "a module's __getattr__ reports a missing name, as Python's protocol asks",
+    "AssertionError": "code that cannot be reached",
+    "TypeError": "an argument of the wrong type, as in any Python library",
+    "NotImplementedError": "a store that cannot refuse a second writer; the source's options "
+    "refuse such a journalPath before it is used",
+}
+# Where a built-in error reports a broken run of a tool or helper, not a refusal of a pipeline:
+# a benchmark or verify run whose records could not be produced, a test helper that timed out,
+# and the share session's own invariant (two polls without an acknowledgement: a bug here).
+BUILT_IN_RAISES_AT = {
+    ("kafka_share_eos/bench/source.py", "RuntimeError"),
+    ("kafka_share_eos/verify/records.py", "RuntimeError"),
+    ("kafka_share_eos/testing/spark.py", "TimeoutError"),
+    ("kafka_share_eos/source/session.py", "RuntimeError"),
 }
 
 
@@ -73,6 +99,34 @@ def test_every_error_class_of_the_toolkit_is_in_the_family() -> None:
     )
     assert not outside, f"error classes outside KafkaShareEosError: {outside}"
     assert set(BUILT_IN_BASES) <= set(classes)
+
+
+def _built_in_raises() -> list[tuple[str, str, int]]:
+    """``(file, exception, line)`` of every ``raise`` of a built-in exception class."""
+    found = []
+    for path in sorted([*ROOT.glob("kafka_share_eos/**/*.py"), *ROOT.glob("strategies/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Raise) or node.exc is None:
+                continue
+            raised = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            value = getattr(builtins, raised.id, None) if isinstance(raised, ast.Name) else None
+            if isinstance(value, type) and issubclass(value, BaseException):
+                found.append((str(path.relative_to(ROOT)), value.__name__, node.lineno))
+    return found
+
+
+def test_the_toolkit_raises_built_in_errors_only_where_they_are_the_right_answer() -> None:
+    raises = _built_in_raises()
+
+    unexplained = [
+        f"{path}:{line} raises {name}" for path, name, line in raises
+        if name not in BUILT_IN_RAISES and (path, name) not in BUILT_IN_RAISES_AT
+    ]
+    assert not unexplained, (
+        "raise a class of the KafkaShareEosError family (ConfigurationError for a refused "
+        f"value): {unexplained}"
+    )
+    assert {name for _, name, _ in raises} >= {"RuntimeError", "AttributeError"}  # it looks
 
 
 @pytest.mark.parametrize("path", sorted(BUILT_IN_BASES))
@@ -103,6 +157,27 @@ def test_refused_arguments_are_configuration_errors(
 
     assert isinstance(raised.value, KafkaShareEosError)
     assert isinstance(raised.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    "inspect_missing",
+    [
+        lambda missing: journal_status(missing),
+        lambda missing: IdentityLedger.existing(missing),
+        lambda missing: diagnose(missing),
+    ],
+    ids=["journal", "ledger", "checkpoint"],
+)
+def test_a_location_with_nothing_to_inspect_is_named(
+    inspect_missing: Callable[[str], object], tmp_path: Path
+) -> None:
+    missing = str(tmp_path / "nothing-here")
+
+    with pytest.raises(LocationNotFoundError, match="nothing-here") as raised:
+        inspect_missing(missing)
+
+    assert isinstance(raised.value, KafkaShareEosError)
+    assert isinstance(raised.value, FileNotFoundError)
 
 
 def test_the_family_is_at_the_top_and_catches_refusals() -> None:

@@ -38,6 +38,7 @@ from typing import Any
 
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source import SourceOptions, register
 from kafka_share_eos.source.journal import Journal
@@ -245,7 +246,7 @@ def run(
         ``rounds`` holds every round's own numbers.
     """
     if rounds < 1:
-        raise ValueError(f"rounds must be at least 1, got {rounds}")
+        raise ConfigurationError(f"rounds must be at least 1, got {rounds}")
     topics = [f"{TOPIC}:{partitions}", f"{WARM_UP_TOPIC}:1"]
     with EmbeddedBroker(topics=topics) as broker, tempfile.TemporaryDirectory(
         prefix="kse-bench-source-"

@@ -17,7 +17,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
 from kafka_share_eos.ledger.delta_txn import DeltaLocation, append_once, committed_version
 
 if TYPE_CHECKING:
@@ -80,11 +80,16 @@ class IdentityLedger:
         app_id: str = DEFAULT_APP_ID,
         storage_options: Mapping[str, str] | None = None,
     ) -> IdentityLedger:
-        """Open a ledger that exists, taking its identity columns from the table's schema."""
+        """Open a ledger that exists, taking its identity columns from the table's schema.
+
+        Raises:
+            LocationNotFoundError: there is no Delta table at ``uri``.
+            ConfigurationError: the Delta table there is not an identity ledger.
+        """
         location = DeltaLocation(uri, storage_options)
         table = location.table()
         if table is None:
-            raise FileNotFoundError(f"no Delta ledger table at {uri!r}")
+            raise LocationNotFoundError(f"no Delta ledger table at {uri!r}")
         names = [f.name for f in table.schema().fields]
         identity = [n for n in names if n not in (BATCH_COLUMN, APPLIED_AT_COLUMN)]
         if len(identity) == len(names):

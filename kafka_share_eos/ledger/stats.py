@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafka_share_eos.errors import LocationNotFoundError
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger
 
 
@@ -33,13 +34,17 @@ class LedgerStats:
 
 
 def ledger_stats(ledger: IdentityLedger) -> LedgerStats:
-    """Describe ``ledger``; per-partition coverage only for the record identity layout."""
+    """Describe ``ledger``; per-partition coverage only for the record identity layout.
+
+    Raises:
+        LocationNotFoundError: the ledger's Delta table does not exist.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
     table = ledger.location.table()
     if table is None:
-        raise FileNotFoundError(f"no Delta ledger table at {ledger.uri!r}")
+        raise LocationNotFoundError(f"no Delta ledger table at {ledger.uri!r}")
     actions = pa.table(table.get_add_actions(flatten=True))
     rows = int(pc.sum(actions["num_records"]).as_py() or 0) if actions.num_rows else 0
     size = int(pc.sum(actions["size_bytes"]).as_py() or 0) if actions.num_rows else 0

@@ -37,7 +37,8 @@ class MetricsStore:
         journal_location: the stream's ``journalPath`` (local path or ``pyarrow.fs`` URI).
         keep: how many of the newest entries :meth:`prune` keeps.
         create: create the directories when missing; without it a missing journal raises
-            :class:`FileNotFoundError` (for inspecting a journal without changing it).
+            :class:`~kafka_share_eos.errors.LocationNotFoundError` (for inspecting a journal
+            without changing it).
     """
 
     def __init__(

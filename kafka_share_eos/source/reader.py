@@ -20,6 +20,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.source.runner import BatchPlanner
@@ -33,7 +34,7 @@ _SEQ = "seq"
 def _seq(offset: Any) -> int:
     if isinstance(offset, dict) and isinstance(offset.get(_SEQ), int):
         return int(offset[_SEQ])
-    raise ValueError(
+    raise ConfigurationError(
         f"offset {offset!r} was not written by the kafka-share source (expected {{'seq': n}}): "
         "is the checkpoint shared with another query?"
     )

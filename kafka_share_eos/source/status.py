@@ -101,7 +101,7 @@ def journal_status(location: str, dead_letters: str | None = None) -> JournalSta
     """Inspect the journal at ``location`` (and count the dead letters at ``dead_letters``).
 
     Raises:
-        FileNotFoundError: no journal directory at ``location``.
+        LocationNotFoundError: no journal directory at ``location``.
     """
     open_existing(location)
     batches = tuple(MetricsStore(location, create=False).read_all())

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from kafka_share_eos.errors import KafkaShareEosError
+from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
 
 POSTGRES_URL_ENV = "KSE_TEST_POSTGRES_URL"
 _REQUIRED_BINARIES = ("initdb", "pg_ctl", "postgres")
@@ -38,7 +38,11 @@ _SUPERUSER = "postgres"
 _START_ATTEMPTS = 3
 
 
-class PostgresNotFoundError(KafkaShareEosError, RuntimeError):
+class PostgresServerError(KafkaShareEosError, RuntimeError):
+    """The throwaway PostgreSQL server could not start, or was used when not running."""
+
+
+class PostgresNotFoundError(PostgresServerError):
     """No PostgreSQL server binaries could be found on this machine."""
 
 
@@ -180,6 +184,9 @@ class PostgresServer(PostgresDatabases):
         bindir: directory of the server binaries; :func:`find_postgres_bindir` if omitted.
         max_prepared_transactions: capacity for in-doubt two-phase transactions.
         max_connections: connection limit of the server.
+
+    Raises:
+        ConfigurationError: ``max_prepared_transactions`` is below 1.
     """
 
     def __init__(
@@ -191,7 +198,7 @@ class PostgresServer(PostgresDatabases):
     ) -> None:
         super().__init__(admin_url="")
         if max_prepared_transactions < 1:
-            raise ValueError(
+            raise ConfigurationError(
                 "max_prepared_transactions must be at least 1 for two-phase commit, "
                 f"got {max_prepared_transactions!r}"
             )
@@ -212,14 +219,16 @@ class PostgresServer(PostgresDatabases):
     @property
     def url(self) -> str:
         if self._port is None:
-            raise RuntimeError("the PostgreSQL server is not running: call start() or use `with`")
+            raise PostgresServerError(
+                "the PostgreSQL server is not running: call start() or use `with`"
+            )
         return f"postgresql+psycopg://{_SUPERUSER}@127.0.0.1:{self._port}/postgres"
 
     @property
     def port(self) -> int:
         """TCP port the server listens on."""
         if self._port is None:
-            raise RuntimeError("the PostgreSQL server is not running")
+            raise PostgresServerError("the PostgreSQL server is not running")
         return self._port
 
     @property
@@ -228,7 +237,13 @@ class PostgresServer(PostgresDatabases):
         return self._workdir() / "server.log"
 
     def start(self) -> Self:
-        """Initialise a data directory and start the server; returns once it accepts connections."""
+        """Initialise a data directory and start the server; returns once it accepts connections.
+
+        Raises:
+            PostgresNotFoundError: no server binaries in ``bindir`` or on this machine.
+            PostgresServerError: ``initdb`` or ``pg_ctl`` failed (the message has their output
+                and the server log).
+        """
         if self._port is not None:
             return self
         bindir = self._bindir = self._bindir or find_postgres_bindir()
@@ -286,7 +301,7 @@ class PostgresServer(PostgresDatabases):
             try:
                 self._run(bindir / "pg_ctl", "-D", str(data), "-l", str(self.log_file),
                           "-o", f"-p {port}", "-w", "-t", "60", "start")
-            except RuntimeError:
+            except PostgresServerError:
                 if attempt == _START_ATTEMPTS:
                     raise
                 continue
@@ -311,7 +326,7 @@ class PostgresServer(PostgresDatabases):
             if result.returncode != 0:
                 output.seek(0)
                 log = self.log_file.read_text() if self.log_file.exists() else ""
-                raise RuntimeError(
+                raise PostgresServerError(
                     f"{Path(command[0]).name} failed with exit code {result.returncode}"
                     f"{f' (as user {self._user})' if self._user else ''}:\n{output.read()}"
                     f"{f'server log:{chr(10)}{log}' if log else ''}"
@@ -319,7 +334,9 @@ class PostgresServer(PostgresDatabases):
 
     def _workdir(self) -> Path:
         if self._tmpdir is None:
-            raise RuntimeError("the PostgreSQL server has no working directory: call start()")
+            raise PostgresServerError(
+                "the PostgreSQL server has no working directory: call start()"
+            )
         return self._tmpdir
 
     def _remove_workdir(self) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.testing.jvm import ensure_archive
 from kafka_share_eos.testing.postgres import PostgresDatabases, postgres_for_tests
@@ -55,18 +56,22 @@ class MatrixOptions:
     """JSON-lines file of finished runs: runs recorded there are not run again."""
 
     def cells(self) -> list[tuple[str, str]]:
-        """``(target, point)`` pairs to run; raise ValueError for names no target knows."""
+        """``(target, point)`` pairs to run.
+
+        Raises:
+            ConfigurationError: a strategy or crash point no target knows.
+        """
         targets = [t for t, _ in self.only] if self.only is not None else self.targets
         unknown = [t for t in targets if t not in TARGETS]
         if unknown:
-            raise ValueError(f"unknown strategy {unknown}; choose from {list(TARGETS)}")
+            raise ConfigurationError(f"unknown strategy {unknown}; choose from {list(TARGETS)}")
         if self.only is not None:
             wrong = [
                 cell for cell in self.only
                 if cell[1] not in points_of(cell[0], self.mix.consumers)
             ]
             if wrong:
-                raise ValueError(f"crash point not of that strategy: {wrong}")
+                raise ConfigurationError(f"crash point not of that strategy: {wrong}")
             return list(dict.fromkeys(self.only))
         cells = [
             (target, point)
@@ -76,7 +81,7 @@ class MatrixOptions:
         ]
         unused = [p for p in self.points or () if not any(p == point for _, point in cells)]
         if unused:
-            raise ValueError(
+            raise ConfigurationError(
                 f"crash point(s) {unused} belong to none of the strategies {list(self.targets)}"
             )
         return cells

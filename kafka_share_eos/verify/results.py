@@ -14,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.verify.run import Mix, RunResult, RunSpec
 from kafka_share_eos.verify.score import Score
 
@@ -57,7 +58,9 @@ class ResultsFile:
             except (ValueError, KeyError, TypeError) as error:
                 if number == len(lines):
                     continue
-                raise ValueError(f"{self.path}:{number}: not a verify result: {error}") from error
+                raise ConfigurationError(
+                    f"{self.path}:{number}: not a verify result: {error}"
+                ) from error
             runs[spec_key(result.spec)] = result
         return runs
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from kafka_share_eos import faults
 from kafka_share_eos.deadletter import SqlDeadLetters
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source.status import journal_status
 from kafka_share_eos.testing.postgres import PostgresDatabases
@@ -181,7 +182,7 @@ def _database(env: RunEnvironment, target: Target) -> Iterator[str | None]:
         yield None
         return
     if env.postgres is None:
-        raise ValueError(f"target {target.name!r} needs PostgreSQL and none was given")
+        raise ConfigurationError(f"target {target.name!r} needs PostgreSQL and none was given")
     name = f"kse_verify_{uuid.uuid4().hex[:12]}"
     url = env.postgres.create_database(name)
     try:

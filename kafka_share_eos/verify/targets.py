@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.verify.records import PlannedRecord, effect_rows
 
 Coordinates = tuple[int, int]
@@ -52,7 +53,7 @@ class RunContext:
     def postgres(self) -> str:
         """The run's Postgres database URL."""
         if self.postgres_url is None:
-            raise ValueError("this target needs a Postgres database, and the run has none")
+            raise ConfigurationError("this target needs a Postgres database, and the run has none")
         return self.postgres_url
 
     def sqlite(self) -> str:
