@@ -15,6 +15,13 @@ that runs a whole pipeline (Spark driver, JVM, source runner, workers) as one pr
   ``foreachBatch``);
 - ``KSE_CRASH_RECORD``: a file to which the point and hit number are appended just before the
   kill, telling the supervisor that this crash point, and not something else, killed the run.
+
+A *hold* pauses a process instead of killing it, to force the slow cases: a batch that keeps
+records past their lock so that another application gets them while it still runs.
+``KSE_HOLD_AT`` lists ``point``, ``point@n`` or ``point@n=seconds`` entries; the process pauses
+there for ``seconds`` (default: until released). With ``KSE_HOLD_GATE`` naming a directory, the
+paused process creates ``<gate>/<point>.held`` and resumes as soon as ``<gate>/<point>.release``
+exists, so a test can act while the hold lasts and end it without guessing a duration.
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from collections import Counter
+from pathlib import Path
 
 from kafka_share_eos.errors import ConfigurationError
 
@@ -40,8 +49,13 @@ SINK_MID_WRITE = "sink.mid_write"
 STRATEGY_AFTER_WRITE = "strategy.after_write"
 CRASH_PGID_ENV = "KSE_CRASH_PGID"
 CRASH_RECORD_ENV = "KSE_CRASH_RECORD"
+HOLD_AT_ENV = "KSE_HOLD_AT"
+HOLD_GATE_ENV = "KSE_HOLD_GATE"
 
 _hits: Counter[str] = Counter()
+_hold_hits: Counter[str] = Counter()
+# A hold without a duration still ends: a gate nobody opens must not hang a pipeline forever.
+_LONGEST_HOLD_SECONDS = 600.0
 
 
 def parse_crash_at(spec: str) -> dict[str, int]:
@@ -94,6 +108,53 @@ def maybe_crash(point: str) -> None:
     _hits[point] += 1
     if _hits[point] == crash_on:
         _crash(point, crash_on)
+
+
+def parse_hold_at(spec: str) -> dict[str, tuple[int, float]]:
+    """``{point: (hit, seconds)}`` from a ``KSE_HOLD_AT`` value (``point[@n][=seconds]``).
+
+    Raises:
+        ConfigurationError: naming an entry whose duration is not a non-negative number.
+    """
+    holds: dict[str, tuple[int, float]] = {}
+    for entry in (e.strip() for e in spec.split(",")):
+        if not entry:
+            continue
+        where, sep, duration = entry.partition("=")
+        try:
+            seconds = float(duration) if sep else _LONGEST_HOLD_SECONDS
+        except ValueError:
+            seconds = -1.0
+        if seconds < 0:
+            raise ConfigurationError(
+                f"{HOLD_AT_ENV} entry {entry!r}: the duration after '=' must be seconds >= 0"
+            )
+        for point, hit in parse_crash_at(where).items():
+            holds[point] = (hit, seconds)
+    return holds
+
+
+def maybe_hold(point: str) -> None:
+    """Count a hit of ``point``; pause there if ``KSE_HOLD_AT`` enables this hit of it."""
+    spec = os.environ.get(HOLD_AT_ENV)
+    if not spec:
+        return
+    hold = parse_hold_at(spec).get(point)
+    if hold is None:
+        return
+    _hold_hits[point] += 1
+    hit, seconds = hold
+    if _hold_hits[point] != hit:
+        return
+    gate = os.environ.get(HOLD_GATE_ENV)
+    deadline = time.monotonic() + seconds
+    if not gate:
+        time.sleep(seconds)
+        return
+    Path(gate, f"{point}.held").touch()
+    release = Path(gate, f"{point}.release")
+    while not release.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _crash(point: str, hit: int) -> None:

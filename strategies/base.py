@@ -214,3 +214,17 @@ class BatchStrategy(ABC):
     @abstractmethod
     def _write(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
         """Apply ``table`` (unique on the identity) as batch ``batch_id``."""
+
+
+def streaming_query_id(batch_df: DataFrame) -> str | None:
+    """The id of the streaming query running ``foreachBatch``, if any.
+
+    Spark sets it as a local property of the thread running the batch; Spark Connect sessions
+    have no SparkContext to ask, and a static DataFrame has no query.
+    """
+    try:
+        context = batch_df.sparkSession.sparkContext
+    except NotImplementedError:
+        return None
+    query_id = context.getLocalProperty("sql.streaming.queryId")
+    return str(query_id) if query_id else None

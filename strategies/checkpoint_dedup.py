@@ -1,9 +1,10 @@
 """Exactly-once effects for sinks that can neither upsert nor prepare: a Delta identity ledger.
 
-Per micro-batch: drop identities repeated inside the batch, drop identities the ledger already
-holds, hand only the new rows to the user's sink, then record their identities in the ledger with
-the Delta application transaction ``(app_id, batch_id)``. A batch the ledger already recorded is
-skipped whole. docs/checkpoint-dedup.md argues each crash point and states what the sink must
+Per micro-batch: drop identities repeated inside the batch, *claim* in the ledger the identities
+no batch claimed yet (one Delta commit that loses to any concurrent claim of the same
+identities, so applications sharing the ledger never both own a record), then hand the rows
+this batch owns to the user's sink. A replayed batch finds its own claims and hands them to the
+sink again. docs/checkpoint-dedup.md argues each crash point and states what the sink must
 promise (atomic, and a no-op when called again with a batch id it already applied);
 :class:`~kafka_share_eos.ledger.delta_sink.DeltaAppendSink` keeps that promise.
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import pyarrow as pa
 
@@ -26,8 +27,12 @@ from kafka_share_eos.ledger.identity_ledger import DEFAULT_APP_ID, IdentityLedge
 from kafka_share_eos.ledger.retention import RetentionPolicy, prune
 from kafka_share_eos.sinks import SinkConfigurationError, UpsertOutcome, contained
 
-from .base import BatchStrategy, StrategyOptions
+from .base import BatchStrategy, StrategyOptions, streaming_query_id
 from .identity import RecordIdentity
+from .report import BatchReport
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 logger = logging.getLogger("kafka_share_eos.strategies")
 
@@ -35,24 +40,28 @@ Sink = Callable[[pa.Table, int], Any]
 """A user sink: ``sink(new_rows, batch_id)``, atomic and idempotent per batch id; it may return
 False when it skipped a batch id it had already applied."""
 
+QUERY_APP_ID_PREFIX = "kafka-share-eos/dedup"
 CRASH_BEFORE_SINK = "dedup.before_sink"
 CRASH_AFTER_SINK = "dedup.after_sink"
-CRASH_AFTER_LEDGER = "dedup.after_ledger"
 
 
 class CheckpointDedupStore(BatchStrategy):
     """A ``foreachBatch`` strategy that applies each record identity to ``sink`` exactly once.
 
     Args:
-        ledger: Delta table URI (local path or object-store URI) of the identity ledger; one
-            ledger per streaming query.
+        ledger: Delta table URI (local path or object-store URI) of the identity ledger. Several
+            queries and applications may share one ledger (and one sink behind it).
         sink: ``sink(table, batch_id)`` receiving only rows never applied before. It must apply
             a batch atomically and do nothing when called again with a batch id it already
-            applied (:class:`~kafka_share_eos.ledger.delta_sink.DeltaAppendSink` does).
+            applied (:class:`~kafka_share_eos.ledger.delta_sink.DeltaAppendSink` does); a sink
+            with a ``bind_streaming_query(query_id)`` method is told the query's id.
         key_columns: identity columns; ``(topic, partition, offset)`` when None. Business keys
             make the first applied row of each key win.
-        app_id: Delta application id the ledger records batch ids under. Batch ids restart at
-            0 with a new Spark checkpoint: a new checkpoint needs a new ``app_id`` (and ledger).
+        app_id: names this application's claims in the ledger. By default the streaming
+            query's id when run by ``foreachBatch`` (stable across restarts from one checkpoint,
+            new with a new one), else ``"kafka-share-eos.dedup-ledger"``. Give an explicit one
+            only if it is unique per application and per checkpoint: batch ids restart at 0
+            with a new checkpoint.
         storage_options: delta-rs storage options for the ledger.
         retention: which identities pruning may drop.
         prune_every: prune automatically after every this many batches (None: never).
@@ -66,6 +75,8 @@ class CheckpointDedupStore(BatchStrategy):
         MissingExtraError: deltalake is not installed.
         SinkConfigurationError: ``sink`` is not callable, or ``prune_every`` or
             ``compact_every`` is below 1.
+        AppIdConflictError: (from :meth:`apply`) the ledger holds a later batch of this
+            ``app_id``: another application or an earlier checkpoint uses it.
     """
 
     def __init__(
@@ -74,7 +85,7 @@ class CheckpointDedupStore(BatchStrategy):
         sink: Sink,
         *,
         key_columns: Sequence[str] | None = None,
-        app_id: str = DEFAULT_APP_ID,
+        app_id: str | None = None,
         storage_options: Mapping[str, str] | None = None,
         retention: RetentionPolicy | None = None,
         prune_every: int | None = None,
@@ -91,8 +102,12 @@ class CheckpointDedupStore(BatchStrategy):
         if not callable(sink):
             raise SinkConfigurationError(f"sink must be callable(table, batch_id), got {sink!r}")
         self.ledger = IdentityLedger(
-            ledger, identity=identity.key_columns, app_id=app_id, storage_options=storage_options
+            ledger,
+            identity=identity.key_columns,
+            app_id=app_id or DEFAULT_APP_ID,
+            storage_options=storage_options,
         )
+        self._app_id_given = app_id is not None
         self.sink = sink
         self.retention = (
             retention
@@ -122,22 +137,29 @@ class CheckpointDedupStore(BatchStrategy):
                 f"was configured with key_columns {list(self.ledger.identity)}"
             )
 
+    def apply_dataframe(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
+        """Apply a Spark micro-batch under the streaming query's id (unless ``app_id`` was
+        given), so that applications sharing the ledger never share claims."""
+        query_id = streaming_query_id(batch_df)
+        if query_id is not None:
+            if not self._app_id_given:
+                self.ledger.app_id = f"{QUERY_APP_ID_PREFIX}:{query_id}"
+            bind = getattr(self.sink, "bind_streaming_query", None)
+            if bind is not None:
+                bind(query_id)
+        return super().apply_dataframe(batch_df, batch_id)
+
     def _write(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
-        recorded = self.ledger.last_batch()
-        if recorded is not None and recorded >= batch_id:
-            return UpsertOutcome(0, table.num_rows, "skipped-batch")
-        fresh = self.ledger.new_rows(table, refresh=False)
+        owned = self.ledger.claim(table, batch_id).rows
         maybe_crash(CRASH_BEFORE_SINK)
         # A sink may return False to say it had already applied this batch id (a replay after
-        # "sink done, ledger not"); only the report uses it.
-        applied = self.sink(fresh, batch_id) if fresh.num_rows else True
+        # the sink's commit); only the report uses it.
+        applied = self.sink(owned, batch_id) if owned.num_rows else True
         maybe_crash(CRASH_AFTER_SINK)
-        self.ledger.record(fresh, batch_id)
-        maybe_crash(CRASH_AFTER_LEDGER)
         self._maintain(batch_id)
         if applied is False:
             return UpsertOutcome(0, table.num_rows, "sink-skipped-batch")
-        return UpsertOutcome(fresh.num_rows, table.num_rows - fresh.num_rows, "ledger")
+        return UpsertOutcome(owned.num_rows, table.num_rows - owned.num_rows, "ledger")
 
     def _applied(self, keys: pa.Table) -> list[bool] | None:
         fresh = self.ledger.new_rows(keys)

@@ -17,7 +17,7 @@ import pyarrow as pa
 from kafka_share_eos._extras import require, require_sql
 from kafka_share_eos.sinks import SinkConfigurationError, UpsertOutcome, UpsertWriter
 
-from .base import BatchStrategy, StrategyOptions
+from .base import BatchStrategy, StrategyOptions, streaming_query_id
 from .executors import write_on_executors
 from .identity import RecordIdentity
 from .report import BatchReport
@@ -166,7 +166,7 @@ class IdempotentUpsertSink(BatchStrategy):
 
     def apply_dataframe(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
         """Write a Spark micro-batch from the driver or the executors (see ``write_path``)."""
-        query_id = _streaming_query_id(batch_df)
+        query_id = streaming_query_id(batch_df)
         bind = getattr(self.writer, "bind_streaming_query", None)
         if query_id is not None and bind is not None:
             bind(query_id)
@@ -209,17 +209,3 @@ class IdempotentUpsertSink(BatchStrategy):
             return checks()
         check: Callable[[pa.Table], object] | None = getattr(self.writer, "check", None)
         return check
-
-
-def _streaming_query_id(batch_df: DataFrame) -> str | None:
-    """The id of the streaming query running ``foreachBatch``, if any.
-
-    Spark sets it as a local property of the thread running the batch; Spark Connect sessions
-    have no SparkContext to ask, and a static DataFrame has no query.
-    """
-    try:
-        context = batch_df.sparkSession.sparkContext
-    except NotImplementedError:
-        return None
-    query_id = context.getLocalProperty("sql.streaming.queryId")
-    return str(query_id) if query_id else None

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from kafka_share_eos.cli.dedup import dedup
 from kafka_share_eos.ledger.compaction import compact
 from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
+from kafka_share_eos.ledger.claims import AppIdConflictError
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger, offset_ranges
 from kafka_share_eos.ledger.retention import RetentionPolicy, prune
 from kafka_share_eos.ledger.stats import ledger_stats
@@ -44,12 +45,12 @@ def filled_ledger(path: Path, batches: int = 4, size: int = 10) -> IdentityLedge
         both = pa.concat_tables(
             [partition_run("t", p, b * size, (b + 1) * size) for p in (0, 1)]
         )
-        assert ledger.record(both, b)
+        assert ledger.claim(both, b).claimed_now == both.num_rows
     return ledger
 
 
 def files_read_by_lookup(ledger: IdentityLedger, batch: pa.Table) -> int:
-    predicate = ledger._lookup_predicate(batch)
+    predicate = ledger.lookup_predicate(batch)
     return len(DeltaTable(ledger.uri).file_uris(file_pruning_predicate=predicate))
 
 
@@ -65,16 +66,30 @@ def test_lookup_reads_only_files_that_can_match(tmp_path: Path) -> None:
     assert new.column("offset").to_pylist() == [4000, 1]
 
 
-def test_recording_a_batch_twice_writes_once(tmp_path: Path) -> None:
+def test_claiming_a_batch_again_returns_its_own_claims_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
     ledger = filled_ledger(tmp_path / "ledger", batches=2)
-    assert not ledger.record(partition_run("t", 0, 100, 105), 1)
+    again = ledger.claim(partition_run("t", 0, 10, 20), 1)
+    assert (again.claimed_now, again.held_elsewhere) == (0, 0)
+    assert again.rows.column("offset").to_pylist() == list(range(10, 20))
+    # the same identities under an earlier batch of this app are someone else's claim
+    elsewhere = ledger.claim(partition_run("t", 0, 0, 5), 1)
+    assert (elsewhere.rows.num_rows, elsewhere.held_elsewhere) == (0, 5)
     assert ledger.last_batch() == 1
     assert len(delta_rows(ledger.uri)) == 40
 
 
+def test_an_older_batch_of_the_same_app_id_is_refused(tmp_path: Path) -> None:
+    ledger = filled_ledger(tmp_path / "ledger", batches=3)
+    with pytest.raises(AppIdConflictError, match="batch 2 of app_id"):
+        ledger.claim(partition_run("t", 0, 500, 505), 1)
+    assert len(delta_rows(ledger.uri)) == 60
+
+
 def test_prune_keeps_the_offset_window_of_each_partition(tmp_path: Path) -> None:
     ledger = filled_ledger(tmp_path / "ledger")
-    ledger.record(partition_run("t", 1, 40, 60), 4)  # partition 1 runs ahead: max 59, p0 max 39
+    ledger.claim(partition_run("t", 1, 40, 60), 4)  # partition 1 runs ahead: max 59, p0 max 39
 
     result = prune(ledger, RetentionPolicy(offset_window=15, min_age=NO_AGE))
 
@@ -96,7 +111,7 @@ def test_prune_waits_for_the_age_guard(tmp_path: Path) -> None:
 
 def test_business_key_ledgers_prune_by_age_only(tmp_path: Path) -> None:
     ledger = IdentityLedger(str(tmp_path / "ledger"), identity=["order_id"])
-    ledger.record(pa.table({"order_id": ["a", "b"]}), 0)
+    ledger.claim(pa.table({"order_id": ["a", "b"]}), 0)
     with pytest.raises(ValueError, match="offset_window=None"):
         prune(ledger, RetentionPolicy(min_age=NO_AGE))
     later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1)

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
+from kafka_share_eos.ledger.claims import AppIdConflictError
 from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
 from kafka_share_eos.strategies import MissingColumnsError, SinkConfigurationError
 from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
@@ -62,12 +63,21 @@ def test_a_replayed_batch_is_a_no_op_even_on_a_fresh_store(paths: tuple[str, str
     batch = records(("t", 0, 5), ("t", 0, 6))
     CheckpointDedupStore(ledger, DeltaAppendSink(sink)).apply(batch, 7)
     replay = CheckpointDedupStore(ledger, DeltaAppendSink(sink)).apply(batch, 7)
-    older = CheckpointDedupStore(ledger, DeltaAppendSink(sink)).apply(records(("t", 0, 9)), 3)
 
-    assert replay.write_path == "skipped-batch"
+    assert replay.write_path == "sink-skipped-batch"
     assert (replay.rows_written, replay.already_applied) == (0, 2)
-    assert older.write_path == "skipped-batch"
     assert delta_rows(sink) == [("t", 0, 5), ("t", 0, 6)]
+
+
+def test_an_older_batch_id_under_the_same_app_id_is_refused_not_dropped(
+    paths: tuple[str, str],
+) -> None:
+    ledger, sink = paths
+    CheckpointDedupStore(ledger, DeltaAppendSink(sink)).apply(records(("t", 0, 5)), 7)
+    # a new checkpoint restarting at batch 3 under the same app_id would skip its records
+    with pytest.raises(AppIdConflictError, match="same app_id"):
+        CheckpointDedupStore(ledger, DeltaAppendSink(sink)).apply(records(("t", 0, 9)), 3)
+    assert delta_rows(sink) == [("t", 0, 5)]
 
 
 def test_only_new_rows_reach_the_sink_in_batch_order(paths: tuple[str, str]) -> None:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 DEFAULT_SINK_APP_ID = "kafka-share-eos.delta-append"
+QUERY_SINK_APP_ID_PREFIX = "kafka-share-eos/delta-append"
 
 
 class DeltaAppendSink:
@@ -25,8 +26,11 @@ class DeltaAppendSink:
 
     Args:
         uri: Delta table location (local path or object-store URI delta-rs supports).
-        app_id: application-transaction id; one per (query, table). Batch ids restart at 0 with a
-            new Spark checkpoint, so a new checkpoint needs a new ``app_id``.
+        app_id: application-transaction id; one per (query, table), so that queries and
+            applications appending to one table never skip each other's batches. By default the
+            streaming query's id once :meth:`bind_streaming_query` is called (the
+            checkpoint-dedup store calls it; the id is stable across restarts from one
+            checkpoint and new with a new one), ``"kafka-share-eos.delta-append"`` before.
         partition_by: partition columns used if this sink creates the table.
         columns: columns to write, in this order; all columns of the batch when None.
         storage_options: passed to delta-rs unchanged.
@@ -36,15 +40,21 @@ class DeltaAppendSink:
         self,
         uri: str,
         *,
-        app_id: str = DEFAULT_SINK_APP_ID,
+        app_id: str | None = None,
         partition_by: Sequence[str] | None = None,
         columns: Sequence[str] | None = None,
         storage_options: Mapping[str, str] | None = None,
     ) -> None:
         self.location = DeltaLocation(uri, storage_options)
-        self.app_id = app_id
+        self.app_id = app_id or DEFAULT_SINK_APP_ID
+        self._app_id_given = app_id is not None
         self.partition_by = list(partition_by) if partition_by else None
         self.columns = list(columns) if columns is not None else None
+
+    def bind_streaming_query(self, query_id: str) -> None:
+        """Record batch ids under the streaming query's id, unless an ``app_id`` was given."""
+        if not self._app_id_given:
+            self.app_id = f"{QUERY_SINK_APP_ID_PREFIX}:{query_id}"
 
     def __call__(self, table: pa.Table, batch_id: int) -> bool:
         """Append ``table`` as batch ``batch_id``; False when that batch was already appended."""

@@ -1,11 +1,13 @@
 """A Delta table holding the identities of records already applied to a sink.
 
-Layout: one row per applied identity plus the batch that applied it (``_batch_id``) and when
-(``_applied_at``). With the default record identity ``(topic, partition, offset)`` the table is
-partitioned by ``topic`` and ``partition``; each batch writes one file per share-partition whose
-offsets are close together, so the per-file min/max statistics of ``offset`` let a lookup skip
-every file whose offset range cannot overlap the batch. A lookup therefore reads the few recent
-files of the partitions the batch touches, not the whole ledger.
+Layout: one row per applied identity plus the application and batch that claimed it
+(``_app_id``, ``_batch_id``) and when (``_applied_at``); :mod:`kafka_share_eos.ledger.claims`
+says how applications sharing a ledger decide who applies a record. With the default record
+identity ``(topic, partition, offset)`` the table is partitioned by ``topic`` and ``partition``;
+each batch writes one file per share-partition whose offsets are close together, so the per-file
+min/max statistics of ``offset`` let a lookup skip every file whose offset range cannot overlap
+the batch. A lookup therefore reads the few recent files of the partitions the batch touches,
+not the whole ledger.
 
 With business-key identities there is no natural partitioning; the lookup prunes files on the
 min/max of the first key column, which helps when keys grow over time (ids, timestamps).
@@ -13,19 +15,22 @@ min/max of the first key column, which helps when keys grow over time (ids, time
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
-from kafka_share_eos.ledger.delta_txn import DeltaLocation, append_once, committed_version
+from kafka_share_eos.ledger.delta_txn import DeltaLocation, committed_version
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from kafka_share_eos.ledger.claims import Claim
+
 RECORD_IDENTITY: tuple[str, ...] = ("topic", "partition", "offset")
 BATCH_COLUMN = "_batch_id"
 APPLIED_AT_COLUMN = "_applied_at"
+APP_COLUMN = "_app_id"
+BOOKKEEPING_COLUMNS = (BATCH_COLUMN, APPLIED_AT_COLUMN, APP_COLUMN)
 DEFAULT_APP_ID = "kafka-share-eos.dedup-ledger"
 
 # Old commit files are removed when delta-rs writes a checkpoint; the ledger needs no time travel,
@@ -49,9 +54,8 @@ class IdentityLedger:
     Args:
         uri: Delta table location (local path or object-store URI).
         identity: identity columns; the record identity ``(topic, partition, offset)`` by default.
-        app_id: Delta application-transaction id that marks batches as recorded. One ledger
-            serves one streaming query: a second query needs its own ``app_id`` *and* must not
-            share identities, so give it its own ledger.
+        app_id: names the application whose batches claim identities (and the Delta
+            application transaction of its claims). Applications sharing a ledger need one each.
         storage_options: passed to delta-rs unchanged.
     """
 
@@ -65,7 +69,7 @@ class IdentityLedger:
     ) -> None:
         if not identity:
             raise ConfigurationError("identity must name at least one column")
-        for reserved in (BATCH_COLUMN, APPLIED_AT_COLUMN):
+        for reserved in BOOKKEEPING_COLUMNS:
             if reserved in identity:
                 raise ConfigurationError(f"identity column {reserved!r} is reserved by the ledger")
         self.location = DeltaLocation(uri, storage_options)
@@ -91,8 +95,8 @@ class IdentityLedger:
         if table is None:
             raise LocationNotFoundError(f"no Delta ledger table at {uri!r}")
         names = [f.name for f in table.schema().fields]
-        identity = [n for n in names if n not in (BATCH_COLUMN, APPLIED_AT_COLUMN)]
-        if len(identity) == len(names):
+        identity = [n for n in names if n not in BOOKKEEPING_COLUMNS]
+        if BATCH_COLUMN not in names or APPLIED_AT_COLUMN not in names:
             raise ConfigurationError(
                 f"Delta table {uri!r} is not an identity ledger: it lacks "
                 f"{BATCH_COLUMN!r} and {APPLIED_AT_COLUMN!r} (columns: {names})"
@@ -117,7 +121,7 @@ class IdentityLedger:
         return ["topic", "partition"] if self.is_record_identity else []
 
     def last_batch(self) -> int | None:
-        """The highest batch id recorded, None before the first one."""
+        """The highest batch id this application claimed identities for, None before any."""
         return committed_version(self.location, self.app_id)
 
     def read(
@@ -141,51 +145,25 @@ class IdentityLedger:
 
         Pass ``refresh=False`` right after :meth:`last_batch`, which already refreshed.
         """
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         if batch.num_rows == 0:
             return batch
-        seen = self.read(self.identity, self._lookup_predicate(batch), refresh=refresh)
-        if seen is None or seen.num_rows == 0:
+        seen = self.read(self.identity, self.lookup_predicate(batch), refresh=refresh)
+        return batch if seen is None else self.new_rows_among(batch, seen)
+
+    def new_rows_among(self, batch: pa.Table, seen: pa.Table) -> pa.Table:
+        """The rows of ``batch`` whose identity ``seen`` (identity columns) lacks, in order."""
+        if seen.num_rows == 0:
             return batch
-        keys = batch.select(list(self.identity))
-        seen = seen.cast(keys.schema)
-        ones = pa.repeat(pa.scalar(1, pa.int64()), batch.num_rows)
-        numbered = keys.append_column(_ROW, pc.subtract(pc.cumulative_sum(ones), 1))
-        fresh = numbered.join(seen, keys=list(self.identity), join_type="left anti")
-        rows = fresh.column(_ROW)
-        # the hash join does not keep input order; sinks see rows as the batch had them
-        return batch.take(rows.take(pc.sort_indices(rows)))
+        return _rows_joined(batch, self.identity, seen, "left anti")
 
-    def record(self, batch: pa.Table, batch_id: int) -> bool:
-        """Add the identities of ``batch`` and mark ``batch_id`` recorded, in one Delta commit.
+    def claim(self, batch: pa.Table, batch_id: int) -> Claim:
+        """Claim the identities of ``batch`` for batch ``batch_id``; see
+        :func:`kafka_share_eos.ledger.claims.claim`."""
+        from kafka_share_eos.ledger.claims import claim
 
-        Returns False (and writes nothing) when ``batch_id`` was already recorded.
-        """
-        import pyarrow as pa
+        return claim(self, batch, batch_id)
 
-        rows = batch.select(list(self.identity))
-        rows = rows.append_column(
-            BATCH_COLUMN, pa.repeat(pa.scalar(batch_id, pa.int64()), rows.num_rows)
-        ).append_column(
-            APPLIED_AT_COLUMN,
-            pa.repeat(pa.scalar(_now(), pa.timestamp("us", tz="UTC")), rows.num_rows),
-        )
-        existing = self.location.table(refresh=False)
-        if existing is not None:
-            # an int64 partition from pandas must land in the int32 column Spark created
-            rows = rows.cast(pa.schema(existing.schema().to_arrow()))
-        return append_once(
-            self.location,
-            rows,
-            app_id=self.app_id,
-            batch_id=batch_id,
-            partition_by=self.partition_by,
-            configuration=LEDGER_TABLE_CONFIGURATION,
-        )
-
-    def _lookup_predicate(self, batch: pa.Table) -> str | None:
+    def lookup_predicate(self, batch: pa.Table) -> str | None:
         """A SQL predicate selecting a superset of the ledger rows that can match ``batch``.
 
         The anti-join that follows makes the result exact; the predicate only has to be cheap
@@ -247,6 +225,38 @@ def offset_ranges(
     }
 
 
+def select_in_order(
+    batch: pa.Table, identity: Sequence[str], *keys: pa.Table
+) -> pa.Table:
+    """The rows of ``batch`` whose identity is in any of ``keys`` (tables holding at least the
+    identity columns), in batch order."""
+    import pyarrow as pa
+
+    wanted = pa.concat_tables(
+        [k.select(list(identity)).cast(batch.select(list(identity)).schema) for k in keys]
+    )
+    if wanted.num_rows == 0:
+        return batch.slice(0, 0)
+    return _rows_joined(batch, identity, wanted, "left semi")
+
+
+def _rows_joined(
+    batch: pa.Table, identity: Sequence[str], keys: pa.Table, join_type: str
+) -> pa.Table:
+    """``batch`` joined with ``keys`` on ``identity`` (``left anti`` or ``left semi``), rows
+    kept in batch order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    own = batch.select(list(identity))
+    keys = keys.select(list(identity)).cast(own.schema)
+    ones = pa.repeat(pa.scalar(1, pa.int64()), batch.num_rows)
+    numbered = own.append_column(_ROW, pc.subtract(pc.cumulative_sum(ones), 1))
+    kept = numbered.join(keys, keys=list(identity), join_type=join_type).column(_ROW)
+    # the hash join does not keep input order; sinks see rows as the batch had them
+    return batch.take(kept.take(pc.sort_indices(kept)))
+
+
 def sql_literal(value: str | int) -> str:
     """``value`` as a SQL literal for delta-rs predicates."""
     if isinstance(value, bool) or not isinstance(value, str | int):
@@ -254,7 +264,3 @@ def sql_literal(value: str | int) -> str:
     if isinstance(value, int):
         return str(value)
     return "'" + value.replace("'", "''") + "'"
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)

@@ -1,0 +1,225 @@
+"""Claiming identities in a ledger that several applications share.
+
+Applications consuming one share group may write through one ledger and one sink. A record
+whose lock expires while application A's batch holds it is delivered to application B, so two
+running batches hold it. The ledger decides which of them applies it, before either calls its
+sink: a batch *claims* the identities it found absent with one Delta MERGE (insert when not
+matched) on the very snapshot it read them from. Delta's optimistic concurrency refuses that
+commit when another commit since the snapshot added rows the MERGE read (delta-rs raises
+``CommitFailedError``), so of two batches claiming one identity exactly one commit lands; the
+other re-reads, finds the identity claimed, and leaves it out.
+
+A claim row names its application and batch (``_app_id``, ``_batch_id``), and its commit carries
+the application transaction ``(app_id, batch_id)``. A batch replayed after a crash finds its own
+claims and hands them to its sink again; the sink ignores a batch id it already applied. Batch
+ids of one ``app_id`` only grow, so a batch below the one already claimed means a second
+application (or a new checkpoint) uses the same ``app_id``: that is refused, loudly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafka_share_eos import faults
+from kafka_share_eos.errors import KafkaShareEosError
+from kafka_share_eos.ledger.identity_ledger import (
+    APP_COLUMN,
+    APPLIED_AT_COLUMN,
+    BATCH_COLUMN,
+    LEDGER_TABLE_CONFIGURATION,
+    IdentityLedger,
+    select_in_order,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+HOLD_BEFORE_CLAIM = "dedup.before_claim"
+"""Hold point: the ledger was read, the claim not committed (another application may claim)."""
+
+DEFAULT_CLAIM_ATTEMPTS = 30
+
+
+class AppIdConflictError(KafkaShareEosError, RuntimeError):
+    """Another application, or an earlier checkpoint, records batches under the same ``app_id``."""
+
+
+class ClaimConflictError(KafkaShareEosError, RuntimeError):
+    """Concurrent claims kept winning the ledger's commit race for every attempt."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What one batch owns in the ledger.
+
+    Attributes:
+        rows: the batch's rows this batch applies, in batch order: identities it claimed now,
+            plus those an earlier attempt of the same batch claimed (a replay).
+        claimed_now: identities this call added to the ledger.
+        held_elsewhere: identities another batch or application had already claimed.
+        attempts: commits tried; more than one means concurrent claims got in first.
+    """
+
+    rows: pa.Table
+    claimed_now: int
+    held_elsewhere: int
+    attempts: int
+
+
+def claim(
+    ledger: IdentityLedger,
+    batch: pa.Table,
+    batch_id: int,
+    *,
+    max_attempts: int = DEFAULT_CLAIM_ATTEMPTS,
+    backoff_seconds: float = 0.05,
+) -> Claim:
+    """Claim the identities of ``batch`` (unique on them) for batch ``batch_id`` of the ledger's
+    application, and return the rows this batch owns.
+
+    Raises:
+        AppIdConflictError: the ledger already holds a later batch of this ``app_id``.
+        ClaimConflictError: other claims won the commit race ``max_attempts`` times in a row.
+    """
+    from deltalake.exceptions import CommitFailedError
+
+    claimed_now = 0
+    for attempt in range(1, max_attempts + 1):
+        table = _open(ledger, batch)
+        _check_batch_order(ledger, table, batch_id)
+        seen = ledger.read(
+            [*ledger.identity, APP_COLUMN, BATCH_COLUMN],
+            ledger.lookup_predicate(batch),
+            refresh=False,
+        )
+        own, fresh = _split(ledger, batch, seen, batch_id)
+        faults.maybe_hold(HOLD_BEFORE_CLAIM)
+        if fresh.num_rows:
+            try:
+                inserted = _commit_claims(ledger, table, fresh, batch_id)
+            except CommitFailedError:
+                # Someone committed since our snapshot: re-read and claim what is still free.
+                time.sleep(random.uniform(0, backoff_seconds * min(attempt, 10)))
+                continue
+            claimed_now += inserted
+            if inserted != fresh.num_rows:
+                # Not what the snapshot promised: the ledger itself says which claims are ours.
+                continue
+        rows = select_in_order(batch, ledger.identity, own, fresh)
+        return Claim(rows, claimed_now, batch.num_rows - rows.num_rows, attempt)
+    raise ClaimConflictError(
+        f"ledger {ledger.uri!r}: batch {batch_id} of app_id {ledger.app_id!r} lost the claim "
+        f"commit to concurrent writers {max_attempts} times in a row"
+    )
+
+
+def _open(ledger: IdentityLedger, batch: pa.Table) -> DeltaTable:
+    """The ledger at its latest snapshot, created (empty) or given the application column when
+    it lacks them."""
+    from deltalake import DeltaTable, Field
+    from deltalake.schema import PrimitiveType
+
+    table = ledger.location.table()
+    if table is None:
+        DeltaTable.create(
+            ledger.uri,
+            claim_rows(ledger, batch.slice(0, 0), 0).schema,
+            mode="ignore",
+            partition_by=ledger.partition_by or None,
+            configuration=dict(LEDGER_TABLE_CONFIGURATION),
+            storage_options=ledger.location.options(),
+        )
+        table = ledger.location.table()
+        assert table is not None
+    elif APP_COLUMN not in table.schema().to_arrow().names:
+        # Ledgers written before applications shared them: their rows belong to no one now.
+        table.alter.add_columns([Field(APP_COLUMN, PrimitiveType("string"), nullable=True)])
+        table = ledger.location.table()
+        assert table is not None
+    return table
+
+
+def _check_batch_order(ledger: IdentityLedger, table: DeltaTable, batch_id: int) -> None:
+    claimed = table.transaction_version(ledger.app_id)
+    if claimed is not None and claimed > batch_id:
+        raise AppIdConflictError(
+            f"ledger {ledger.uri!r} already holds batch {claimed} of app_id {ledger.app_id!r}, "
+            f"and this query is at batch {batch_id}: another application or an earlier "
+            "checkpoint uses the same app_id. Give each application, and each new checkpoint, "
+            "its own app_id (by default it is the streaming query's id, which always is)"
+        )
+
+
+def _split(
+    ledger: IdentityLedger, batch: pa.Table, seen: pa.Table | None, batch_id: int
+) -> tuple[pa.Table, pa.Table]:
+    """The identities this batch claimed in an earlier attempt, and the batch's rows no one
+    claimed yet."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keys = batch.select(list(ledger.identity))
+    if seen is None or seen.num_rows == 0:
+        return keys.slice(0, 0), batch
+    # delta-rs scans strings as string_view, which few compute kernels take
+    seen_keys = seen.select(list(ledger.identity)).cast(keys.schema)
+    mine = pc.and_(
+        pc.equal(seen.column(APP_COLUMN).cast(pa.string()), ledger.app_id),
+        pc.equal(seen.column(BATCH_COLUMN), batch_id),
+    )
+    own = seen_keys.filter(pc.fill_null(mine, False))
+    return own, ledger.new_rows_among(batch, seen_keys)
+
+
+def claim_rows(ledger: IdentityLedger, rows: pa.Table, batch_id: int) -> pa.Table:
+    """Ledger rows claiming the identities of ``rows`` for ``batch_id`` of the ledger's app."""
+    import pyarrow as pa
+
+    claims = rows.select(list(ledger.identity))
+    n = claims.num_rows
+    now = dt.datetime.now(dt.UTC)
+    return (
+        claims.append_column(BATCH_COLUMN, pa.repeat(pa.scalar(batch_id, pa.int64()), n))
+        .append_column(APPLIED_AT_COLUMN, pa.repeat(pa.scalar(now, pa.timestamp("us", "UTC")), n))
+        .append_column(APP_COLUMN, pa.repeat(pa.scalar(ledger.app_id, pa.string()), n))
+    )
+
+
+def _commit_claims(
+    ledger: IdentityLedger, table: DeltaTable, fresh: pa.Table, batch_id: int
+) -> int:
+    """Insert claims for ``fresh`` unless another commit got in since ``table``'s snapshot;
+    the number inserted."""
+    import pyarrow as pa
+    from deltalake import CommitProperties, Transaction
+
+    from kafka_share_eos.sinks.delta import quote_identifier
+
+    rows = claim_rows(ledger, fresh, batch_id)
+    # an int64 partition from pandas must land in the int32 column Spark created
+    rows = rows.cast(pa.schema(table.schema().to_arrow()))
+    predicate = " AND ".join(
+        f"target.{quote_identifier(c)} = source.{quote_identifier(c)}" for c in ledger.identity
+    )
+    metrics = (
+        table.merge(
+            rows,
+            predicate=predicate,
+            source_alias="source",
+            target_alias="target",
+            # In memory, so delta-rs derives key ranges from the rows: it reads, and conflicts
+            # with, only the ledger files those ranges can touch.
+            streamed_exec=False,
+            commit_properties=CommitProperties(
+                app_transactions=[Transaction(ledger.app_id, batch_id)]
+            ),
+        )
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    return int(metrics["num_target_rows_inserted"])

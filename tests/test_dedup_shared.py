@@ -1,0 +1,149 @@
+"""Several applications on one checkpoint-dedup ledger and one Delta sink: each record once.
+
+Each application is a separate process with its own ``app_id`` (and sink ``app_id``), as
+separate Spark applications would be. The hard case is forced, not hoped for: application A
+reads the ledger and is held before it claims (``KSE_HOLD_AT``), while application B, holding
+the same records after a lock handoff, claims and applies them; A's claim must then lose.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+from test_dedup_store import delta_rows, records
+
+from kafka_share_eos.faults import CRASH_AT_ENV, HOLD_AT_ENV, HOLD_GATE_ENV
+from kafka_share_eos.ledger.claims import HOLD_BEFORE_CLAIM
+from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
+from kafka_share_eos.strategies.checkpoint_dedup import CRASH_BEFORE_SINK, CheckpointDedupStore
+
+pytestmark = pytest.mark.timeout(180)
+
+APPLICATION = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from test_dedup_store import records
+from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
+from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
+ledger, sink, app, batches = sys.argv[2], sys.argv[3], sys.argv[4], json.loads(sys.argv[5])
+store = CheckpointDedupStore(ledger, DeltaAppendSink(sink, app_id=app + "-sink"), app_id=app)
+for batch_id, coordinates in batches:
+    report = store.apply(records(*[tuple(c) for c in coordinates]), batch_id)
+    print(json.dumps([report.rows_written, report.already_applied]), flush=True)
+"""
+
+
+def start_application(
+    paths: tuple[str, str], app: str, batches: list[tuple[int, list[tuple[str, int, int]]]],
+    **env: str,
+) -> subprocess.Popen[str]:
+    ledger, sink = paths
+    return subprocess.Popen(
+        [sys.executable, "-c", APPLICATION, str(Path(__file__).parent), ledger, sink, app,
+         json.dumps(batches)],
+        env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def finish(process: subprocess.Popen[str]) -> list[list[int]]:
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def wait_for(path: Path, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.05)
+
+
+def run(coordinates: range, partition: int = 0) -> list[tuple[str, int, int]]:
+    return [("t", partition, offset) for offset in coordinates]
+
+
+def claimed_by(ledger: str) -> dict[int, str]:
+    table = pa.table(DeltaTable(ledger).scan(columns=["offset", "_app_id"]))
+    return dict(zip(table["offset"].to_pylist(), table["_app_id"].to_pylist(), strict=True))
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> tuple[str, str]:
+    return str(tmp_path / "ledger"), str(tmp_path / "sink")
+
+
+def test_a_batch_held_past_a_lock_handoff_loses_its_claim(
+    paths: tuple[str, str], tmp_path: Path
+) -> None:
+    ledger, sink = paths
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    # A holds offsets 0-5, reads the ledger (empty) and stops before claiming them...
+    held = start_application(
+        paths, "app-a", [(0, run(range(6)))],
+        **{HOLD_AT_ENV: HOLD_BEFORE_CLAIM, HOLD_GATE_ENV: str(gate)},
+    )
+    wait_for(gate / f"{HOLD_BEFORE_CLAIM}.held", held)
+    # ...while B, to which offsets 3-5 were redelivered with 6-7, claims and applies them.
+    other = CheckpointDedupStore(ledger, DeltaAppendSink(sink, app_id="app-b-sink"),
+                                 app_id="app-b")
+    b = other.apply(records(*run(range(3, 8))), 0)
+    (gate / f"{HOLD_BEFORE_CLAIM}.release").touch()
+
+    [a] = finish(held)
+    assert (b.rows_written, b.already_applied) == (5, 0)
+    assert a == [3, 3]  # A applied 0-2 and found 3-5 taken
+    assert delta_rows(sink) == run(range(8))
+    assert claimed_by(ledger) == {**dict.fromkeys(range(3), "app-a"),
+                                  **dict.fromkeys(range(3, 8), "app-b")}
+
+
+def test_concurrent_applications_with_overlapping_batches_apply_each_record_once(
+    paths: tuple[str, str],
+) -> None:
+    # Three applications whose batches overlap as lock expiries make them: every offset is
+    # delivered to two or three of them, in different batches.
+    plans = {
+        "app-a": [(b, run(range(b * 10, b * 10 + 15))) for b in range(6)],
+        "app-b": [(b, run(range(b * 10 + 5, b * 10 + 20))) for b in range(6)],
+        "app-c": [(b, run(range(b * 10, b * 10 + 20, 2)) + run(range(b, 60, 7), 1))
+                  for b in range(6)],
+    }
+    applications = [start_application(paths, app, plan) for app, plan in plans.items()]
+    reports = [finish(process) for process in applications]
+
+    every = sorted({tuple(c) for plan in plans.values() for _, batch in plan for c in batch})
+    _, sink = paths
+    assert delta_rows(sink) == every
+    assert sum(written for report in reports for written, _ in report) == len(every)
+    assert all(any(written for written, _ in report) for report in reports)
+
+
+def test_a_claim_left_by_a_killed_application_is_applied_by_its_restart(
+    paths: tuple[str, str],
+) -> None:
+    ledger, sink = paths
+    crashed = start_application(
+        paths, "app-a", [(0, run(range(4)))], **{CRASH_AT_ENV: CRASH_BEFORE_SINK}
+    )
+    crashed.communicate(timeout=120)
+    assert crashed.returncode == -signal.SIGKILL
+    # B gets the records A held (its lock expired) and finds them claimed: not its to apply.
+    other = CheckpointDedupStore(ledger, DeltaAppendSink(sink, app_id="app-b-sink"),
+                                 app_id="app-b")
+    assert other.apply(records(*run(range(2, 6))), 0).rows_written == 2
+    assert delta_rows(sink) == run(range(4, 6))
+    # A restarts from its checkpoint and replays batch 0 from its journal: its claims land.
+    [a] = finish(start_application(paths, "app-a", [(0, run(range(4)))]))
+    assert a == [4, 0]
+    assert delta_rows(sink) == run(range(6))
