@@ -12,9 +12,9 @@ from test_dedup_store import delta_rows, records
 from typer.testing import CliRunner
 
 from kafka_share_eos.cli.dedup import dedup
+from kafka_share_eos.ledger.claims import AppIdConflictError
 from kafka_share_eos.ledger.compaction import compact
 from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
-from kafka_share_eos.ledger.claims import AppIdConflictError
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger, offset_ranges
 from kafka_share_eos.ledger.retention import RetentionPolicy, prune
 from kafka_share_eos.ledger.stats import ledger_stats
