@@ -36,9 +36,8 @@ OWN_POINTS: dict[str, str] = {
     "2pc.after_decision": "2PC: commit decision logged, nothing committed",
     "2pc.between_commits": "2PC: one participant committed, the next not",
     "2pc.after_commit": "2PC: every participant committed, decision not cleared",
-    "dedup.before_sink": "dedup store: new rows found, sink not called",
-    "dedup.after_sink": "dedup store: sink appended, identities not in the ledger",
-    "dedup.after_ledger": "dedup store: ledger recorded, foreachBatch not returned",
+    "dedup.before_sink": "dedup store: new identities claimed in the ledger, sink not called",
+    "dedup.after_sink": "dedup store: sink appended, foreachBatch not returned",
 }
 
 DESCRIPTIONS: dict[str, str] = {

@@ -313,7 +313,7 @@ class TwoPhase(Target):
 class DedupDelta(Target):
     name = "dedup-delta"
     description = "CheckpointDedupStore: Delta identity ledger + Delta append sink"
-    own_points = ("dedup.before_sink", "dedup.after_sink", "dedup.after_ledger")
+    own_points = ("dedup.before_sink", "dedup.after_sink")
 
     def build(self, ctx: RunContext, pipeline: str) -> Any:
         from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
