@@ -27,11 +27,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 import kafka_share_eos
-from kafka_share_eos import EmbeddedBroker, TwoPhaseCommitCoordinator
+from kafka_share_eos import (
+    DeltaParticipant,
+    EmbeddedBroker,
+    PostgresParticipant,
+    TwoPhaseCommitCoordinator,
+)
 from kafka_share_eos.testing.postgres import postgres_for_tests
 from kafka_share_eos.testing.spark import local_spark_session
-from kafka_share_eos.twophase.delta import DeltaParticipant
-from kafka_share_eos.twophase.postgres import PostgresParticipant
 
 PAYMENT_SCHEMA = "payment_id BIGINT, account INT, amount BIGINT"
 INCREMENT = "UPDATE accounts SET balance = balance + :amount WHERE id = :account"

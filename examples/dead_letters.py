@@ -24,8 +24,12 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 import kafka_share_eos
-from kafka_share_eos import DeadLetterPolicy, EmbeddedBroker, IdempotentUpsertSink
-from kafka_share_eos.deadletter import open_dead_letters
+from kafka_share_eos import (
+    DeadLetterPolicy,
+    EmbeddedBroker,
+    IdempotentUpsertSink,
+    open_dead_letters,
+)
 from kafka_share_eos.testing.spark import local_spark_session
 
 PAYMENTS_TABLE = (

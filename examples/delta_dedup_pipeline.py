@@ -17,8 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import kafka_share_eos
-from kafka_share_eos import CheckpointDedupStore, EmbeddedBroker
-from kafka_share_eos.ledger import DeltaAppendSink
+from kafka_share_eos import CheckpointDedupStore, DeltaAppendSink, EmbeddedBroker
 from kafka_share_eos.testing.spark import local_spark_session
 
 

@@ -1,19 +1,30 @@
 """kafka-share-eos: exactly-once effects for PySpark pipelines on Kafka share groups.
 
-The data flow is share group -> source/journal -> strategy -> sink. What a pipeline touches is
-importable from here:
+The data flow is share group -> source/journal -> strategy -> sink. Everything a pipeline
+touches is importable from here:
 
-- :func:`register`, which makes ``spark.readStream.format("kafka-share")`` available;
+- :func:`register`, which makes ``spark.readStream.format("kafka-share")`` available, and
+  :func:`journal_status`, what a source's journal holds;
 - the ``foreachBatch`` strategies :class:`IdempotentUpsertSink`, :class:`CheckpointDedupStore`
-  and :class:`TwoPhaseCommitCoordinator`, with :class:`RecordIdentity` and
-  :class:`DeadLetterPolicy`;
-- :class:`KafkaShareEosError`, the base of every error the toolkit raises, and
-  :class:`MissingExtraError`, raised when a feature's optional dependency is not installed;
+  and :class:`TwoPhaseCommitCoordinator`, with :class:`RecordIdentity`, :class:`BatchReport`
+  and :class:`DeadLetterPolicy`;
+- two-phase commit's :class:`Participant` protocol (with the :class:`Transaction` it prepares
+  and the :class:`Token` it hands back), the :class:`PostgresParticipant`,
+  :class:`DeltaParticipant` and :class:`OutboxParticipant`, the decision logs
+  (:class:`FileDecisionLog`, :class:`PostgresDecisionLog`) and the engine underneath the
+  strategy, :class:`TransactionCoordinator`;
+- :class:`DeltaAppendSink`, a sink for the checkpoint-dedup store, and :class:`RetentionPolicy`,
+  which bounds its ledger;
+- the dead-letter sinks (:class:`SqlDeadLetters`, :class:`DeltaDeadLetters`,
+  :class:`KafkaDeadLetters`, the :class:`DeadLetterSink` protocol) and
+  :func:`open_dead_letters`;
+- :class:`KafkaShareEosError`, the base of every error the toolkit raises, and the errors a
+  pipeline meets (docs/errors.md);
 - :class:`EmbeddedBroker`, a share-group-capable Kafka broker in this process.
 
 Importing the package loads none of the optional dependencies (pyspark, deltalake, SQLAlchemy,
-psycopg): the strategies load on first access, and each backend loads its library when it is
-first used.
+psycopg): the names below load their module on first access, and each backend loads its
+library when it is first used. The modules they come from keep exporting them too.
 """
 
 from __future__ import annotations
@@ -21,51 +32,165 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from kafka_share_eos.errors import KafkaShareEosError, MissingExtraError
+from kafka_share_eos.errors import (
+    ConfigurationError,
+    KafkaShareEosError,
+    LocationNotFoundError,
+    MissingExtraError,
+)
 from kafka_share_eos.sharegroup import EmbeddedBroker, TopicSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from kafka_share_eos.strategies import (
-        CheckpointDedupStore as CheckpointDedupStore,
+    from kafka_share_eos.deadletter import DEAD_LETTER_SCHEMA as DEAD_LETTER_SCHEMA
+    from kafka_share_eos.deadletter import DeadLetterSink as DeadLetterSink
+    from kafka_share_eos.deadletter import DeltaDeadLetters as DeltaDeadLetters
+    from kafka_share_eos.deadletter import KafkaDeadLetters as KafkaDeadLetters
+    from kafka_share_eos.deadletter import SqlDeadLetters as SqlDeadLetters
+    from kafka_share_eos.deadletter import open_dead_letters as open_dead_letters
+    from kafka_share_eos.ledger import DeltaAppendSink as DeltaAppendSink
+    from kafka_share_eos.ledger import RetentionPolicy as RetentionPolicy
+    from kafka_share_eos.ledger.claims import AppIdConflictError as AppIdConflictError
+    from kafka_share_eos.ledger.claims import ClaimConflictError as ClaimConflictError
+    from kafka_share_eos.sharegroup.librdkafka_mock import (
+        EmbeddedBrokerError as EmbeddedBrokerError,
     )
-    from kafka_share_eos.strategies import (
-        DeadLetterPolicy as DeadLetterPolicy,
+    from kafka_share_eos.sharegroup.librdkafka_mock import (
+        LibrdkafkaNotFoundError as LibrdkafkaNotFoundError,
     )
-    from kafka_share_eos.strategies import (
-        IdempotentUpsertSink as IdempotentUpsertSink,
+    from kafka_share_eos.sinks import CommitConflictError as CommitConflictError
+    from kafka_share_eos.sinks import MissingColumnsError as MissingColumnsError
+    from kafka_share_eos.sinks import SinkConfigurationError as SinkConfigurationError
+    from kafka_share_eos.sinks import TargetTableError as TargetTableError
+    from kafka_share_eos.source.journal import JournalError as JournalError
+    from kafka_share_eos.source.options import SourceOptionError as SourceOptionError
+    from kafka_share_eos.source.status import journal_status as journal_status
+    from kafka_share_eos.strategies import BatchReport as BatchReport
+    from kafka_share_eos.strategies import CheckpointDedupStore as CheckpointDedupStore
+    from kafka_share_eos.strategies import DeadLetterPolicy as DeadLetterPolicy
+    from kafka_share_eos.strategies import IdempotentUpsertSink as IdempotentUpsertSink
+    from kafka_share_eos.strategies import RecordIdentity as RecordIdentity
+    from kafka_share_eos.strategies import TwoPhaseCommitCoordinator as TwoPhaseCommitCoordinator
+    from kafka_share_eos.strategies.quarantine import (
+        DeliveryLimitReached as DeliveryLimitReached,
     )
-    from kafka_share_eos.strategies import (
-        RecordIdentity as RecordIdentity,
+    from kafka_share_eos.strategies.quarantine import NullIdentityError as NullIdentityError
+    from kafka_share_eos.strategies.screening import TransformShapeError as TransformShapeError
+    from kafka_share_eos.twophase import DecisionLog as DecisionLog
+    from kafka_share_eos.twophase import FileDecisionLog as FileDecisionLog
+    from kafka_share_eos.twophase import Participant as Participant
+    from kafka_share_eos.twophase import RecoveryReport as RecoveryReport
+    from kafka_share_eos.twophase import Token as Token
+    from kafka_share_eos.twophase import Transaction as Transaction
+    from kafka_share_eos.twophase import TransactionCoordinator as TransactionCoordinator
+    from kafka_share_eos.twophase import TwoPhaseCommitError as TwoPhaseCommitError
+    from kafka_share_eos.twophase.delta import DeltaParticipant as DeltaParticipant
+    from kafka_share_eos.twophase.outbox import OutboxParticipant as OutboxParticipant
+    from kafka_share_eos.twophase.postgres import PostgresParticipant as PostgresParticipant
+    from kafka_share_eos.twophase.postgres import (
+        PreparedTransactionsDisabledError as PreparedTransactionsDisabledError,
     )
-    from kafka_share_eos.strategies import (
-        TwoPhaseCommitCoordinator as TwoPhaseCommitCoordinator,
-    )
+    from kafka_share_eos.twophase.postgres_log import PostgresDecisionLog as PostgresDecisionLog
 
 __version__ = "0.1.0"
 
-# Loaded on first access: importing the strategies costs pyarrow.compute and more, which a
-# process that only runs the broker or the source does not need.
+# Loaded on first access, from the module that defines each name: the strategies cost
+# pyarrow.compute and more, which a process that only runs the broker or the source does not
+# need, and none of these modules loads an optional library before it is used.
 _LAZY = {
+    "AppIdConflictError": "kafka_share_eos.ledger.claims",
+    "BatchReport": "kafka_share_eos.strategies",
     "CheckpointDedupStore": "kafka_share_eos.strategies",
+    "ClaimConflictError": "kafka_share_eos.ledger.claims",
+    "CommitConflictError": "kafka_share_eos.sinks",
+    "DEAD_LETTER_SCHEMA": "kafka_share_eos.deadletter",
     "DeadLetterPolicy": "kafka_share_eos.strategies",
+    "DeadLetterSink": "kafka_share_eos.deadletter",
+    "DecisionLog": "kafka_share_eos.twophase",
+    "DeliveryLimitReached": "kafka_share_eos.strategies.quarantine",
+    "DeltaAppendSink": "kafka_share_eos.ledger",
+    "DeltaDeadLetters": "kafka_share_eos.deadletter",
+    "DeltaParticipant": "kafka_share_eos.twophase.delta",
+    "EmbeddedBrokerError": "kafka_share_eos.sharegroup.librdkafka_mock",
+    "FileDecisionLog": "kafka_share_eos.twophase",
     "IdempotentUpsertSink": "kafka_share_eos.strategies",
+    "JournalError": "kafka_share_eos.source.journal",
+    "KafkaDeadLetters": "kafka_share_eos.deadletter",
+    "LibrdkafkaNotFoundError": "kafka_share_eos.sharegroup.librdkafka_mock",
+    "MissingColumnsError": "kafka_share_eos.sinks",
+    "NullIdentityError": "kafka_share_eos.strategies.quarantine",
+    "OutboxParticipant": "kafka_share_eos.twophase.outbox",
+    "Participant": "kafka_share_eos.twophase",
+    "PostgresDecisionLog": "kafka_share_eos.twophase.postgres_log",
+    "PostgresParticipant": "kafka_share_eos.twophase.postgres",
+    "PreparedTransactionsDisabledError": "kafka_share_eos.twophase.postgres",
     "RecordIdentity": "kafka_share_eos.strategies",
+    "RecoveryReport": "kafka_share_eos.twophase",
+    "RetentionPolicy": "kafka_share_eos.ledger",
+    "SinkConfigurationError": "kafka_share_eos.sinks",
+    "SourceOptionError": "kafka_share_eos.source.options",
+    "SqlDeadLetters": "kafka_share_eos.deadletter",
+    "TargetTableError": "kafka_share_eos.sinks",
+    "Token": "kafka_share_eos.twophase",
+    "TransactionCoordinator": "kafka_share_eos.twophase",
+    "Transaction": "kafka_share_eos.twophase",
+    "TransformShapeError": "kafka_share_eos.strategies.screening",
     "TwoPhaseCommitCoordinator": "kafka_share_eos.strategies",
+    "TwoPhaseCommitError": "kafka_share_eos.twophase",
+    "journal_status": "kafka_share_eos.source.status",
+    "open_dead_letters": "kafka_share_eos.deadletter",
 }
 
 __all__ = [
+    "DEAD_LETTER_SCHEMA",
+    "AppIdConflictError",
+    "BatchReport",
     "CheckpointDedupStore",
+    "ClaimConflictError",
+    "CommitConflictError",
+    "ConfigurationError",
     "DeadLetterPolicy",
+    "DeadLetterSink",
+    "DecisionLog",
+    "DeliveryLimitReached",
+    "DeltaAppendSink",
+    "DeltaDeadLetters",
+    "DeltaParticipant",
     "EmbeddedBroker",
+    "EmbeddedBrokerError",
+    "FileDecisionLog",
     "IdempotentUpsertSink",
+    "JournalError",
+    "KafkaDeadLetters",
     "KafkaShareEosError",
+    "LibrdkafkaNotFoundError",
+    "LocationNotFoundError",
+    "MissingColumnsError",
     "MissingExtraError",
+    "NullIdentityError",
+    "OutboxParticipant",
+    "Participant",
+    "PostgresDecisionLog",
+    "PostgresParticipant",
+    "PreparedTransactionsDisabledError",
     "RecordIdentity",
+    "RecoveryReport",
+    "RetentionPolicy",
+    "SinkConfigurationError",
+    "SourceOptionError",
+    "SqlDeadLetters",
+    "TargetTableError",
+    "Token",
     "TopicSpec",
+    "Transaction",
+    "TransactionCoordinator",
+    "TransformShapeError",
     "TwoPhaseCommitCoordinator",
+    "TwoPhaseCommitError",
     "__version__",
+    "journal_status",
+    "open_dead_letters",
     "register",
 ]
 

@@ -132,8 +132,7 @@ def test_sqlite_upsert_with_dead_letters_needs_neither_delta_nor_psycopg(tmp_pat
     database = tmp_path / "shop.db"
     script = _PAYMENTS + textwrap.dedent("""
     import json, sys
-    from kafka_share_eos import DeadLetterPolicy, IdempotentUpsertSink
-    from kafka_share_eos.deadletter import SqlDeadLetters
+    from kafka_share_eos import DeadLetterPolicy, IdempotentUpsertSink, SqlDeadLetters
 
     url = f"sqlite:///{sys.argv[2]}"
     sink = IdempotentUpsertSink.sql(
@@ -193,9 +192,9 @@ def test_postgres_upsert_needs_no_delta(postgres_url: str) -> None:
 def test_delta_upsert_and_checkpoint_dedup_need_no_sql(tmp_path: Path) -> None:
     script = _PAYMENTS + textwrap.dedent("""
     import json, sys
-    from kafka_share_eos import CheckpointDedupStore, IdempotentUpsertSink
-    from kafka_share_eos.deadletter import DeltaDeadLetters
-    from kafka_share_eos.ledger import DeltaAppendSink
+    from kafka_share_eos import (
+        CheckpointDedupStore, DeltaAppendSink, DeltaDeadLetters, IdempotentUpsertSink,
+    )
 
     root = sys.argv[2]
     versions = pa.table({"id": [1, 2, 1], "v": [1, 1, 2], "name": ["a", "b", "a2"],
@@ -250,12 +249,12 @@ def test_two_phase_commit_with_postgres_participants_needs_no_delta(
     script = """
     import json, sys
     import pyarrow as pa
-    from kafka_share_eos import TwoPhaseCommitCoordinator
-    from kafka_share_eos.twophase.postgres import PostgresParticipant
+    from kafka_share_eos import PostgresDecisionLog, PostgresParticipant, TwoPhaseCommitCoordinator
 
-    url, increment, batches, log = sys.argv[2:6]
+    url, increment, batches = sys.argv[2:5]
     coordinator = TwoPhaseCommitCoordinator(
-        log=log, participants=[PostgresParticipant(url, increment)], app_id="balances"
+        log=PostgresDecisionLog(url), participants=[PostgresParticipant(url, increment)],
+        app_id="balances",
     )
     reader = pa.ipc.open_file(batches)
     tables = [pa.Table.from_batches([reader.get_batch(i)])
@@ -266,7 +265,7 @@ def test_two_phase_commit_with_postgres_participants_needs_no_delta(
     print(json.dumps({"loaded": loaded(), "written": written}))
     """
     result = run_without(
-        NO_DELTA, script, postgres_url, INCREMENT, str(batches), str(tmp_path / "decisions")
+        NO_DELTA, script, postgres_url, INCREMENT, str(batches)
     )
 
     assert "deltalake" not in result["loaded"]
@@ -278,22 +277,24 @@ def test_a_missing_extra_is_named(tmp_path: Path) -> None:
     script = """
     import json, sys
     from kafka_share_eos import (
-        CheckpointDedupStore, IdempotentUpsertSink, KafkaShareEosError, register,
+        CheckpointDedupStore, DeltaAppendSink, DeltaDeadLetters, DeltaParticipant,
+        IdempotentUpsertSink, KafkaShareEosError, OutboxParticipant, PostgresDecisionLog,
+        PostgresParticipant, SqlDeadLetters, register,
     )
 
-    root = sys.argv[2]
+    root, postgres = sys.argv[2], "postgresql+psycopg://app@localhost:1/shop"
     attempts = {
         "upsert.delta": lambda: IdempotentUpsertSink.delta(f"{root}/t"),
         "dedup store": lambda: CheckpointDedupStore(f"{root}/l", print),
-        "delta participant": lambda: __import__("kafka_share_eos.twophase.delta"),
-        "delta dead letters": lambda: __import__("kafka_share_eos.deadletter").deadletter
-            .DeltaDeadLetters(f"{root}/d"),
+        "delta append sink": lambda: DeltaAppendSink(f"{root}/a"),
+        "delta participant": lambda: DeltaParticipant(f"{root}/p"),
+        "delta dead letters": lambda: DeltaDeadLetters(f"{root}/d"),
         "upsert.sql sqlite": lambda: IdempotentUpsertSink.sql(f"sqlite:///{root}/db", "t"),
-        "upsert.sql postgres": lambda: IdempotentUpsertSink.sql(
-            "postgresql+psycopg://app@localhost:1/shop", "t"),
-        "postgres participant": lambda: __import__("kafka_share_eos.twophase.postgres"),
-        "sql dead letters": lambda: __import__("kafka_share_eos.deadletter").deadletter
-            .SqlDeadLetters(f"sqlite:///{root}/db"),
+        "upsert.sql postgres": lambda: IdempotentUpsertSink.sql(postgres, "t"),
+        "postgres participant": lambda: PostgresParticipant(postgres, "SELECT 1"),
+        "outbox participant": lambda: OutboxParticipant(postgres, ["id"]),
+        "postgres decision log": lambda: PostgresDecisionLog(postgres),
+        "sql dead letters": lambda: SqlDeadLetters(f"sqlite:///{root}/db"),
         "register": lambda: register(None),
     }
     errors = {}
@@ -312,11 +313,14 @@ def test_a_missing_extra_is_named(tmp_path: Path) -> None:
     expected = {
         "upsert.delta": ("delta", "deltalake"),
         "dedup store": ("delta", "deltalake"),
+        "delta append sink": ("delta", "deltalake"),
         "delta participant": ("delta", "deltalake"),
         "delta dead letters": ("delta", "deltalake"),
         "upsert.sql sqlite": ("sqlite", "sqlalchemy"),
         "upsert.sql postgres": ("postgres", "sqlalchemy"),
         "postgres participant": ("postgres", "sqlalchemy"),
+        "outbox participant": ("postgres", "sqlalchemy"),
+        "postgres decision log": ("postgres", "sqlalchemy"),
         "sql dead letters": ("sqlite", "sqlalchemy"),
         "register": ("spark", "pyspark"),
     }

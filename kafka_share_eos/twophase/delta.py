@@ -14,7 +14,8 @@ every later commit into a skipped one.
 A record is written only if its key is not in the table yet (an anti-join on the key columns,
 pruned with the files' min/max statistics), so redelivered records are not appended twice.
 
-delta-rs panics after ``fork()``: use this participant in the driver process only.
+delta-rs panics after ``fork()``: use this participant in the driver process only. The module
+imports without deltalake; the constructor checks that it is installed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,16 +31,13 @@ import pyarrow.parquet as pq
 from pyarrow import fs
 
 from kafka_share_eos import faults
-from kafka_share_eos._extras import needs_extra
+from kafka_share_eos._extras import require
 from kafka_share_eos.sinks import TargetTableError
-from kafka_share_eos.sinks.delta import delta_keys_held, rows_absent
 from kafka_share_eos.storage import delete_if_present, open_location, write_atomically
 from kafka_share_eos.twophase.protocol import Token, Transaction, check_name
 
-with needs_extra("delta", "DeltaParticipant"):
-    from deltalake import CommitProperties, DeltaTable
-    from deltalake import Transaction as DeltaTxn
-    from deltalake.transaction import AddAction
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 _STAGING_DIR = "_kse_2pc"
 
@@ -79,6 +77,11 @@ class DeltaParticipant:
         table_uri: local path or URI of the Delta table; created from the first batch's schema.
         name: participant name, unique within a coordinator.
         storage_options: passed to delta-rs for object stores.
+
+    Raises:
+        MissingExtraError: deltalake is not installed.
+        ConfigurationError: ``name`` is empty or has characters other than letters, digits,
+            ``_`` and ``-``.
     """
 
     def __init__(
@@ -88,6 +91,7 @@ class DeltaParticipant:
         name: str = "delta",
         storage_options: dict[str, str] | None = None,
     ) -> None:
+        require("deltalake", "delta", "DeltaParticipant")
         self._uri = table_uri.rstrip("/")
         self._name = check_name("name", name)
         self._storage_options = storage_options
@@ -99,7 +103,13 @@ class DeltaParticipant:
         return self._name
 
     def prepare(self, rows: pa.Table, txn: Transaction) -> Token:
-        """Write the records whose keys are not in the table yet as unlisted files."""
+        """Write the records whose keys are not in the table yet as unlisted files.
+
+        Raises:
+            TargetTableError: the table has other columns than the batch.
+        """
+        from kafka_share_eos.sinks.delta import rows_absent
+
         table = self._table(rows.schema)
         schema = pa.schema(table.schema().to_arrow())
         if set(schema.names) != set(rows.column_names):
@@ -133,6 +143,10 @@ class DeltaParticipant:
         """One Delta commit adding the staged files, unless the table already has this version."""
         if not token.data.get("files"):
             return
+        from deltalake import CommitProperties, DeltaTable
+        from deltalake import Transaction as DeltaTxn
+        from deltalake.transaction import AddAction
+
         table = DeltaTable(self._uri, storage_options=self._storage_options)
         app_id, version = str(token.data["app_id"]), int(token.data["version"])
         if (table.transaction_version(app_id) or 0) < version:
@@ -156,6 +170,8 @@ class DeltaParticipant:
 
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys`` (the key columns), whether a committed batch wrote it."""
+        from kafka_share_eos.sinks.delta import delta_keys_held
+
         return delta_keys_held(self._uri, keys, self._storage_options)
 
     def recover(self, prefix: str) -> list[Token]:
@@ -172,6 +188,8 @@ class DeltaParticipant:
         return tokens
 
     def _table(self, schema: pa.Schema) -> DeltaTable:
+        from deltalake import DeltaTable
+
         if not DeltaTable.is_deltatable(self._uri, storage_options=self._storage_options):
             DeltaTable.create(self._uri, schema, mode="ignore",
                               storage_options=self._storage_options)

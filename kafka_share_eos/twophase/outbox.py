@@ -5,22 +5,24 @@ row that can: each new record adds one row to an outbox table inside the prepare
 so a notification exists exactly once per record, if and only if the batch committed. A notifier
 process reads the outbox, sends, and marks or deletes the rows it sent; the receiving side
 deduplicates on the outbox ``id`` because the notifier itself may crash after sending.
+
+The module imports without SQLAlchemy; the constructor checks that it is installed.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from kafka_share_eos._extras import needs_extra, require_sql
+from kafka_share_eos._extras import require_sql
 from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.twophase.postgres import PostgresParticipant
 
-with needs_extra("postgres", "OutboxParticipant"):
-    from sqlalchemy import Connection, Engine, create_engine, text
-
-    from kafka_share_eos.twophase.postgres import PostgresParticipant
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
 
 
 class OutboxParticipant(PostgresParticipant):
@@ -32,6 +34,10 @@ class OutboxParticipant(PostgresParticipant):
         table: the outbox table, created if missing: ``id bigserial, txid, payload jsonb,
             created_at``.
         name: participant name, unique within a coordinator.
+
+    Raises:
+        MissingExtraError: SQLAlchemy or psycopg is not installed (``[postgres]``).
+        ConfigurationError: ``columns`` is empty, or ``name`` is not a usable name.
     """
 
     def __init__(
@@ -45,6 +51,8 @@ class OutboxParticipant(PostgresParticipant):
         if not columns:
             raise ConfigurationError("columns must name at least one record column for the payload")
         require_sql(engine, f"OutboxParticipant {name!r}")
+        from sqlalchemy import create_engine, text
+
         base = create_engine(engine) if isinstance(engine, str) else engine
         self._columns = list(columns)
         self._outbox = base.dialect.identifier_preparer.quote(table)
@@ -64,6 +72,8 @@ class OutboxParticipant(PostgresParticipant):
                 f"outbox columns {missing} are not in the batch (columns: {rows.column_names})"
             )
         payloads = [json.dumps(m, default=str) for m in rows.select(self._columns).to_pylist()]
+        from sqlalchemy import text
+
         conn.execute(
             text(f"INSERT INTO {self._outbox} (payload) SELECT unnest(CAST(:p AS jsonb[]))"),
             {"p": payloads},

@@ -8,18 +8,21 @@ transaction survives the death of the session and of the server; ``COMMIT PREPAR
 
 SQLAlchemy's ``begin_twophase()`` is not used: closing its connection after ``prepare()`` rolls
 the prepared transaction back, whereas here the connection must be released right after prepare.
+
+The module imports without SQLAlchemy (``from kafka_share_eos import *`` must work with any set of
+extras): the constructor checks that it is installed and the methods import what they use.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
 from kafka_share_eos import faults
-from kafka_share_eos._extras import needs_extra, require_sql
+from kafka_share_eos._extras import require_sql
 from kafka_share_eos.twophase.protocol import (
     Token,
     Transaction,
@@ -27,14 +30,10 @@ from kafka_share_eos.twophase.protocol import (
     check_name,
 )
 
-with needs_extra("postgres", "PostgresParticipant"):
-    from sqlalchemy import Connection, Engine, TextClause, create_engine, text
-    from sqlalchemy.exc import DBAPIError
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine, TextClause
 
-    from kafka_share_eos.sinks.sql import keys_held, python_rows
-    from kafka_share_eos.sinks.sql_schema import sql_type
-
-Effect = str | TextClause | Callable[[Connection, pa.Table], None]
+Effect: TypeAlias = "str | TextClause | Callable[[Connection, pa.Table], None]"
 """SQL run once per new record (columns as ``:name`` parameters), or ``f(connection, rows)``."""
 
 # SQLSTATE of "prepared transaction with identifier ... does not exist".
@@ -64,6 +63,11 @@ class PostgresParticipant:
         name: participant name, unique within a coordinator; part of every gid.
         ledger_table: table of applied keys, created on first use with the key columns as
             primary key. One ledger per effect: two participants must not share it.
+
+    Raises:
+        MissingExtraError: SQLAlchemy or psycopg is not installed (``[postgres]``).
+        ConfigurationError: ``name`` is empty or has characters other than letters, digits,
+            ``_`` and ``-``.
     """
 
     def __init__(
@@ -99,6 +103,8 @@ class PostgresParticipant:
     @property
     def _engine(self) -> Engine:
         if self._engine_or_none is None:
+            from sqlalchemy import create_engine
+
             self._engine_or_none = self._autocommit(create_engine(self._url))
         return self._engine_or_none
 
@@ -124,7 +130,12 @@ class PostgresParticipant:
 
         ``part`` names one of several prepared transactions of this participant in ``txn``
         (one per Spark partition when preparing on the executors).
+
+        Raises:
+            PreparedTransactionsDisabledError: the server has ``max_prepared_transactions = 0``.
         """
+        from sqlalchemy.exc import DBAPIError
+
         self.create_ledger(rows.schema, txn.key_columns)
         gid = self.gid(txn.txid, part)
         with self._engine.connect() as conn:
@@ -148,12 +159,19 @@ class PostgresParticipant:
         return Token(self._name, txn.txid, new_rows.num_rows, {"gid": gid}, part)
 
     def commit(self, token: Token) -> None:
-        """``COMMIT PREPARED``; checks the ledger when the transaction is already gone."""
+        """``COMMIT PREPARED``; checks the ledger when the transaction is already gone.
+
+        Raises:
+            TwoPhaseCommitError: the prepared transaction is gone and its rows are not in the
+                ledger: something rolled it back after the commit decision.
+        """
         gid = token.data.get("gid")
         if gid is None:
             return
         if self._finish("COMMIT PREPARED", str(gid)):
             return
+        from sqlalchemy import text
+
         with self._engine.connect() as conn:
             applied = conn.execute(
                 text(f"SELECT EXISTS (SELECT 1 FROM {self._ledger} WHERE txid = :t)"),
@@ -173,6 +191,8 @@ class PostgresParticipant:
 
     def recover(self, prefix: str) -> list[Token]:
         """Prepared transactions of this participant, in this database, under ``prefix``."""
+        from sqlalchemy import text
+
         self._check_server()
         with self._engine.connect() as conn:
             gids = list(
@@ -196,6 +216,8 @@ class PostgresParticipant:
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys`` (the key columns), whether a committed batch applied it:
         a prepared transaction's ledger rows stay invisible until it commits."""
+        from kafka_share_eos.sinks.sql import keys_held
+
         with self._engine.connect() as conn:
             return keys_held(conn, self._ledger_name, keys)
 
@@ -211,6 +233,8 @@ class PostgresParticipant:
 
     def _finish(self, command: str, gid: str) -> bool:
         """Run ``COMMIT/ROLLBACK PREPARED``; False if no such prepared transaction exists."""
+        from sqlalchemy.exc import DBAPIError
+
         with self._engine.connect() as conn:
             try:
                 conn.exec_driver_sql(f"{command} {_literal(gid)}")
@@ -240,6 +264,8 @@ class PostgresParticipant:
     def _copy_keys(self, conn: Connection, rows: pa.Table, txn: Transaction) -> None:
         from psycopg import sql as pgsql
 
+        from kafka_share_eos.sinks.sql import python_rows
+
         columns = [*txn.key_columns, "txid"]
         statement = pgsql.SQL("COPY {} ({}) FROM STDIN").format(
             pgsql.Identifier(self._ledger_name),
@@ -254,6 +280,8 @@ class PostgresParticipant:
                 copy.write_row(row)
 
     def _insert_keys(self, conn: Connection, rows: pa.Table, txn: Transaction) -> pa.Table:
+        from sqlalchemy import text
+
         keys = txn.key_columns
         arrays = ", ".join(
             f"CAST(:k{i} AS {self._type(rows.schema.field(c))}[])" for i, c in enumerate(keys)
@@ -277,6 +305,8 @@ class PostgresParticipant:
         if callable(self._effect):
             self._effect(conn, rows)
             return
+        from sqlalchemy import text
+
         statement = text(self._effect) if isinstance(self._effect, str) else self._effect
         conn.execute(statement, rows.to_pylist())
 
@@ -302,6 +332,8 @@ class PostgresParticipant:
 
     def _type(self, field: pa.Field) -> str:
         """The Postgres type of a key column, as the upsert sinks map it."""
+        from kafka_share_eos.sinks.sql_schema import sql_type
+
         return str(sql_type(field).compile(dialect=self._engine.dialect))
 
     def _check_server(self) -> None:

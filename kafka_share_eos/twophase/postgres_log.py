@@ -1,12 +1,17 @@
-"""A decision log in a Postgres table, committed before any participant is told to commit."""
+"""A decision log in a Postgres table, committed before any participant is told to commit.
+
+The module imports without SQLAlchemy; the constructor checks that it is installed.
+"""
 
 from __future__ import annotations
 
-from kafka_share_eos._extras import needs_extra, require_sql
+from typing import TYPE_CHECKING
+
+from kafka_share_eos._extras import require_sql
 from kafka_share_eos.twophase.protocol import Decision
 
-with needs_extra("postgres", "PostgresDecisionLog"):
-    from sqlalchemy import Engine, create_engine, text
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 
 class PostgresDecisionLog:
@@ -18,10 +23,15 @@ class PostgresDecisionLog:
     Args:
         engine: a SQLAlchemy engine or URL (``postgresql+psycopg://...``).
         table: name of the log table.
+
+    Raises:
+        MissingExtraError: SQLAlchemy or psycopg is not installed (``[postgres]``).
     """
 
     def __init__(self, engine: Engine | str, table: str = "kse_2pc_decisions") -> None:
         require_sql(engine, "PostgresDecisionLog")
+        from sqlalchemy import create_engine, text
+
         self._engine = create_engine(engine) if isinstance(engine, str) else engine
         self._table = self._engine.dialect.identifier_preparer.quote(table)
         with self._engine.begin() as conn:
@@ -36,6 +46,8 @@ class PostgresDecisionLog:
 
     def write(self, decision: Decision) -> None:
         """Store ``decision``; a transaction id already decided keeps its first decision."""
+        from sqlalchemy import text
+
         with self._engine.begin() as conn:
             conn.execute(
                 text(
@@ -47,6 +59,8 @@ class PostgresDecisionLog:
 
     def read(self, txid: str) -> Decision | None:
         """The decision stored for ``txid``, if any."""
+        from sqlalchemy import text
+
         with self._engine.connect() as conn:
             value = conn.execute(
                 text(f"SELECT decision::text FROM {self._table} WHERE txid = :txid"),
@@ -56,11 +70,15 @@ class PostgresDecisionLog:
 
     def delete(self, txid: str) -> None:
         """Forget a resolved decision."""
+        from sqlalchemy import text
+
         with self._engine.begin() as conn:
             conn.execute(text(f"DELETE FROM {self._table} WHERE txid = :txid"), {"txid": txid})
 
     def txids(self, prefix: str) -> list[str]:
         """Transaction ids with a stored decision that start with ``prefix``."""
+        from sqlalchemy import text
+
         with self._engine.connect() as conn:
             rows = conn.execute(
                 text(f"SELECT txid FROM {self._table} WHERE starts_with(txid, :p) ORDER BY txid"),

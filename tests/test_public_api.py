@@ -1,0 +1,137 @@
+"""A public API users can see: what the README, the docs and the examples tell a user to use is
+importable from ``kafka_share_eos`` (or ``kafka_share_eos.strategies``), and deep paths still
+work."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import kafka_share_eos
+import kafka_share_eos.strategies
+
+ROOT = Path(__file__).resolve().parent.parent
+PUBLIC = ("kafka_share_eos", "kafka_share_eos.strategies")
+# Helpers for tests, demos and examples on one machine, not for pipelines: they stay in
+# kafka_share_eos.testing (docs/development.md).
+TESTING = "kafka_share_eos.testing"
+# Classes the docs name that users do not import: the errors of the tools (`verify`, the test
+# server), the source runner's own error and counters, and the stand-ins for a failure of the
+# user's code.
+NAMED_NOT_IMPORTED = {
+    "AckStats", "PoisonRecordError", "PostgresNotFoundError", "PostgresServerError",
+    "SessionClosed", "SimulatedCrash", "Stopped",
+}
+_IMPORT_LINE = re.compile(r"^\s*from (kafka_share_eos[\w.]*) import ([^(\n]+)$", re.MULTILINE)
+
+
+def _documents() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _imports() -> list[tuple[str, str, str]]:
+    """``(where, module, name)`` of every ``from kafka_share_eos... import name`` that the
+    README, the docs and the examples show."""
+    found = []
+    for path in _documents():
+        for match in _IMPORT_LINE.finditer(path.read_text()):
+            names = [n.strip().split(" as ")[0] for n in match.group(2).split(",")]
+            found += [(path.name, match.group(1), n) for n in names if n]
+    for path in sorted((ROOT / "examples").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PUBLIC[0]):
+                found += [(path.name, str(node.module), alias.name) for alias in node.names]
+    return found
+
+
+def _public_names() -> set[str]:
+    return {*kafka_share_eos.__all__, *kafka_share_eos.strategies.__all__}
+
+
+def test_docs_and_examples_import_from_the_public_modules() -> None:
+    imports = _imports()
+
+    deep = [
+        f"{where}: from {module} import {name}" for where, module, name in imports
+        if module not in PUBLIC and not module.startswith(TESTING)
+    ]
+    assert not deep, f"import these from {' or '.join(PUBLIC)}: {deep}"
+    assert {"IdempotentUpsertSink", "PostgresParticipant", "open_dead_letters"} <= {
+        name for _, _, name in imports
+    }  # the walk finds the imports
+
+
+def test_every_toolkit_class_the_docs_name_is_public() -> None:
+    defined = _toolkit_names()
+    named = {
+        name
+        for path in _documents()
+        for name in re.findall(r"`([A-Z][A-Za-z]+)\b", path.read_text())
+        if name in defined
+    }
+
+    hidden = named - _public_names() - NAMED_NOT_IMPORTED
+    assert not hidden, f"export these from {PUBLIC[0]}: {sorted(hidden)}"
+    assert {"DeltaAppendSink", "RetentionPolicy", "DecisionLog"} <= named  # the scan finds them
+
+
+@pytest.mark.parametrize("module", PUBLIC)
+def test_every_name_in_all_resolves_and_is_listed_by_dir(module: str) -> None:
+    package = importlib.import_module(module)
+
+    missing = [name for name in package.__all__ if not hasattr(package, name)]
+    assert not missing
+    assert set(package.__all__) <= set(dir(package))
+    assert len(set(package.__all__)) == len(package.__all__)
+
+
+def test_the_top_names_are_the_objects_of_their_deep_paths() -> None:
+    lazy = kafka_share_eos._LAZY
+
+    for name, module in lazy.items():
+        assert getattr(kafka_share_eos, name) is getattr(importlib.import_module(module), name)
+    assert set(lazy) <= set(kafka_share_eos.__all__)
+    eager = set(kafka_share_eos.__all__) - set(lazy)
+    assert eager <= set(vars(kafka_share_eos)), "not lazy, so it must be there at import"
+
+
+def test_type_checkers_see_every_lazy_name_where_it_loads_from() -> None:
+    tree = ast.parse((ROOT / "kafka_share_eos" / "__init__.py").read_text())
+    block = next(
+        node for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    )
+    typed = {
+        alias.asname: node.module
+        for node in block.body if isinstance(node, ast.ImportFrom)
+        for alias in node.names if alias.asname == alias.name
+    }
+
+    assert typed == kafka_share_eos._LAZY
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'IdempotentUpsert'"):
+        kafka_share_eos.IdempotentUpsert  # noqa: B018
+
+
+def _toolkit_names() -> set[str]:
+    """Names of the classes defined in the toolkit's modules (CLI and benchmarks aside)."""
+    modules = set(PUBLIC)
+    for package in PUBLIC:
+        path = importlib.import_module(package).__path__
+        modules.update(m.name for m in pkgutil.walk_packages(path, package + "."))
+    names = set()
+    for name in modules:
+        if name.startswith(("kafka_share_eos.cli", "kafka_share_eos.bench")):
+            continue
+        for value in vars(importlib.import_module(name)).values():
+            if inspect.isclass(value) and value.__module__ == name:
+                names.add(value.__name__)
+    return names
