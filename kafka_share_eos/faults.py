@@ -16,12 +16,13 @@ that runs a whole pipeline (Spark driver, JVM, source runner, workers) as one pr
 - ``KSE_CRASH_RECORD``: a file to which the point and hit number are appended just before the
   kill, telling the supervisor that this crash point, and not something else, killed the run.
 
-A *hold* pauses a process instead of killing it, to force the slow cases: a batch that keeps
-records past their lock so that another application gets them while it still runs.
-``KSE_HOLD_AT`` lists ``point``, ``point@n`` or ``point@n=seconds`` entries; the process pauses
-there for ``seconds`` (default: until released). With ``KSE_HOLD_GATE`` naming a directory, the
-paused process creates ``<gate>/<point>.held`` and resumes as soon as ``<gate>/<point>.release``
-exists, so a test can act while the hold lasts and end it without guessing a duration.
+A *hold* pauses a process at a point instead of killing it there, to force the slow cases: a
+batch that keeps records past their lock so that another application gets them while it still
+runs. ``KSE_HOLD_AT`` lists ``point``, ``point@n`` or ``point@n=seconds`` entries; the process
+pauses there for ``seconds`` (default: until released). With ``KSE_HOLD_GATE`` naming a
+directory, the paused process creates ``<gate>/<point>.held`` and resumes as soon as
+``<gate>/<point>.release`` exists, so a test can act while the hold lasts and end it without
+guessing a duration.
 """
 
 from __future__ import annotations
@@ -98,7 +99,9 @@ def armed(point: str) -> bool:
 
 
 def maybe_crash(point: str) -> None:
-    """Count a hit of ``point``; SIGKILL if ``KSE_CRASH_AT`` enables this hit of it."""
+    """Count a hit of ``point``; SIGKILL if ``KSE_CRASH_AT`` enables this hit of it, pause if
+    ``KSE_HOLD_AT`` does."""
+    maybe_hold(point)
     spec = os.environ.get(CRASH_AT_ENV)
     if not spec:
         return

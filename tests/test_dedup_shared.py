@@ -22,7 +22,7 @@ from deltalake import DeltaTable
 from test_dedup_store import delta_rows, records
 
 from kafka_share_eos.faults import CRASH_AT_ENV, HOLD_AT_ENV, HOLD_GATE_ENV
-from kafka_share_eos.ledger.claims import HOLD_BEFORE_CLAIM
+from kafka_share_eos.ledger.claims import BEFORE_CLAIM
 from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
 from kafka_share_eos.strategies.checkpoint_dedup import CRASH_BEFORE_SINK, CheckpointDedupStore
 
@@ -91,14 +91,14 @@ def test_a_batch_held_past_a_lock_handoff_loses_its_claim(
     # A holds offsets 0-5, reads the ledger (empty) and stops before claiming them...
     held = start_application(
         paths, "app-a", [(0, run(range(6)))],
-        **{HOLD_AT_ENV: HOLD_BEFORE_CLAIM, HOLD_GATE_ENV: str(gate)},
+        **{HOLD_AT_ENV: BEFORE_CLAIM, HOLD_GATE_ENV: str(gate)},
     )
-    wait_for(gate / f"{HOLD_BEFORE_CLAIM}.held", held)
+    wait_for(gate / f"{BEFORE_CLAIM}.held", held)
     # ...while B, to which offsets 3-5 were redelivered with 6-7, claims and applies them.
     other = CheckpointDedupStore(ledger, DeltaAppendSink(sink, app_id="app-b-sink"),
                                  app_id="app-b")
     b = other.apply(records(*run(range(3, 8))), 0)
-    (gate / f"{HOLD_BEFORE_CLAIM}.release").touch()
+    (gate / f"{BEFORE_CLAIM}.release").touch()
 
     [a] = finish(held)
     assert (b.rows_written, b.already_applied) == (5, 0)

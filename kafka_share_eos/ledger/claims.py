@@ -39,8 +39,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from deltalake import DeltaTable
 
-HOLD_BEFORE_CLAIM = "dedup.before_claim"
-"""Hold point: the ledger was read, the claim not committed (another application may claim)."""
+BEFORE_CLAIM = "dedup.before_claim"
+"""Fault point: the ledger was read, the claim not committed. A hold here lets another
+application claim the same records first."""
 
 DEFAULT_CLAIM_ATTEMPTS = 30
 
@@ -98,7 +99,7 @@ def claim(
             refresh=False,
         )
         own, fresh = _split(ledger, batch, seen, batch_id)
-        faults.maybe_hold(HOLD_BEFORE_CLAIM)
+        faults.maybe_crash(BEFORE_CLAIM)
         if fresh.num_rows:
             try:
                 inserted = _commit_claims(ledger, table, fresh, batch_id)
