@@ -9,19 +9,18 @@ the same records after a lock handoff, claims and applies them; A's claim must t
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from helpers import applications
+from helpers.applications import HoldGate, finish
 from test_dedup_store import delta_rows, records
 
-from kafka_share_eos.faults import CRASH_AT_ENV, HOLD_AT_ENV, HOLD_GATE_ENV
+from kafka_share_eos.faults import CRASH_AT_ENV
 from kafka_share_eos.ledger.claims import BEFORE_CLAIM
 from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
 from kafka_share_eos.strategies.checkpoint_dedup import CRASH_BEFORE_SINK, CheckpointDedupStore
@@ -30,11 +29,10 @@ pytestmark = pytest.mark.timeout(180)
 
 APPLICATION = """
 import json, sys
-sys.path.insert(0, sys.argv[1])
 from test_dedup_store import records
 from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
 from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
-ledger, sink, app, batches = sys.argv[2], sys.argv[3], sys.argv[4], json.loads(sys.argv[5])
+ledger, sink, app, batches = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 store = CheckpointDedupStore(ledger, DeltaAppendSink(sink, app_id=app + "-sink"), app_id=app)
 for batch_id, coordinates in batches:
     report = store.apply(records(*[tuple(c) for c in coordinates]), batch_id)
@@ -47,25 +45,7 @@ def start_application(
     **env: str,
 ) -> subprocess.Popen[str]:
     ledger, sink = paths
-    return subprocess.Popen(
-        [sys.executable, "-c", APPLICATION, str(Path(__file__).parent), ledger, sink, app,
-         json.dumps(batches)],
-        env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-
-
-def finish(process: subprocess.Popen[str]) -> list[list[int]]:
-    out, err = process.communicate(timeout=120)
-    assert process.returncode == 0, err
-    return [json.loads(line) for line in out.splitlines()]
-
-
-def wait_for(path: Path, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 60
-    while not path.exists():
-        assert process.poll() is None, process.communicate()[1]
-        assert time.monotonic() < deadline, f"{path.name} never appeared"
-        time.sleep(0.05)
+    return applications.start(APPLICATION, ledger, sink, app, json.dumps(batches), **env)
 
 
 def run(coordinates: range, partition: int = 0) -> list[tuple[str, int, int]]:
@@ -86,19 +66,15 @@ def test_a_batch_held_past_a_lock_handoff_loses_its_claim(
     paths: tuple[str, str], tmp_path: Path
 ) -> None:
     ledger, sink = paths
-    gate = tmp_path / "gate"
-    gate.mkdir()
+    gate = HoldGate(tmp_path / "gate", BEFORE_CLAIM)
     # A holds offsets 0-5, reads the ledger (empty) and stops before claiming them...
-    held = start_application(
-        paths, "app-a", [(0, run(range(6)))],
-        **{HOLD_AT_ENV: BEFORE_CLAIM, HOLD_GATE_ENV: str(gate)},
-    )
-    wait_for(gate / f"{BEFORE_CLAIM}.held", held)
+    held = start_application(paths, "app-a", [(0, run(range(6)))], **gate.env)
+    gate.wait_held(held)
     # ...while B, to which offsets 3-5 were redelivered with 6-7, claims and applies them.
     other = CheckpointDedupStore(ledger, DeltaAppendSink(sink, app_id="app-b-sink"),
                                  app_id="app-b")
     b = other.apply(records(*run(range(3, 8))), 0)
-    (gate / f"{BEFORE_CLAIM}.release").touch()
+    gate.release()
 
     [a] = finish(held)
     assert (b.rows_written, b.already_applied) == (5, 0)
