@@ -77,9 +77,7 @@ def _sql_backend(url: str, **options: Any) -> Backend:
         return IdempotentUpsertSink.sql(engine, "events", create_table=True, **options, **identity)
 
     if options.get("bulk_threshold") == 1:
-        # New rows go straight into the table; a repeat falls back to the stage table and the
-        # next batch does not retry the direct COPY.
-        return Backend(make_sink, read, ("copy-direct", "copy", "copy"))
+        return Backend(make_sink, read, ("copy", "copy", "copy"))
     return Backend(make_sink, read, ("rows", "rows", "rows"))
 
 

@@ -6,14 +6,9 @@ column (a record's content never changes between deliveries), otherwise ``DO UPD
 excluded.version > table.version`` so an older redelivery never overwrites a newer row. The
 database reports which rows it changed; the rest of the batch were already applied.
 
-On PostgreSQL, batches of at least ``bulk_threshold`` rows take the bulk path: ``COPY`` into a
-temporary table dropped at commit, then one ``INSERT ... SELECT ... ON CONFLICT`` (without a
-version column: an ``INSERT`` of the rows whose identity is absent, falling back to
-``ON CONFLICT DO NOTHING`` if a concurrent writer got there in between). Most batches
-of a stream hold only new identities, so the bulk path first tries a ``COPY`` straight into the
-target inside a savepoint: the unique key makes it fail as a whole if any identity is already
-there, and then the batch goes through the temporary table. After such a failure the next
-batches skip the direct attempt for a while.
+On PostgreSQL, batches of at least ``bulk_threshold`` rows take the bulk path
+(:mod:`~kafka_share_eos.sinks.sql_bulk`): one read finds which identities the table holds, and
+only the rest is loaded, with ``COPY``.
 
 Identifiers are quoted by SQLAlchemy (and by psycopg for the ``COPY`` statement); values are
 always bound parameters or ``COPY`` data, so record contents cannot change the SQL.
@@ -25,7 +20,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
@@ -36,43 +30,18 @@ from kafka_share_eos import faults
 from .dedup import contained
 from .errors import SinkConfigurationError, TargetTableError
 from .outcome import UpsertOutcome
+from .sql_bulk import CopyUpsert
 from .sql_schema import open_target
+from .sql_values import python_rows as python_rows
 
 _INSERTS: dict[str, Callable[[sa.Table], Any]] = {
     "postgresql": postgresql.insert,
     "sqlite": sqlite.insert,
 }
-_STAGE_TABLE = "kafka_share_eos_upsert_stage"
-# Batches to write through the stage table after a direct COPY met an existing key.
-_DIRECT_COPY_BACKOFF = 8
 # Rows per executemany call: bounds memory for the parameter dictionaries.
 _ROWS_PER_EXECUTE = 10_000
 # Keys per lookup statement: three bound parameters each stay under SQLite's oldest limit (999).
 _KEYS_PER_LOOKUP = 300
-
-
-def python_rows(table: pa.Table, *, for_copy: bool = False) -> Iterator[tuple[Any, ...]]:
-    """Row tuples of Python objects the DB-API drivers accept.
-
-    ``for_copy`` renders timestamps as ISO 8601 text, which PostgreSQL's COPY parses; building
-    Python datetimes would take most of the conversion time.
-    """
-    columns = []
-    for column in table.columns:
-        if pa.types.is_timestamp(column.type):
-            if column.type.unit == "ns":
-                # Python datetimes (and both databases) stop at microseconds.
-                column = pc.cast(column, pa.timestamp("us", column.type.tz), safe=False)
-            if for_copy:
-                iso = "%Y-%m-%dT%H:%M:%S%z" if column.type.tz else "%Y-%m-%dT%H:%M:%S"
-                column = pc.strftime(column, iso)
-        columns.append(column.to_pylist())
-    return zip(*columns, strict=True)
-
-
-def _rowcount(conn: Connection, statement: Any) -> int:
-    """Execute ``statement`` and return how many rows it inserted or updated."""
-    return int(conn.execute(statement.execution_options(preserve_rowcount=True)).rowcount)
 
 
 def _chunks(rows: list[Any], size: int) -> Iterator[list[Any]]:
@@ -149,7 +118,7 @@ class SqlUpsertWriter:
         self.bulk_threshold = bulk_threshold
         self._table: sa.Table | None = None
         self._pool_connections = True
-        self._direct_copy_wait = 0
+        self._copy_upsert = CopyUpsert(self.key_columns, version_column, self._on_conflict)
 
     @property
     def target(self) -> str:
@@ -201,7 +170,7 @@ class SqlUpsertWriter:
         try:
             with self.engine.begin() as conn:
                 if use_copy:
-                    written, path = self._copy_upsert(conn, self._table, table)
+                    written, path = self._copy_upsert(conn, self._table, table), "copy"
                 else:
                     written, path = self._row_upsert(conn, self._table, table), "rows"
                 faults.maybe_crash(faults.SINK_MID_WRITE)
@@ -256,83 +225,6 @@ class SqlUpsertWriter:
         return sum(
             len(conn.execute(returning, chunk).all()) for chunk in _chunks(rows, _ROWS_PER_EXECUTE)
         )
-
-    def _copy_upsert(self, conn: Connection, target: sa.Table, table: pa.Table) -> tuple[int, str]:
-        from psycopg.errors import UniqueViolation
-
-        # Converted once: a failed direct COPY is followed by a COPY of the same rows.
-        rows = list(python_rows(table, for_copy=True))
-        if self._direct_copy_wait == 0:
-            try:
-                # A savepoint makes a failed COPY cost nothing but the time it ran.
-                with conn.begin_nested():
-                    self._copy(conn, target.schema, target.name, table.column_names, rows)
-                return table.num_rows, "copy-direct"
-            except sa.exc.IntegrityError as error:
-                if not isinstance(error.orig, UniqueViolation):
-                    raise
-                self._direct_copy_wait = _DIRECT_COPY_BACKOFF
-        else:
-            self._direct_copy_wait -= 1
-        names = table.column_names
-        stage = sa.Table(
-            _STAGE_TABLE,
-            sa.MetaData(),
-            *(sa.Column(name, target.c[name].type) for name in names),
-            prefixes=["TEMPORARY"],
-            postgresql_on_commit="DROP",
-        )
-        stage.create(conn)
-        self._copy(conn, None, _STAGE_TABLE, names, rows)
-        columns = [target.c[name] for name in names]
-        if self.version_column is None:
-            # Inserting only the absent identities is ~40% cheaper than ON CONFLICT's speculative
-            # insertion; a concurrent writer adding one of them in between makes it fail whole,
-            # and then ON CONFLICT decides.
-            existing = target.alias("existing")
-            absent = sa.select(*stage.c).where(
-                ~sa.exists().where(*(existing.c[k] == stage.c[k] for k in self.key_columns))
-            )
-            plain = postgresql.insert(target).from_select(columns, absent)
-            try:
-                with conn.begin_nested():
-                    return _rowcount(conn, plain), "copy"
-            except sa.exc.IntegrityError as error:
-                if not isinstance(error.orig, UniqueViolation):
-                    raise
-        insert = postgresql.insert(target).from_select(columns, sa.select(*stage.c))
-        return _rowcount(conn, self._on_conflict(target, insert, names)), "copy"
-
-    @staticmethod
-    def _copy(
-        conn: Connection,
-        db_schema: str | None,
-        name: str,
-        columns: Sequence[str],
-        rows: list[tuple[Any, ...]],
-    ) -> None:
-        """``COPY`` ``rows`` into ``columns`` of ``db_schema.name`` in the open transaction.
-
-        psycopg's errors surface as SQLAlchemy's (``IntegrityError``, ``DataError``,
-        ``OperationalError``...), like those of every other statement.
-        """
-        from psycopg import Error
-        from psycopg import sql as pgsql
-
-        qualified = pgsql.Identifier(db_schema, name) if db_schema else pgsql.Identifier(name)
-        statement = pgsql.SQL("COPY {} ({}) FROM STDIN").format(
-            qualified, pgsql.SQL(", ").join(map(pgsql.Identifier, columns))
-        )
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        try:
-            with raw.cursor() as cursor, cursor.copy(statement) as copy:
-                for row in rows:
-                    copy.write_row(row)
-        except Error as error:
-            raise sa.exc.DBAPIError.instance(
-                statement.as_string(raw), None, error, Error, dialect=conn.dialect
-            ) from error
 
 
 class RowChecks:

@@ -1,0 +1,243 @@
+"""The PostgreSQL bulk path of the SQL upsert sink: ask which identities are stored, COPY the rest.
+
+A batch costs what its ``COPY`` costs; everything else has to stay small next to it:
+
+1. One read asks the target which of the batch's keys it holds. The keys are covered by ranges
+   (:mod:`~kafka_share_eos.sinks.key_ranges`), and the index of the table's unique key answers
+   with the stored keys in those ranges only (nothing at all for a batch of new records), with
+   their versions when there is a version column.
+2. Rows whose key is absent are copied straight into the target, inside a savepoint. If another
+   writer committed one of those identities after the read, the unique key makes that ``COPY``
+   fail whole, and its rows take step 3, whose ``ON CONFLICT`` waits for and absorbs it.
+3. Rows that replace a stored row (a strictly higher version), and the rows of a failed direct
+   ``COPY``, are copied into a temporary table dropped at commit and moved with one
+   ``INSERT ... SELECT``: without a version column an insert of the rows whose identity is absent
+   (cheaper than ``ON CONFLICT``'s speculative insertion), falling back to ``ON CONFLICT DO
+   NOTHING`` if a concurrent writer got there first; with one ``ON CONFLICT DO UPDATE ... WHERE``
+   newer.
+
+Rows already applied are never sent, so a redelivered batch costs one read. Keys that are not
+range-shaped (no integer last key column, or values spread too thin) skip the read: the whole
+batch is copied straight into the target while batches hold only new identities, and through the
+temporary table (step 3) for a while after one did not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Connection
+
+from .key_ranges import KeyRange, key_ranges, range_column
+from .sql_values import python_rows
+
+STAGE_TABLE = "kafka_share_eos_upsert_stage"
+# Batches of keys that are not range-shaped written through the stage table after a direct COPY
+# met an existing key.
+_DIRECT_COPY_BACKOFF = 8
+_ROW = "__kse_row"
+_STORED_VERSION = "__kse_stored_version"
+
+OnConflict = Callable[[sa.Table, Any, Sequence[str]], Any]
+"""Adds the writer's ``ON CONFLICT`` clause to an insert of the given columns."""
+
+
+@dataclass(frozen=True)
+class _Split:
+    """A batch's rows by what the target needs: absent identities, and newer versions."""
+
+    absent: pa.Table
+    newer: pa.Table
+
+
+def copy_rows(conn: Connection, db_schema: str | None, name: str, rows: pa.Table) -> None:
+    """``COPY`` ``rows`` into the same-named columns of ``db_schema.name`` in the open transaction.
+
+    psycopg's errors surface as SQLAlchemy's (``IntegrityError``, ``DataError``,
+    ``OperationalError``...), like those of every other statement.
+    """
+    from psycopg import Error
+    from psycopg import sql as pgsql
+
+    qualified = pgsql.Identifier(db_schema, name) if db_schema else pgsql.Identifier(name)
+    statement = pgsql.SQL("COPY {} ({}) FROM STDIN").format(
+        qualified, pgsql.SQL(", ").join(map(pgsql.Identifier, rows.column_names))
+    )
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    try:
+        with raw.cursor() as cursor, cursor.copy(statement) as copy:
+            for row in python_rows(rows, for_copy=True):
+                copy.write_row(row)
+    except Error as error:
+        raise sa.exc.DBAPIError.instance(
+            statement.as_string(raw), None, error, Error, dialect=conn.dialect
+        ) from error
+
+
+def _rowcount(conn: Connection, statement: Any) -> int:
+    """Execute ``statement`` and return how many rows it inserted or updated."""
+    return int(conn.execute(statement.execution_options(preserve_rowcount=True)).rowcount)
+
+
+def _is_unique_violation(error: sa.exc.IntegrityError) -> bool:
+    from psycopg.errors import UniqueViolation
+
+    return isinstance(error.orig, UniqueViolation)
+
+
+class CopyUpsert:
+    """The bulk path of one writer (it remembers when direct copies last failed).
+
+    Args:
+        key_columns: the target's unique key, in its index order.
+        version_column: when given, a row replaces the stored one only if its version is higher.
+        on_conflict: the writer's ``ON CONFLICT`` clause for an insert of some columns.
+    """
+
+    def __init__(
+        self, key_columns: Sequence[str], version_column: str | None, on_conflict: OnConflict
+    ) -> None:
+        self.key_columns = tuple(key_columns)
+        self.version_column = version_column
+        self._on_conflict = on_conflict
+        self._direct_copy_wait = 0
+
+    def __call__(self, conn: Connection, target: sa.Table, table: pa.Table) -> int:
+        """Write ``table`` (unique on the key columns) in the open transaction; rows written."""
+        split = self._split(conn, target, table)
+        if split is None:
+            if self._direct_copy_wait == 0:
+                if self._copy_direct(conn, target, table):
+                    return int(table.num_rows)
+                self._direct_copy_wait = _DIRECT_COPY_BACKOFF
+            else:
+                self._direct_copy_wait -= 1
+            return self._copy_staged(conn, target, table)
+        written, staged = 0, split.newer
+        if split.absent.num_rows:
+            if self._copy_direct(conn, target, split.absent):
+                written = int(split.absent.num_rows)
+            else:
+                staged = pa.concat_tables([split.absent, split.newer])
+        if staged.num_rows:
+            written += self._copy_staged(conn, target, staged)
+        return written
+
+    def _copy_direct(self, conn: Connection, target: sa.Table, rows: pa.Table) -> bool:
+        """COPY ``rows`` into the target; False (and nothing written) if a key was there."""
+        try:
+            # A savepoint makes a failed COPY cost nothing but the time it ran.
+            with conn.begin_nested():
+                copy_rows(conn, target.schema, target.name, rows)
+            return True
+        except sa.exc.IntegrityError as error:
+            if not _is_unique_violation(error):
+                raise
+            return False
+
+    def _copy_staged(self, conn: Connection, target: sa.Table, rows: pa.Table) -> int:
+        names = rows.column_names
+        stage = sa.Table(
+            STAGE_TABLE,
+            sa.MetaData(),
+            *(sa.Column(name, target.c[name].type) for name in names),
+            prefixes=["TEMPORARY"],
+            postgresql_on_commit="DROP",
+        )
+        stage.create(conn)
+        copy_rows(conn, None, STAGE_TABLE, rows)
+        columns = [target.c[name] for name in names]
+        if self.version_column is None:
+            existing = target.alias("existing")
+            absent = sa.select(*stage.c).where(
+                ~sa.exists().where(*(existing.c[k] == stage.c[k] for k in self.key_columns))
+            )
+            try:
+                with conn.begin_nested():
+                    return _rowcount(conn, postgresql.insert(target).from_select(columns, absent))
+            except sa.exc.IntegrityError as error:
+                if not _is_unique_violation(error):
+                    raise
+        insert = postgresql.insert(target).from_select(columns, sa.select(*stage.c))
+        return _rowcount(conn, self._on_conflict(target, insert, names))
+
+    def _split(self, conn: Connection, target: sa.Table, table: pa.Table) -> _Split | None:
+        """The rows the target lacks or holds at a lower version; None when the keys are not
+        range-shaped (or the stored values do not convert), so the batch is not looked up."""
+        keys = table.select(list(self.key_columns))
+        column = range_column(keys.schema)
+        ranges = None if column is None else key_ranges(keys, column)
+        if column is None or ranges is None:
+            return None
+        wanted = [*self.key_columns, *([self.version_column] if self.version_column else [])]
+        try:
+            stored = _stored_rows(conn, target, ranges, column, table.select(wanted).schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+            return None
+        return self._classify(table, stored)
+
+    def _classify(self, table: pa.Table, stored: pa.Table) -> _Split:
+        keys = list(self.key_columns)
+        numbered = table.select(
+            [*keys, *([self.version_column] if self.version_column else [])]
+        ).append_column(_ROW, pa.array(range(table.num_rows), pa.int64()))
+        if self.version_column is None or stored.num_rows == 0:
+            held = numbered.join(stored.select(keys), keys=keys, join_type="left semi")[_ROW]
+            newer = pa.array([], pa.int64())
+        else:
+            version = self.version_column
+            pairs = numbered.join(
+                stored.rename_columns([*keys, _STORED_VERSION]), keys=keys, join_type="inner"
+            )
+            held = pairs[_ROW]
+            is_newer = pc.fill_null(pc.greater(pairs[version], pairs[_STORED_VERSION]), False)
+            newer = pairs.filter(is_newer)[_ROW]
+            # The join does not keep the batch's order; the target sees rows as the batch had them.
+            newer = newer.take(pc.sort_indices(newer))
+        absent = pc.invert(pc.is_in(numbered[_ROW], value_set=held.combine_chunks()))
+        return _Split(table.filter(absent), table.take(newer))
+
+
+def _stored_rows(
+    conn: Connection, target: sa.Table, ranges: list[KeyRange], column: str, schema: pa.Schema
+) -> pa.Table:
+    """The target's values of ``schema``'s columns (the key columns first, in index order,
+    then perhaps the version) for its keys within ``ranges``."""
+    from psycopg import sql as pgsql
+
+    keys = schema.names[: schema.names.index(column) + 1]
+    fixed = [name for name in keys if name != column]
+    term = pgsql.SQL(" AND ").join(
+        [
+            *(pgsql.SQL("{} = %s").format(pgsql.Identifier(name)) for name in fixed),
+            pgsql.SQL("{} BETWEEN %s AND %s").format(pgsql.Identifier(column)),
+        ]
+    )
+    qualified = (
+        pgsql.Identifier(target.schema, target.name)
+        if target.schema
+        else pgsql.Identifier(target.name)
+    )
+    query = pgsql.SQL("SELECT {} FROM {} WHERE {}").format(
+        pgsql.SQL(", ").join(map(pgsql.Identifier, schema.names)),
+        qualified,
+        pgsql.SQL(" OR ").join([pgsql.SQL("({})").format(term)] * len(ranges)),
+    )
+    params = [value for r in ranges for value in (*r.fixed, r.low, r.high)]
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    with raw.cursor() as cursor:
+        cursor.execute(query, params)
+        rows = cursor.fetchall()
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
+    return pa.table(
+        [pa.array(values, field.type) for values, field in zip(columns, schema, strict=True)],
+        schema=schema,
+    )
