@@ -1,4 +1,6 @@
-"""Each example runs end to end as a script and leaves exactly-once results in its sinks."""
+"""Each example runs end to end as a script and leaves exactly-once results in its sinks; the
+Postgres and Delta examples run with only the extras they need (``[spark,postgres]``,
+``[spark,delta]``): the other extras' libraries fail to import, as when not installed."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 from helpers import produce
 from helpers.delta import read_delta
+from helpers.extras import NO_DELTA, NO_SQL, without
 from helpers.scripts import run_python
 
 from kafka_share_eos.testing.plugin import ShareTopic
@@ -28,7 +31,8 @@ def _query(url: str, sql: str) -> list[tuple[object, ...]]:
 
 def test_delta_dedup_pipeline_appends_every_event_once(tmp_path: Path) -> None:
     result = run_python(
-        str(EXAMPLES / "delta_dedup_pipeline.py"), "--events", "300", "--workdir", str(tmp_path)
+        str(EXAMPLES / "delta_dedup_pipeline.py"), "--events", "300", "--workdir", str(tmp_path),
+        env=without(NO_SQL, tmp_path / "site"),
     )
     events = read_delta(str(tmp_path / "events"), "SELECT reading FROM t")
     readings = sorted(events.column("reading").to_pylist())
@@ -56,6 +60,7 @@ def test_postgres_upserts_keep_the_latest_status_from_a_given_cluster(
         "--group", share_topic.group_id,
         "--postgres-url", postgres_url,
         "--workdir", str(tmp_path),
+        env=without(NO_DELTA, tmp_path / "site"),
     )
 
     rows = _query(postgres_url, "SELECT order_id, status, version FROM orders ORDER BY order_id")

@@ -1,9 +1,10 @@
-"""Every extra works alone: each install shape does real work in an interpreter where the other
+"""Every extra works alone: each install shape does real work in processes where the other
 extras' libraries cannot be imported, and a feature whose extra is missing names it.
 
-Each test runs its pipeline in a fresh interpreter whose first action puts a finder on
-``sys.meta_path`` that fails every import of the blocked libraries, exactly as Python does when
-they are not installed. The parent process, which has every extra, then reads what was written.
+Each test runs its pipeline in fresh processes (Spark's own Python processes included) in which
+those libraries fail to import exactly as they do when not installed (helpers/extras.py). The
+parent process, which has every extra, then reads what was written. test_examples.py runs the
+Postgres and Delta examples the same way, under ``[spark,postgres]`` and ``[spark,delta]``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,42 +21,29 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from helpers.extras import NO_DELTA, NO_DELTA_NOR_PSYCOPG, NO_SQL, OPTIONAL, without
+from helpers.scripts import run_python
 
 pytestmark = pytest.mark.timeout(180)
 
-OPTIONAL = ("pyspark", "deltalake", "sqlalchemy", "psycopg")
-NO_DELTA = ("deltalake",)
-NO_SQL = ("sqlalchemy", "psycopg")
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
-_BLOCKER = '''
+_PRELUDE = f'''
 import sys
 
 
-class _NotInstalled:
-    def __init__(self, names):
-        self.names = names
-
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in self.names:
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-
-sys.meta_path.insert(0, _NotInstalled(set(filter(None, sys.argv[1].split(",")))))
-OPTIONAL = ("pyspark", "deltalake", "sqlalchemy", "psycopg")
-
-
 def loaded():
-    return [m for m in OPTIONAL if m in sys.modules]
+    return [m for m in {OPTIONAL!r} if m in sys.modules]
 '''
 
 
 def run_without(blocked: Sequence[str], script: str, *args: str) -> Any:
     """Run ``script`` where ``blocked`` cannot be imported; return the JSON it prints last."""
-    result = subprocess.run(
-        [sys.executable, "-c", _BLOCKER + textwrap.dedent(script), ",".join(blocked), *args],
-        capture_output=True, text=True, timeout=150,
-    )
+    with tempfile.TemporaryDirectory(prefix="kse-extras-") as site:
+        result = subprocess.run(
+            [sys.executable, "-c", _PRELUDE + textwrap.dedent(script), *args],
+            capture_output=True, text=True, timeout=150, env=without(blocked, Path(site)),
+        )
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout.splitlines()[-1])
 
@@ -134,7 +123,7 @@ def test_sqlite_upsert_with_dead_letters_needs_neither_delta_nor_psycopg(tmp_pat
     import json, sys
     from kafka_share_eos import DeadLetterPolicy, IdempotentUpsertSink, SqlDeadLetters
 
-    url = f"sqlite:///{sys.argv[2]}"
+    url = f"sqlite:///{sys.argv[1]}"
     sink = IdempotentUpsertSink.sql(
         url, "payments", create_table=True, transform=decode,
         dead_letters=DeadLetterPolicy(SqlDeadLetters(url)),
@@ -147,7 +136,7 @@ def test_sqlite_upsert_with_dead_letters_needs_neither_delta_nor_psycopg(tmp_pat
                       "written": [first.rows_written, second.rows_written],
                       "dead_lettered": [first.dead_lettered, second.dead_lettered]}))
     """)
-    result = run_without(("deltalake", "psycopg"), script, str(database))
+    result = run_without(NO_DELTA_NOR_PSYCOPG, script, str(database))
 
     assert result["loaded"] == ["sqlalchemy"]
     assert result["written"] == [3, 1]
@@ -169,7 +158,7 @@ def test_postgres_upsert_needs_no_delta(postgres_url: str) -> None:
 
     # A threshold of 2 rows sends every batch through the COPY bulk path.
     sink = IdempotentUpsertSink.sql(
-        sys.argv[2], "payments", create_table=True, bulk_threshold=2, transform=decode
+        sys.argv[1], "payments", create_table=True, bulk_threshold=2, transform=decode
     )
     reports = [sink.apply(payments(offsets), batch_id)
                for batch_id, offsets in enumerate([[0, 1, 2], [1, 2, 4, 4, 5], [0, 5]])]
@@ -196,7 +185,7 @@ def test_delta_upsert_and_checkpoint_dedup_need_no_sql(tmp_path: Path) -> None:
         CheckpointDedupStore, DeltaAppendSink, DeltaDeadLetters, IdempotentUpsertSink,
     )
 
-    root = sys.argv[2]
+    root = sys.argv[1]
     versions = pa.table({"id": [1, 2, 1], "v": [1, 1, 2], "name": ["a", "b", "a2"],
                          "topic": ["t"] * 3, "partition": pa.array([0] * 3, pa.int32()),
                          "offset": pa.array([0, 1, 2], pa.int64())})
@@ -251,7 +240,7 @@ def test_two_phase_commit_with_postgres_participants_needs_no_delta(
     import pyarrow as pa
     from kafka_share_eos import PostgresDecisionLog, PostgresParticipant, TwoPhaseCommitCoordinator
 
-    url, increment, batches = sys.argv[2:5]
+    url, increment, batches = sys.argv[1:4]
     coordinator = TwoPhaseCommitCoordinator(
         log=PostgresDecisionLog(url), participants=[PostgresParticipant(url, increment)],
         app_id="balances",
@@ -282,7 +271,7 @@ def test_a_missing_extra_is_named(tmp_path: Path) -> None:
         PostgresParticipant, SqlDeadLetters, register,
     )
 
-    root, postgres = sys.argv[2], "postgresql+psycopg://app@localhost:1/shop"
+    root, postgres = sys.argv[1], "postgresql+psycopg://app@localhost:1/shop"
     attempts = {
         "upsert.delta": lambda: IdempotentUpsertSink.delta(f"{root}/t"),
         "dedup store": lambda: CheckpointDedupStore(f"{root}/l", print),
@@ -340,3 +329,26 @@ def test_a_missing_extra_is_named(tmp_path: Path) -> None:
     assert (psycopg["type"], psycopg["extra"], psycopg["module"]) == (
         "MissingExtraError", "postgres", "psycopg"
     )
+
+
+@pytest.mark.spark
+def test_a_spark_pipeline_on_sqlite_needs_neither_delta_nor_psycopg(tmp_path: Path) -> None:
+    # [spark,sqlite]: the source, the upsert and the dead letters, on Spark.
+    letters = tmp_path / "letters.db"
+    run_python(
+        str(EXAMPLES / "dead_letters.py"), "--payments", "300", "--workdir", str(tmp_path),
+        "--dead-letters", f"sqlite:///{letters}",
+        env=without(NO_DELTA_NOR_PSYCOPG, tmp_path / "site"), timeout=170,
+    )
+
+    undecodable = {i for i in range(300) if i % 50 == 49}
+    negative = {i for i in range(300) if i % 70 == 69}
+    with sqlite3.connect(tmp_path / "payments.db") as db:
+        applied = db.execute("SELECT payment_id, amount FROM payments ORDER BY 1").fetchall()
+    with sqlite3.connect(letters) as db:
+        stages = db.execute(
+            "SELECT stage, count(*) FROM kafka_share_dead_letters GROUP BY stage ORDER BY stage"
+        ).fetchall()
+    good = [i for i in range(300) if i not in undecodable | negative]
+    assert applied == [(i, i % 500) for i in good]
+    assert stages == [("transform", len(undecodable)), ("write", len(negative))]

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Mapping
 
 
-def run_python(*args: str, timeout: float = 280) -> subprocess.CompletedProcess[str]:
-    """Run ``python ARGS`` with this interpreter; fail with the output's tail unless it exits 0."""
+def run_python(
+    *args: str, timeout: float = 280, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python ARGS`` with this interpreter (in ``env``, else this process's environment);
+    fail with the output's tail unless it exits 0."""
     result = subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, timeout=timeout, check=False
+        [sys.executable, *args], capture_output=True, text=True, timeout=timeout, check=False,
+        env=env,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result
