@@ -31,7 +31,11 @@ if TYPE_CHECKING:
 
 
 def as_arrow(data: Any) -> pa.Table:
-    """An Arrow table from an Arrow table or record batch, or a pandas DataFrame."""
+    """An Arrow table from an Arrow table or record batch, or a pandas DataFrame.
+
+    Raises:
+        TypeError: ``data`` is none of these.
+    """
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
@@ -96,7 +100,12 @@ class BatchStrategy(ABC):
         return self.transform is not None or self.dead_letters is not None
 
     def __call__(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
-        """The ``foreachBatch`` entry point."""
+        """The ``foreachBatch`` entry point.
+
+        Raises:
+            Exception: what :meth:`apply` raises; Spark fails the query with it, and the
+                batch runs again when the query restarts.
+        """
         return self.apply_dataframe(batch_df, batch_id)
 
     def apply_dataframe(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
@@ -104,7 +113,33 @@ class BatchStrategy(ABC):
         return self.apply(batch_df.toArrow(), batch_id)
 
     def apply(self, data: Any, batch_id: int) -> BatchReport:
-        """Deduplicate and apply one batch (Arrow table/record batch or pandas DataFrame)."""
+        """Deduplicate and apply one batch (Arrow table/record batch or pandas DataFrame).
+
+        A batch that raises is not recorded as applied: running it again (Spark does after a
+        restart) applies what it did not.
+
+        Raises:
+            TypeError: ``data`` is not an Arrow table or record batch or a pandas DataFrame.
+            MissingColumnsError: the batch or the target table lacks an identity or configured
+                column.
+            SinkConfigurationError: a key column is null and the strategy has no dead letters,
+                or a checkpoint-dedup ledger was recorded with other key columns.
+            TransformShapeError: ``transform`` returned another number of rows than it was
+                given.
+            TargetTableError: a SQL table is missing (without ``create_table=True``), has no
+                unique constraint on exactly the key columns, or refuses rows and the strategy
+                has no dead letters; a Delta participant's table has other columns.
+            CommitConflictError: a Delta upsert lost the commit race ``max_commit_attempts``
+                times.
+            AppIdConflictError: a checkpoint-dedup ledger holds a later batch of this
+                ``app_id``.
+            ClaimConflictError: a checkpoint-dedup batch lost the ledger's commit race on every
+                attempt.
+            TwoPhaseCommitError: a two-phase commit could not complete (its subclasses say why,
+                e.g. :class:`PreparedTransactionsDisabledError`).
+            Exception: an error of ``transform`` (without dead letters), of the user's sink, or
+                of the target that is not about a row (a lost connection), unchanged.
+        """
         started = time.perf_counter()
         table = as_arrow(data)
         if not self.screens_rows:

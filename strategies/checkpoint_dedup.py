@@ -73,8 +73,8 @@ class CheckpointDedupStore(BatchStrategy):
 
     Raises:
         MissingExtraError: deltalake is not installed.
-        SinkConfigurationError: ``sink`` is not callable, or ``prune_every`` or
-            ``compact_every`` is below 1.
+        SinkConfigurationError: ``sink`` is not callable, ``key_columns`` is empty or repeats a
+            column, or ``prune_every`` or ``compact_every`` is below 1.
         AppIdConflictError: (from :meth:`apply`) the ledger holds a later batch of this
             ``app_id``: another application or an earlier checkpoint uses it.
     """

@@ -54,6 +54,11 @@ class IdempotentUpsertSink(BatchStrategy):
     by the driver. A row the target refuses (a constraint, a type or range violation) is found
     by checking halves of the batch in transactions that are rolled back (SQL) or by casting to
     the table's types (Delta), dead-lettered, and the rest of the batch is written.
+
+    Raises:
+        SinkConfigurationError: ``write_path`` is not one of ``"auto"``, ``"driver"``,
+            ``"executors"``, or is ``"executors"`` with a target other than PostgreSQL or with
+            ``transform`` or ``dead_letters``.
     """
 
     def __init__(
@@ -107,6 +112,9 @@ class IdempotentUpsertSink(BatchStrategy):
 
         Raises:
             MissingExtraError: SQLAlchemy (or psycopg for a PostgreSQL URL) is not installed.
+            SinkConfigurationError: empty or repeated ``key_columns``, a ``version_column``
+                among them, ``bulk_threshold`` below 1, a URL of another database than
+                PostgreSQL or SQLite, or a ``write_path`` the target cannot take.
         """
         require_sql(engine, "IdempotentUpsertSink.sql")
         from kafka_share_eos.sinks.sql import SqlUpsertWriter
@@ -149,6 +157,8 @@ class IdempotentUpsertSink(BatchStrategy):
 
         Raises:
             MissingExtraError: deltalake is not installed.
+            SinkConfigurationError: empty or repeated ``key_columns``, a ``version_column``
+                among them, or ``max_commit_attempts`` below 1.
         """
         require("deltalake", "delta", "IdempotentUpsertSink.delta")
         from kafka_share_eos.sinks.delta import DeltaMergeWriter

@@ -21,6 +21,10 @@ class RecordIdentity:
     redelivery of a Kafka record. A business key (e.g. ``("account_id",)``) plus a version
     column (e.g. an event time or sequence number) makes the newest version of each key win,
     and an older redelivery never overwrite a newer row.
+
+    Raises:
+        SinkConfigurationError: no key column, a key column repeated, or the version column
+            also a key column.
     """
 
     key_columns: tuple[str, ...] = SOURCE_IDENTITY
@@ -40,7 +44,11 @@ class RecordIdentity:
     def of(
         cls, key_columns: Sequence[str] | None = None, version_column: str | None = None
     ) -> RecordIdentity:
-        """The identity for user options; ``None`` keys mean the Kafka record identity."""
+        """The identity for user options; ``None`` keys mean the Kafka record identity.
+
+        Raises:
+            SinkConfigurationError: as the constructor.
+        """
         if key_columns is None:
             return cls(SOURCE_IDENTITY, version_column)
         # A lone string is one column name, not a sequence of one-letter names.

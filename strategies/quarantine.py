@@ -135,6 +135,9 @@ class DeadLetterPolicy:
         max_delivery_count: dead-letter, without applying it, a record delivered this many
             times or more. Keep it below the share group's ``group.share.delivery.count.limit``
             (broker default 5), or the broker archives the record first, silently.
+
+    Raises:
+        ConfigurationError: ``max_delivery_count`` is below 1.
     """
 
     sink: DeadLetterSink

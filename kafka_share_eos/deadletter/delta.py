@@ -23,6 +23,9 @@ class DeltaDeadLetters(DeadLetterSink):
     Args:
         table_uri: a local path or an object-store URI delta-rs supports.
         storage_options: passed unchanged to delta-rs.
+
+    Raises:
+        MissingExtraError: deltalake is not installed.
     """
 
     def __init__(self, table_uri: str, *, storage_options: Mapping[str, str] | None = None) -> None:

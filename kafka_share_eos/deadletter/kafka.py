@@ -29,6 +29,9 @@ class KafkaDeadLetters(DeadLetterSink):
     ``kse.<column>`` (UTF-8 text). :meth:`write` returns once the broker acknowledged every
     letter. A topic cannot refuse a repeat, so a replayed batch may produce a letter again:
     readers keep the first per ``kse.letter_id`` (:meth:`read` does).
+
+    Raises:
+        ConfigurationError: ``config`` has no ``bootstrap.servers``.
     """
 
     def __init__(self, topic: str, config: Mapping[str, Any]) -> None:

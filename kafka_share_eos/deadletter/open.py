@@ -23,6 +23,11 @@ def open_dead_letters(
     - ``kafka://host:port[,host:port]/topic``: :class:`KafkaDeadLetters` (``config`` adds
       producer/consumer settings, e.g. security);
     - anything else (a path, ``file://``, ``s3://``, ...): :class:`DeltaDeadLetters`.
+
+    Raises:
+        ConfigurationError: a ``kafka://`` URI without a host or a topic.
+        MissingExtraError: the sink's library is not installed (SQLAlchemy, psycopg or
+            deltalake).
     """
     scheme = urlsplit(uri).scheme.split("+")[0].lower()
     if scheme in _SQL_SCHEMES:

@@ -28,6 +28,10 @@ class SqlDeadLetters(DeadLetterSink):
         engine: an Engine or URL (``postgresql+psycopg://...``, ``sqlite:///...``).
         table: the table name.
         db_schema: the database schema holding it (PostgreSQL).
+
+    Raises:
+        MissingExtraError: SQLAlchemy is not installed (or psycopg, for a PostgreSQL URL).
+        ConfigurationError: the database is neither PostgreSQL nor SQLite.
     """
 
     def __init__(

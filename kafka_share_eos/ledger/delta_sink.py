@@ -34,6 +34,9 @@ class DeltaAppendSink:
         partition_by: partition columns used if this sink creates the table.
         columns: columns to write, in this order; all columns of the batch when None.
         storage_options: passed to delta-rs unchanged.
+
+    Raises:
+        MissingExtraError: deltalake is not installed.
     """
 
     def __init__(
@@ -57,7 +60,11 @@ class DeltaAppendSink:
             self.app_id = f"{QUERY_SINK_APP_ID_PREFIX}:{query_id}"
 
     def __call__(self, table: pa.Table, batch_id: int) -> bool:
-        """Append ``table`` as batch ``batch_id``; False when that batch was already appended."""
+        """Append ``table`` as batch ``batch_id``; False when that batch was already appended.
+
+        Raises:
+            MissingColumnsError: the batch lacks one of ``columns``.
+        """
         if self.columns is not None:
             missing = [c for c in self.columns if c not in table.column_names]
             if missing:

@@ -36,6 +36,10 @@ class RetentionPolicy:
             the default leaves ample room above Kafka's defaults (2000 and 500).
             Record identities only.
         min_age: keep identities applied less than this long ago.
+
+    Raises:
+        ConfigurationError: neither rule is set (everything would be pruned), or one is
+            negative.
     """
 
     offset_window: int | None = 100_000

@@ -30,7 +30,12 @@ _AUTO_OFFSET_RESET_CODES: dict[str, int] = {"latest": 0, "earliest": 1}
 
 @dataclass(frozen=True)
 class TopicSpec:
-    """A topic to create: its name and partition count (both checked on construction)."""
+    """A topic to create: its name and partition count (both checked on construction).
+
+    Raises:
+        ConfigurationError: the name breaks Kafka's rules for topic names, or ``partitions``
+            is not a positive integer.
+    """
 
     name: str
     partitions: int = 1
@@ -57,7 +62,11 @@ class TopicSpec:
 
     @classmethod
     def parse(cls, spec: str) -> TopicSpec:
-        """Parse ``name`` or ``name:partitions`` (as on the command line)."""
+        """Parse ``name`` or ``name:partitions`` (as on the command line).
+
+        Raises:
+            ConfigurationError: ``spec`` is not of that form, or names a bad topic.
+        """
         match = _TOPIC_SPEC.fullmatch(spec.strip())
         if match is None:
             raise ConfigurationError(
@@ -99,6 +108,11 @@ class EmbeddedBroker:
         session_timeout_ms: how long a silent member keeps its records.
         heartbeat_interval_ms: heartbeat interval the broker asks members for.
         auto_offset_reset: where a new share group starts reading.
+
+    Raises:
+        ConfigurationError: a topic spec, a duration, ``max_delivery_attempts`` or
+            ``auto_offset_reset`` the broker cannot take, or one topic given with two partition
+            counts.
     """
 
     def __init__(
@@ -146,7 +160,12 @@ class EmbeddedBroker:
         self._topics: dict[str, int] = {}
 
     def start(self) -> Self:
-        """Start the cluster, apply the share-group settings and create the initial topics."""
+        """Start the cluster, apply the share-group settings and create the initial topics.
+
+        Raises:
+            LibrdkafkaNotFoundError: the librdkafka bundled with confluent-kafka is missing.
+            EmbeddedBrokerError: the mock cluster could not start or create a topic.
+        """
         if self._cluster is not None:
             return self
         self._cluster = MockCluster()
@@ -190,7 +209,13 @@ class EmbeddedBroker:
         return dict(self._topics)
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
-        """Create a topic; creating an existing topic with the same partition count is a no-op."""
+        """Create a topic; creating an existing topic with the same partition count is a no-op.
+
+        Raises:
+            ConfigurationError: a bad name or partition count, or the topic exists with another
+                partition count.
+            EmbeddedBrokerError: the broker is not running, or refused the topic.
+        """
         spec = TopicSpec(name, partitions)
         existing = self._topics.get(spec.name)
         if existing is not None:
