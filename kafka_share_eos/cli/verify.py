@@ -31,7 +31,8 @@ def render(result: MatrixResult) -> Table:
         ("strategy", "left"), ("crash point", "left"), ("runs", "right"),
         ("crashes", "right"), ("records", "right"), ("duplicates", "right"),
         ("losses", "right"), ("dead-lettered", "right"), ("redeliveries absorbed", "right"),
-        ("consumers with records", "right"), ("s/crash cycle", "right"), ("verdict", "left"),
+        ("consumers with records", "right"), ("applications applying", "right"),
+        ("handoffs", "right"), ("s/crash cycle", "right"), ("verdict", "left"),
     ):
         table.add_column(column, justify=justify, no_wrap=justify == "left")  # type: ignore[arg-type]
     for cell in result.cells:
@@ -50,7 +51,8 @@ def render(result: MatrixResult) -> Table:
             cell.target, cell.point, str(len(cell.runs)), str(crashes),
             str(cell_json["records"]), str(cell_json["duplicates"]), str(cell_json["losses"]),
             str(cell_json["dead_lettered"]), str(cell_json["redeliveries_absorbed"]),
-            _span(cell.consumers_applying()), "" if cycle is None else f"{cycle:.1f}", verdict,
+            _span(cell.consumers_applying()), _span(cell.applications_applying()),
+            str(cell_json["handoffs"]), "" if cycle is None else f"{cycle:.1f}", verdict,
         )
     return table
 
@@ -90,8 +92,15 @@ def verify(
     random_kills: Annotated[
         bool, typer.Option(help="Also SIGKILL pipelines from outside at random moments.")
     ] = False,
-    second_consumer: Annotated[
-        bool, typer.Option(help="A second pipeline in the same share group and sinks.")
+    pipelines: Annotated[
+        int, typer.Option(min=1, help="Applications consuming the share group into the same "
+                          "sinks, each with its own checkpoint, journal and app_id; the first "
+                          "is crashed at the run's point.")
+    ] = 1,
+    handoffs: Annotated[
+        bool, typer.Option(help="Every pipeline start holds one batch past the record lock at "
+                           "the strategy's hold point, so its records go to another "
+                           "application while it still holds them.")
     ] = False,
     session_drops: Annotated[
         bool, typer.Option(help="Drop every share session on the broker at random moments.")
@@ -144,8 +153,9 @@ def verify(
         per_trigger=per_trigger,
         seed=seed,
         parallel=parallel,
-        mix=Mix(second_consumer, session_drops, slow_sink, bad_records, random_kills,
-                after_journal, consumers),
+        mix=Mix(pipelines=pipelines, session_drops=session_drops, slow_sink=slow_sink,
+                bad_records=bad_records, random_kills=random_kills, after_journal=after_journal,
+                consumers=consumers, handoffs=handoffs),
         postgres_url=postgres_url,
         workdir=workdir,
         keep=keep,
@@ -167,15 +177,21 @@ def verify(
                        f"{result.kills} kills, {counted.records} records, {counted.duplicates} "
                        f"duplicates, {counted.losses} lost, {counted.dead_lettered} "
                        f"dead-lettered, {applying} consumers with records, "
+                       f"{sum(1 for n in result.applied.values() if n)} applications applying, "
+                       f"{result.handoffs} handoffs, "
                        f"{result.seconds:.0f} s, {state}")
 
     def on_resume(count: int) -> None:
         done[0] += count
         progress.print(f"{count} of {total} runs taken from {results}")
 
-    # SIGTERM unwinds like an interrupt: pipelines are killed and the PostgreSQL server stopped.
+    def on_start(where: str) -> None:
+        progress.print(f"verifying {total} runs: {where}")
+
+    # SIGTERM unwinds like an interrupt: pipelines are killed, then the PostgreSQL server and
+    # the broker stopped.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    result = run_matrix(options, on_run, on_resume)
+    result = run_matrix(options, on_run, on_resume, on_start)
     if as_json:
         print(json.dumps({
             "ok": result.ok,

@@ -131,6 +131,10 @@ class CellResult:
         """Per run, how many consumer slots journaled records for the crashed pipeline."""
         return [sum(1 for slot in run.consumers if slot["records"]) for run in self.runs]
 
+    def applications_applying(self) -> list[int]:
+        """Per run, how many pipelines (applications) applied records."""
+        return [sum(1 for n in run.applied.values() if n) for run in self.runs]
+
     def cycle_seconds(self) -> list[float]:
         """Durations of every start that ended in a crash or kill."""
         return [s for run in self.runs for s in run.cycle_seconds]
@@ -155,6 +159,8 @@ class CellResult:
             "redelivered": self.total("redelivered"),
             "failed_starts": self.total("failed_starts"),
             "consumers_applying": self.consumers_applying(),
+            "applications_applying": self.applications_applying(),
+            "handoffs": self.total("handoffs"),
             "mean_crash_cycle_seconds": round(statistics.fmean(cycles), 2) if cycles else None,
             "errors": self.errors,
             "run_details": [_run_json(run) for run in self.runs],
@@ -174,6 +180,8 @@ def _run_json(run: RunResult) -> dict[str, Any]:
                      for sink, (d, lost) in run.score.per_sink.items()},
         "seconds": round(run.seconds, 1),
         "consumers": run.consumers,
+        "applied_by_application": run.applied,
+        "handoffs": run.handoffs,
         "error": run.error,
     }
 
@@ -203,6 +211,16 @@ def _postgres(options: MatrixOptions) -> Iterator[PostgresDatabases | None]:
             yield server
 
 
+def _where(env: RunEnvironment) -> str:
+    postgres = "no PostgreSQL"
+    if env.postgres is not None:
+        from sqlalchemy.engine import make_url
+
+        url = make_url(env.postgres.url)
+        postgres = f"PostgreSQL at {url.host}:{url.port}"
+    return f"broker at {env.broker.bootstrap_servers}, {postgres}, state in {env.work}"
+
+
 def _safe_execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
     try:
         return execute(spec, env)
@@ -214,12 +232,15 @@ def run_matrix(
     options: MatrixOptions,
     on_run: Callable[[RunResult], None] | None = None,
     on_resume: Callable[[int], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
 ) -> MatrixResult:
     """Run every cell ``options.runs`` times, ``options.parallel`` runs at a time.
 
     With ``options.results``, runs recorded there count without running again, and every run
-    that finishes is recorded (``on_resume`` learns how many were taken from the file). An
-    interrupt SIGKILLs the pipelines at once; the runs it cut short are not recorded.
+    that finishes is recorded (``on_resume`` learns how many were taken from the file).
+    ``on_start`` learns where the broker, the PostgreSQL server and the runs' state are once
+    they are up. An interrupt SIGKILLs the pipelines at once, then stops the broker and the
+    PostgreSQL server this call started; the runs it cut short are not recorded.
     """
     started = time.monotonic()
     specs = options.specs()
@@ -237,13 +258,17 @@ def run_matrix(
     broker = EmbeddedBroker(
         session_timeout_ms=SESSION_TIMEOUT_MS,
         heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
-        record_lock_duration_ms=SLOW_SINK_LOCK_MS if options.mix.slow_sink else None,
+        record_lock_duration_ms=(
+            SLOW_SINK_LOCK_MS if options.mix.slow_sink or options.mix.handoffs else None
+        ),
     )
     accept_starts()
     # Made here, once, rather than by the first pipelines while their runs are timed.
     ensure_archive()
     with broker, _postgres(options) as postgres:
         env = RunEnvironment(broker, work, postgres, SLOW_SINK_SECONDS)
+        if on_start is not None:
+            on_start(_where(env))
 
         def one(spec: RunSpec) -> RunResult:
             result = _safe_execute(spec, env)

@@ -23,6 +23,7 @@ from typing import Any
 
 from kafka_share_eos import faults
 from kafka_share_eos.verify.records import effect_rows
+from kafka_share_eos.verify.stall import ConsumerStall
 from kafka_share_eos.verify.targets import TARGETS, RunContext
 
 PROGRESS_FILE = "progress.jsonl"
@@ -47,6 +48,9 @@ class PipelineConfig:
     consumers: int = 1
     lock_duration_ms: int = 30_000
     session_timeout_ms: int = 45_000
+    handoff_stall_seconds: float = 0.0
+    """With a hold armed (``KSE_HOLD_AT`` and ``KSE_HOLD_GATE``), how long the held batch's
+    application stalls its share consumers (see :mod:`kafka_share_eos.verify.stall`)."""
 
     def save(self, path: Path) -> None:
         """Write the configuration as JSON."""
@@ -96,6 +100,9 @@ class VerifyBatch:
         line = {
             "batch": batch_id,
             "rows": batch.num_rows,
+            # which records this application held, to count those another one held as well
+            "records": [list(c) for c in zip(batch["partition"].to_pylist(),
+                                             batch["offset"].to_pylist(), strict=True)],
             "redelivered": redelivered,
             "absorbed": report.duplicates_in_batch + report.already_applied,
             "written": report.rows_written,
@@ -114,6 +121,7 @@ def run(config: PipelineConfig, name: str) -> None:
         os.environ.setdefault(faults.CRASH_PGID_ENV, str(os.getpgrp()))
     directory = config.pipeline_dir(name)
     directory.mkdir(parents=True, exist_ok=True)
+    _arm_stall(config)
     strategy = TARGETS[config.target]().build(config.context(), name)
     # Several consumers need several tasks at a time: one Python worker, one consumer each.
     cores = 2 if config.consumers > 1 else 1
@@ -141,6 +149,13 @@ def run(config: PipelineConfig, name: str) -> None:
     )
     query.awaitTermination()
     spark.stop()
+
+
+def _arm_stall(config: PipelineConfig) -> None:
+    hold, gate = os.environ.get(faults.HOLD_AT_ENV), os.environ.get(faults.HOLD_GATE_ENV)
+    if config.handoff_stall_seconds and hold and gate:
+        (point,) = faults.parse_hold_at(hold)
+        ConsumerStall(Path(gate), point, config.handoff_stall_seconds).start()
 
 
 if __name__ == "__main__":

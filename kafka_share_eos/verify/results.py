@@ -32,7 +32,11 @@ def result_to_json(result: RunResult) -> dict[str, Any]:
 def result_from_json(data: dict[str, Any]) -> RunResult:
     """The inverse of :func:`result_to_json`."""
     spec = dict(data["spec"])
-    spec["mix"] = Mix(**spec["mix"])
+    mix = dict(spec["mix"])
+    # Files written before a run could have more than two pipelines.
+    if "second_consumer" in mix:
+        mix["pipelines"] = 2 if mix.pop("second_consumer") else 1
+    spec["mix"] = Mix(**mix)
     score = dict(data["score"])
     score["per_sink"] = {sink: tuple(counts) for sink, counts in score["per_sink"].items()}
     return RunResult(**{**data, "spec": RunSpec(**spec), "score": Score(**score)})

@@ -4,8 +4,11 @@ A run owns a fresh topic and share group on the broker, a directory (checkpoints
 Delta tables, SQLite files) and, for Postgres targets, a fresh database. Pipeline ``a`` is
 started with a crash point armed at a seeded random hit (or a seeded random SIGKILL), again and
 again on the same checkpoint until it has crashed ``crashes`` times, then once more to drain.
-A second pipeline ``b`` in the same share group, when asked for, runs beside it without crash
-points, with its own checkpoint and journal and the same sinks.
+Further pipelines ``b``, ``c``, ... in the same share group, when asked for, run beside it as
+separate applications without crash points, each with its own checkpoint, journal and
+``app_id``, writing the same sinks; with handoffs, every start holds one batch at the
+strategy's hold point past the record lock, so that the broker hands its records to another
+application while it still holds them.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kafka_share_eos import faults
 from kafka_share_eos.deadletter import SqlDeadLetters
@@ -41,13 +45,19 @@ START_TIMEOUT_S = 300.0
 # records ~4 s later; a few kills still land during start-up.
 KILL_WINDOW_S = (4.0, 10.0)
 MAX_FAILED_STARTS = 4
+# A handoff stalls an application's consumers past the broker's session timeout (3 s) and
+# record lock (4 s), and the others keep polling through it rather than ending their drain.
+HANDOFF_STALL_S = 8.0
+HANDOFF_IDLE_MS = 12_000
 
 
 @dataclass(frozen=True)
 class Mix:
     """What else goes on during a run besides the crashes."""
 
-    second_consumer: bool = False
+    pipelines: int = 1
+    """Applications consuming the run's share group into the same sinks; the first is the one
+    crashed at the run's point."""
     session_drops: bool = False
     slow_sink: bool = False
     bad_records: bool = False
@@ -58,6 +68,10 @@ class Mix:
     consumers: int = 1
     """Share consumers per pipeline (the source's ``consumers``): above 1 they poll in executor
     tasks, under afterJournal."""
+    handoffs: bool = False
+    """Every pipeline start stalls once with a batch at the strategy's hold point (read what it
+    decides on, not committed): its share consumers stop answering past the session timeout,
+    so the broker hands its records to another pipeline while the batch still holds them."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +116,10 @@ class RunResult:
     cycle_seconds: list[float] = field(default_factory=list)
     consumers: list[dict[str, int]] = field(default_factory=list)
     """Records journaled per consumer slot by the crashed pipeline, over its runs."""
+    applied: dict[str, int] = field(default_factory=dict)
+    """Records each pipeline (application) applied, by pipeline name."""
+    handoffs: int = 0
+    """Records that batches of more than one pipeline held."""
     error: str | None = None
 
     @property
@@ -152,6 +170,8 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
             ),
             consumers=spec.mix.consumers,
             seed=spec.seed,
+            idle_ms=HANDOFF_IDLE_MS if spec.mix.handoffs else PipelineConfig.idle_ms,
+            handoff_stall_seconds=HANDOFF_STALL_S if spec.mix.handoffs else 0.0,
         )
         config.save(ctx.run_dir / "config.json")
         supervisor = _Supervisor(spec, config, ctx, target, produced)
@@ -211,15 +231,16 @@ class _Supervisor:
         self.config_path = ctx.run_dir / "config.json"
         self.crash_record = ctx.run_dir / "crashes.log"
         self.result = RunResult(spec, Score.empty())
-        self._second: PipelineProcess | None = None
+        self.names = [chr(ord("a") + i) for i in range(spec.mix.pipelines)]
+        self._others: dict[str, PipelineProcess | None] = dict.fromkeys(self.names[1:])
+        self._kills_left = dict.fromkeys(self.names[1:], spec.crashes)
 
     def run(self) -> RunResult:
         result = self.result
         confirmations = 0
         try:
             while result.starts < 2 * self.spec.crashes + MAX_FAILED_STARTS + 2:
-                if self.spec.mix.second_consumer:
-                    self._keep_second_running()
+                self._keep_others_running()
                 outcome, seconds = self._start_first()
                 if outcome in (Exit.CRASHED, Exit.KILLED):
                     result.cycle_seconds.append(seconds)
@@ -230,7 +251,7 @@ class _Supervisor:
                         result.error = f"pipeline keeps failing:\n{self._tail('a')}"
                         break
                     continue
-                self._stop_second()
+                self._drain_others()
                 if self._complete():
                     break
                 # Drained with records missing: one more start tells "not yet" from "lost".
@@ -240,9 +261,10 @@ class _Supervisor:
             else:
                 result.error = f"gave up after {result.starts} starts"
         finally:
-            if self._second is not None:
-                self._second.kill()
-                self._second.wait(10)
+            for other in self._others.values():
+                if other is not None:
+                    other.kill()
+                    other.wait(10)
         self._read_progress()
         return result
 
@@ -257,44 +279,69 @@ class _Supervisor:
             kill_after = self.rng.uniform(*KILL_WINDOW_S)
         self.result.starts += 1
         process = self._process("a", crash_at)
-        timer = threading.Timer(kill_after, process.kill) if kill_after is not None else None
-        if timer is not None:
-            timer.start()
-        outcome = process.wait(START_TIMEOUT_S)
-        if timer is not None:
-            timer.cancel()
+        outcome = self._wait(process, kill_after)
         if outcome is Exit.CRASHED:
             self.result.crashes += 1
         elif outcome is Exit.KILLED:
             self.result.kills += 1
         return outcome, time.monotonic() - process.started
 
+    def _wait(self, process: PipelineProcess, kill_after: float | None) -> Exit:
+        timer = threading.Timer(kill_after, process.kill) if kill_after is not None else None
+        if timer is not None:
+            timer.start()
+        try:
+            return process.wait(START_TIMEOUT_S)
+        finally:
+            if timer is not None:
+                timer.cancel()
+
     def _process(self, name: str, crash_at: str | None) -> PipelineProcess:
         directory = self.config.pipeline_dir(name)
         directory.mkdir(parents=True, exist_ok=True)
+        hold = {}
+        if self.spec.mix.handoffs:
+            gate = directory / "hold-gate"
+            shutil.rmtree(gate, ignore_errors=True)
+            gate.mkdir()
+            hit = self.rng.randint(1, self._batches_left())
+            hold = {faults.HOLD_AT_ENV: faults.crash_spec(self.target.hold_point, hit),
+                    faults.HOLD_GATE_ENV: str(gate)}
         return PipelineProcess(
-            self.config_path, name, directory / "output.log", crash_at, self.crash_record
+            self.config_path, name, directory / "output.log", crash_at, self.crash_record,
+            extra_env=hold,
         )
 
-    def _keep_second_running(self) -> None:
-        if self._second is not None and not self._second.running:
-            self._reap_second()
-        if self._second is None:
-            self._second = self._process("b", None)
+    def _keep_others_running(self) -> None:
+        """Start every other pipeline that is not running; with random kills, SIGKILL each at
+        a random moment, up to ``crashes`` times."""
+        for name, other in self._others.items():
+            if other is not None and not other.running:
+                self._reap(name)
+            if self._others[name] is None:
+                started = self._process(name, None)
+                self._others[name] = started
+                if self.spec.mix.random_kills and self._kills_left[name] > 0:
+                    self._kills_left[name] -= 1
+                    killer = threading.Timer(self.rng.uniform(*KILL_WINDOW_S), started.kill)
+                    killer.daemon = True
+                    killer.start()
 
-    def _stop_second(self) -> None:
-        """Let the second pipeline drain too before the sinks are counted."""
-        if self._second is not None:
-            self._reap_second()
+    def _drain_others(self) -> None:
+        """Let the other pipelines drain too before the sinks are counted."""
+        for name, other in self._others.items():
+            if other is not None:
+                self._reap(name)
 
-    def _reap_second(self) -> None:
-        assert self._second is not None
-        if self._second.wait(START_TIMEOUT_S) is Exit.FAILED:
+    def _reap(self, name: str) -> None:
+        other = self._others[name]
+        assert other is not None
+        if other.wait(START_TIMEOUT_S) is Exit.FAILED:
             self.result.failed_starts += 1
-        self._second = None
+        self._others[name] = None
 
     def _batches_left(self) -> int:
-        written = sum(line.get("written", 0) for line in self._progress_lines())
+        written = sum(int(line.get("written", 0)) for line in self._progress_lines())
         left = max(0, len(self.produced) - written)
         return max(1, math.ceil(left / self.spec.per_trigger))
 
@@ -307,10 +354,10 @@ class _Supervisor:
         """Records the strategy diverted to the run's dead letters."""
         return dead_lettered(self.ctx)
 
-    def _progress_lines(self) -> list[dict[str, int]]:
+    def _progress_lines(self, name: str | None = None) -> list[dict[str, Any]]:
         lines = []
-        for name in ("a", "b"):
-            path = self.config.pipeline_dir(name) / PROGRESS_FILE
+        for pipeline in self.names if name is None else [name]:
+            path = self.config.pipeline_dir(pipeline) / PROGRESS_FILE
             if path.exists():
                 lines += [json.loads(line) for line in path.read_text().splitlines() if line]
         return lines
@@ -319,6 +366,14 @@ class _Supervisor:
         lines = self._progress_lines()
         self.result.absorbed = sum(line["absorbed"] for line in lines)
         self.result.redelivered = sum(line["redelivered"] for line in lines)
+        held_by: dict[tuple[int, int], set[str]] = {}
+        for name in self.names:
+            own = self._progress_lines(name)
+            self.result.applied[name] = sum(line["written"] for line in own)
+            for line in own:
+                for partition, offset in line.get("records", []):
+                    held_by.setdefault((partition, offset), set()).add(name)
+        self.result.handoffs = sum(1 for names in held_by.values() if len(names) > 1)
 
     def _tail(self, name: str) -> str:
         log = self.config.pipeline_dir(name) / "output.log"

@@ -103,6 +103,9 @@ class Target(ABC):
     description: ClassVar[str]
     own_points: ClassVar[tuple[str, ...]] = ()
     """Crash points only this strategy has (on top of the common ones)."""
+    hold_point: ClassVar[str] = "sink.mid_write"
+    """Where a batch is held past its records' lock to force a handoff: the strategy has read
+    what it decides on (its table, ledger or staged work) and not committed yet."""
     needs_postgres: ClassVar[bool] = False
     safe: ClassVar[bool] = True
     """False only for the control, which the verifier must catch duplicating."""
@@ -285,6 +288,7 @@ class TwoPhase(Target):
         "2pc.between_commits",
         "2pc.after_commit",
     )
+    hold_point = "2pc.after_prepare"
     needs_postgres = True
 
     def setup(self, ctx: RunContext, records: Sequence[PlannedRecord]) -> None:
@@ -314,6 +318,7 @@ class DedupDelta(Target):
     name = "dedup-delta"
     description = "CheckpointDedupStore: Delta identity ledger + Delta append sink"
     own_points = ("dedup.before_sink", "dedup.after_sink")
+    hold_point = "dedup.before_claim"
 
     def build(self, ctx: RunContext, pipeline: str) -> Any:
         from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
