@@ -83,6 +83,15 @@ class TwoPhaseCommitCoordinator(BatchStrategy):
             participants refuse still fail the batch (a prepare cannot be checked row by row).
         recover_on_start: resolve what an earlier run left prepared right away, rather than at
             the first batch: prepared transactions hold their row locks until resolved.
+
+    Raises:
+        ConfigurationError: no participant, repeated participant names, or an ``app_id``
+            other than 1-64 letters, digits, ``_`` and ``-``.
+        SinkConfigurationError: empty or repeated ``key_columns``, a ``prepare_on`` other than
+            ``"driver"`` and ``"executors"``, or ``"executors"`` with a participant other than
+            Postgres, or with ``transform`` or ``dead_letters``.
+        TwoPhaseCommitError: with ``recover_on_start``, a participant could not finish a
+            transaction an earlier run left in doubt.
     """
 
     def __init__(

@@ -116,6 +116,38 @@ def test_type_checkers_see_every_lazy_name_where_it_loads_from() -> None:
     assert typed == kafka_share_eos._LAZY
 
 
+# Plain records and interfaces: building one cannot be refused.
+NOTHING_TO_RAISE = {
+    "BatchReport", "DeadLetterSink", "DecisionLog", "Participant", "RecoveryReport", "Token",
+    "Transaction",
+}
+
+
+def test_public_constructors_factories_and_entry_points_say_what_they_raise() -> None:
+    from kafka_share_eos.strategies import BatchStrategy
+
+    public = {name: getattr(kafka_share_eos, name) for name in kafka_share_eos.__all__}
+    constructors = [
+        value for name, value in public.items()
+        if inspect.isclass(value) and not issubclass(value, BaseException)
+        and name not in NOTHING_TO_RAISE
+    ]
+    documented = {
+        value.__qualname__: f"{value.__doc__}{value.__init__.__doc__}" for value in constructors
+    }
+    entry_points = [
+        kafka_share_eos.IdempotentUpsertSink.sql, kafka_share_eos.IdempotentUpsertSink.delta,
+        kafka_share_eos.RecordIdentity.of, kafka_share_eos.TopicSpec.parse,
+        kafka_share_eos.EmbeddedBroker.start, BatchStrategy.apply, BatchStrategy.__call__,
+        *(value for value in public.values() if inspect.isfunction(value)),
+    ]
+    documented.update((f.__qualname__, str(f.__doc__)) for f in entry_points)
+
+    silent = sorted(name for name, doc in documented.items() if "Raises:" not in doc)
+    assert not silent, f"say what these raise (a Raises: section): {silent}"
+    assert {"IdempotentUpsertSink", "PostgresParticipant", "open_dead_letters"} <= set(documented)
+
+
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'IdempotentUpsert'"):
         kafka_share_eos.IdempotentUpsert  # noqa: B018

@@ -31,6 +31,9 @@ class FileDecisionLog:
 
     Args:
         uri: a directory URI or local path (``/ckpt/twophase``, ``s3://bucket/ckpt/twophase``).
+
+    Raises:
+        OSError: the directory cannot be created there (pyarrow's filesystem error, as is).
     """
 
     def __init__(self, uri: str) -> None:
