@@ -1,6 +1,7 @@
 """Delta identity ledger behind the checkpoint-dedup store: which records a sink already applied.
 
-Importing this package loads deltalake.
+Importing this package loads no optional library; a ledger or sink loads deltalake when it is
+built (the ``delta`` extra).
 """
 
 from __future__ import annotations

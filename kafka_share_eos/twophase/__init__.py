@@ -5,9 +5,10 @@ decision durably (:class:`FileDecisionLog` or :class:`PostgresDecisionLog`), the
 every batch it first resolves what a crashed run left prepared. The foreachBatch strategy built
 on it is :class:`kafka_share_eos.strategies.two_phase_commit.TwoPhaseCommitCoordinator`.
 
-The participants import SQLAlchemy or deltalake: import them from their modules
-(:mod:`.postgres`, :mod:`.outbox`, :mod:`.delta`, :mod:`.postgres_log`); :mod:`.spark`
-prepares Postgres participants on the Spark executors.
+The participants and the Postgres decision log live in their modules (:mod:`.postgres`,
+:mod:`.outbox`, :mod:`.delta`, :mod:`.postgres_log`) and import from ``kafka_share_eos`` too;
+they load SQLAlchemy or deltalake when built. :mod:`.spark` prepares Postgres participants on
+the Spark executors.
 """
 
 from __future__ import annotations
