@@ -88,7 +88,7 @@ def _delta_backend(path: str) -> Backend:
     def make_sink(**identity: Any) -> IdempotentUpsertSink:
         return IdempotentUpsertSink.delta(path, **identity)
 
-    return Backend(make_sink, read, ("merge", "skipped-batch", "merge"))
+    return Backend(make_sink, read, ("append", "skipped-batch", "append"))
 
 
 @pytest.fixture(params=["sqlite", "postgres-rows", "postgres-copy", "delta"])

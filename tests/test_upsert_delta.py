@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -11,6 +16,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 from helpers.delta import read_delta
 
+from kafka_share_eos.faults import CRASH_AT_ENV, SINK_MID_WRITE
 from kafka_share_eos.sinks.delta import DEFAULT_APP_ID_PREFIX, DeltaMergeWriter
 from kafka_share_eos.strategies import CommitConflictError, IdempotentUpsertSink
 
@@ -51,9 +57,9 @@ def test_each_app_id_keeps_its_own_batch_ids(delta_path: str) -> None:
     first = IdempotentUpsertSink.delta(delta_path, key_columns=["account"], app_id="query-a")
     second = IdempotentUpsertSink.delta(delta_path, key_columns=["account"], app_id="query-b")
     assert first.apply(balances(range(3), 1), 7).rows_written == 3
-    # Batch 0 of another query is not skipped; its rows already present are absorbed by MERGE.
+    # Batch 0 of another query is not skipped; its row already present is left out.
     report = second.apply(balances(range(2, 5), 1), 0)
-    assert (report.write_path, report.already_applied, report.rows_written) == ("merge", 1, 2)
+    assert (report.write_path, report.already_applied, report.rows_written) == ("append", 1, 2)
     table = DeltaTable(delta_path)
     assert (table.transaction_version("query-a"), table.transaction_version("query-b")) == (7, 0)
     assert sorted(read(delta_path)) == [0, 1, 2, 3, 4]
@@ -98,7 +104,7 @@ def test_lost_commit_races_are_retried_then_reported(
         attempts.append(batch_id)
         raise CommitFailedError("concurrent append")
 
-    monkeypatch.setattr(DeltaMergeWriter, "_merge", always_conflicting)
+    monkeypatch.setattr(DeltaMergeWriter, "_apply", always_conflicting)
     writer = DeltaMergeWriter(
         delta_path,
         key_columns=["account"],
@@ -109,3 +115,47 @@ def test_lost_commit_races_are_retried_then_reported(
     with pytest.raises(CommitConflictError, match=r"batch 4 .* \(app id 'q'\).* 3 commit attempts"):
         writer.upsert(balances(range(2), 1), 4)
     assert attempts == [4, 4, 4]
+
+
+CHILD = """
+import json, sys
+import pyarrow as pa
+from kafka_share_eos.strategies import IdempotentUpsertSink
+accounts, versions = json.loads(sys.argv[2])
+sink = IdempotentUpsertSink.delta(sys.argv[1], key_columns=["account"], version_column="version",
+                                  app_id="q")
+sink.apply(pa.table({"account": pa.array(accounts, pa.int64()),
+                     "version": pa.array(versions, pa.int64()),
+                     "balance": pa.array([float(a * v) for a, v in zip(accounts, versions)])}), 1)
+"""
+
+
+def test_crash_between_the_append_and_the_merge_of_a_batch_then_replay(delta_path: str) -> None:
+    sink = IdempotentUpsertSink.delta(
+        delta_path, key_columns=["account"], version_column="version", app_id="q"
+    )
+    sink.apply(balances(range(4), 1), 0)
+    # Accounts 0-1 stay at version 1, 2-3 move to version 2, 4-5 are new: the new ones are
+    # appended (first hit of the mid-write point), then 2-3 merged (second hit: the crash).
+    batch = {"account": [0, 1, 2, 3, 4, 5], "version": [1, 1, 2, 2, 2, 2]}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, delta_path,
+         json.dumps([batch["account"], batch["version"]])],
+        env={**os.environ, CRASH_AT_ENV: f"{SINK_MID_WRITE}@2"},
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    # The append landed without the application transaction; the merge did not.
+    assert read(delta_path) == {k: (1, float(k)) for k in range(4)} | {4: (2, 8.0), 5: (2, 10.0)}
+    assert DeltaTable(delta_path).transaction_version("q") == 0
+
+    replay = IdempotentUpsertSink.delta(
+        delta_path, key_columns=["account"], version_column="version", app_id="q"
+    ).apply(pa.table({
+        "account": pa.array(batch["account"], pa.int64()),
+        "version": pa.array(batch["version"], pa.int64()),
+        "balance": pa.array([float(a * v) for a, v in zip(*batch.values(), strict=True)]),
+    }), 1)
+    assert (replay.write_path, replay.already_applied, replay.rows_written) == ("merge", 4, 2)
+    assert read(delta_path) == {0: (1, 0.0), 1: (1, 1.0)} | {k: (2, 2.0 * k) for k in range(2, 6)}
+    assert DeltaTable(delta_path).transaction_version("q") == 1

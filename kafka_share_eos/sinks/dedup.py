@@ -1,8 +1,9 @@
-"""In-batch deduplication of Arrow tables on identity columns."""
+"""In-batch deduplication of Arrow tables on identity columns, and batches against stored keys."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,7 +28,9 @@ def keep_latest(
     keys = list(key_columns)
     if table.num_rows <= 1:
         return table
-    distinct = table.select(keys).group_by(keys).aggregate([]).num_rows
+    # Single-threaded: for one batch's keys the thread pool costs more than it saves, the more
+    # so on a busy machine.
+    distinct = table.select(keys).group_by(keys, use_threads=False).aggregate([]).num_rows
     if distinct == table.num_rows:
         return table
     row = _free_column_name(table, "__row")
@@ -57,3 +60,46 @@ def contained(rows: pa.Table, stored: pa.Table) -> list[bool]:
     found = numbered.join(stored.select(names).cast(rows.schema), keys=names, join_type="left semi")
     hits = set(found[row].to_pylist())
     return [index in hits for index in range(rows.num_rows)]
+
+
+@dataclass(frozen=True)
+class StoredSplit:
+    """A batch's rows by what the target needs: absent identities, and newer versions."""
+
+    absent: pa.Table
+    newer: pa.Table
+
+
+def split_by_stored(
+    rows: pa.Table, stored: pa.Table, key_columns: Sequence[str], version_column: str | None
+) -> StoredSplit:
+    """Split ``rows`` (unique on ``key_columns``) by the target's ``stored`` rows.
+
+    ``stored`` holds the key columns and, with ``version_column``, the stored version, typed
+    like ``rows``. A row is *absent* when its key is not stored, *newer* when it is stored with a
+    strictly lower version (a null version on either side is never newer, as in ``ON CONFLICT
+    ... WHERE excluded.version > table.version``); the other rows are already applied. Both
+    parts keep the batch's row order.
+    """
+    keys = list(key_columns)
+    row = _free_column_name(rows, "__row")
+    numbered = rows.select(
+        [*keys, *([version_column] if version_column else [])]
+    ).append_column(row, pa.array(range(rows.num_rows), pa.int64()))
+    newer = pa.array([], pa.int64())
+    if version_column is None or stored.num_rows == 0:
+        held = numbered.join(stored.select(keys), keys=keys, join_type="left semi")[row]
+    else:
+        stored_version = _free_column_name(numbered, "__stored_version")
+        pairs = numbered.join(
+            stored.select([*keys, version_column]).rename_columns([*keys, stored_version]),
+            keys=keys,
+            join_type="inner",
+        )
+        held = pairs[row]
+        is_newer = pc.fill_null(pc.greater(pairs[version_column], pairs[stored_version]), False)
+        newer = pairs.filter(is_newer)[row]
+        # The hash join does not keep the batch's order.
+        newer = newer.take(pc.sort_indices(newer))
+    absent = pc.invert(pc.is_in(numbered[row], value_set=held.combine_chunks()))
+    return StoredSplit(rows.filter(absent), rows.take(newer))

@@ -1,11 +1,19 @@
 """Idempotent upserts into Delta tables through delta-rs (``deltalake``).
 
-Each batch is one MERGE on the key columns: rows whose key is absent are inserted; with a
-version column, a stored row is replaced only by a strictly higher version. The same commit
-records the Delta application transaction ``(app_id, batch_id)``, and a batch whose id is not
-above the recorded version for ``app_id`` is skipped without writing: a re-run of a batch after
-a crash between the commit and Spark's own commit log is a no-op. delta-rs itself accepts
-repeated or lower versions, hence the explicit check.
+Each batch first reads which of its keys the table holds (:func:`stored_keys`: only the files
+whose key statistics can match, only the key and version columns). Rows already applied are
+dropped. Rows whose key is absent are *appended*, in a commit that delta-rs may not rebase: if any
+other commit landed since the snapshot that was read, it fails and the batch starts over from a
+fresh snapshot, so an identity another writer added meanwhile is never appended twice. With a
+version column, rows replacing a stored row of a strictly lower version are *merged* (a MERGE of
+those rows only, which delta-rs refuses to commit when a concurrent commit touched what it read).
+
+The batch's last commit records the Delta application transaction ``(app_id, batch_id)``, and a
+batch whose id is not above the recorded version for ``app_id`` is skipped without writing: a
+re-run of a batch after a crash between the commit and Spark's own commit log is a no-op.
+delta-rs itself accepts repeated or lower versions, hence the explicit check. A crash between a
+batch's append and its MERGE leaves no application transaction: the re-run finds the appended
+rows stored at the same version, so only the MERGE runs again.
 
 delta-rs is not safe after ``fork()``: use this writer only in the Spark driver process.
 """
@@ -24,12 +32,12 @@ import pyarrow.dataset as ds
 from kafka_share_eos import faults
 from kafka_share_eos._extras import needs_extra
 
-from .dedup import contained
+from .dedup import contained, split_by_stored
 from .errors import CommitConflictError, MissingColumnsError, SinkConfigurationError
 from .outcome import UpsertOutcome
 
 with needs_extra("delta", "Delta tables"):
-    from deltalake import CommitProperties, DeltaTable, Transaction
+    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
     from deltalake.exceptions import CommitFailedError
 
 DEFAULT_APP_ID_PREFIX = "kafka-share-eos/upsert"
@@ -52,13 +60,17 @@ def _delta_compatible(table: pa.Table) -> pa.Table:
     return table if schema.equals(table.schema) else table.cast(schema, safe=False)
 
 
-def stored_keys(table: DeltaTable, rows: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """The ``keys`` columns of the table's rows that may match ``rows``' keys (a superset).
+def stored_keys(
+    table: DeltaTable, rows: pa.Table, keys: Sequence[str], columns: Sequence[str] | None = None
+) -> pa.Table:
+    """The ``columns`` (default: the ``keys``) of the table's rows that may match ``rows``' keys
+    (a superset), typed as in ``rows``.
 
     Integer keys prune files by their min/max statistics and rows by range before a join.
     """
+    wanted = list(columns if columns is not None else keys)
     if rows.num_rows == 0 or not table.file_uris():
-        return rows.select(list(keys)).slice(0, 0)
+        return rows.select(wanted).slice(0, 0)
     pruning: list[tuple[str, str, Any]] = []
     row_filter = None
     for key in keys:
@@ -69,8 +81,8 @@ def stored_keys(table: DeltaTable, rows: pa.Table, keys: Sequence[str]) -> pa.Ta
             term = (pc.field(key) >= low) & (pc.field(key) <= high)
             row_filter = term if row_filter is None else row_filter & term
     dataset: ds.Dataset = table.to_pyarrow_dataset(file_pruning_predicate=pruning or None)
-    existing = dataset.to_table(columns=list(keys), filter=row_filter)
-    return existing.cast(rows.select(list(keys)).schema)
+    existing = dataset.to_table(columns=wanted, filter=row_filter)
+    return existing.cast(rows.select(wanted).schema)
 
 
 def rows_absent(table: DeltaTable, rows: pa.Table, keys: Sequence[str]) -> pa.Table:
@@ -93,7 +105,9 @@ def delta_keys_held(
 
 
 class DeltaMergeWriter:
-    """Idempotent MERGE writer into one Delta table; rows of a batch must be unique on the keys.
+    """Idempotent writer into one Delta table; rows of a batch must be unique on the keys.
+
+    New keys are appended, newer versions of stored keys merged (see the module docstring).
 
     Args:
         table_uri: where the table lives (a path or an object-store URI); created on the first
@@ -134,6 +148,7 @@ class DeltaMergeWriter:
         self.storage_options = dict(storage_options) if storage_options else None
         self.max_commit_attempts = max_commit_attempts
         self.retry_backoff_seconds = retry_backoff_seconds
+        self._delta: DeltaTable | None = None
 
     @property
     def target(self) -> str:
@@ -156,14 +171,18 @@ class DeltaMergeWriter:
             raise MissingColumnsError(f"Delta table {self.table_uri!r}", missing, names)
 
     def upsert(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
-        """MERGE ``table`` as batch ``batch_id``; lost commit races are retried a bounded number."""
+        """Write ``table`` as batch ``batch_id``; lost commit races are retried a bounded number.
+
+        Raises:
+            CommitConflictError: concurrent writers won every one of ``max_commit_attempts``.
+        """
         if table.num_rows == 0:
             return UpsertOutcome(0, 0, "merge")
         table = _delta_compatible(table)
         delay = self.retry_backoff_seconds
         for attempt in range(1, self.max_commit_attempts + 1):
             try:
-                return self._merge(table, batch_id)
+                return self._apply(table, batch_id)
             except CommitFailedError as error:
                 if attempt == self.max_commit_attempts:
                     raise CommitConflictError(
@@ -194,22 +213,65 @@ class DeltaMergeWriter:
         )
 
     def close(self) -> None:
-        """Nothing to release: each batch opens the table afresh to see other writers' commits."""
+        """Drop the table handle (the next batch opens the table again)."""
+        self._delta = None
 
     def _open(self, schema: pa.Schema) -> DeltaTable:
+        """The table at its latest version (created when missing); the handle is kept and
+        brought up to date, so the log is not replayed from its start for every batch."""
+        if self._delta is not None:
+            self._delta.update_incremental()
+            return self._delta
         if not DeltaTable.is_deltatable(self.table_uri, self.storage_options):
-            # Creating empty first and merging after keeps one code path; a concurrent creator
-            # makes this fail with CommitFailedError, and the retry merges into its table.
+            # Creating empty first and writing after keeps one code path; a concurrent creator
+            # makes this fail with CommitFailedError, and the retry writes into its table.
             DeltaTable.create(
                 self.table_uri, schema=schema, mode="ignore", storage_options=self.storage_options
             )
-        return DeltaTable(self.table_uri, storage_options=self.storage_options)
+        self._delta = DeltaTable(self.table_uri, storage_options=self.storage_options)
+        return self._delta
 
-    def _merge(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
+    def _apply(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
+        """One attempt at the batch on a fresh snapshot; raises ``CommitFailedError`` when a
+        concurrent commit got in first."""
         delta = self._open(table.schema)
         applied = delta.transaction_version(self.app_id)
         if applied is not None and applied >= batch_id:
             return UpsertOutcome(0, table.num_rows, "skipped-batch")
+        appendable = _as_stored(delta, table)
+        if appendable is None:
+            # Not writable as the table's own columns: MERGE casts what an append cannot.
+            return self._merge(delta, table, batch_id)
+        version = [self.version_column] if self.version_column else []
+        stored = stored_keys(delta, appendable, self.key_columns, [*self.key_columns, *version])
+        split = split_by_stored(appendable, stored, self.key_columns, self.version_column)
+        if split.newer.num_rows == 0:
+            if split.absent.num_rows:
+                self._append(delta, split.absent, batch_id)
+            written = int(split.absent.num_rows)
+            return UpsertOutcome(written, table.num_rows - written, "append")
+        if split.absent.num_rows:
+            # The application transaction goes with the MERGE, the batch's last commit.
+            self._append(delta, split.absent, None)
+        merged = self._merge(delta, split.newer, batch_id)
+        written = int(split.absent.num_rows) + merged.written
+        return UpsertOutcome(written, table.num_rows - written, "merge")
+
+    def _append(self, delta: DeltaTable, rows: pa.Table, batch_id: int | None) -> None:
+        """Append ``rows`` unless anything was committed since ``delta``'s snapshot."""
+        faults.maybe_crash(faults.SINK_MID_WRITE)
+        write_deltalake(
+            delta,
+            rows,
+            mode="append",
+            commit_properties=CommitProperties(
+                app_transactions=None if batch_id is None else [Transaction(self.app_id, batch_id)],
+                # No rebase onto a concurrent commit: it may hold the keys found absent.
+                max_commit_retries=0,
+            ),
+        )
+
+    def _merge(self, delta: DeltaTable, table: pa.Table, batch_id: int) -> UpsertOutcome:
         predicate = " AND ".join(
             f"target.{quote_identifier(k)} = source.{quote_identifier(k)}" for k in self.key_columns
         )
@@ -235,3 +297,21 @@ class DeltaMergeWriter:
         metrics = merger.execute()
         written = int(metrics["num_target_rows_inserted"]) + int(metrics["num_target_rows_updated"])
         return UpsertOutcome(written, table.num_rows - written, "merge")
+
+
+def _as_stored(delta: DeltaTable, rows: pa.Table) -> pa.Table | None:
+    """``rows`` with exactly the table's columns and types (missing nullable columns null), or
+    None when they do not convert losslessly."""
+    schema = pa.schema(delta.schema().to_arrow())
+    columns = []
+    for field in schema:
+        if field.name in rows.column_names:
+            try:
+                columns.append(rows[field.name].cast(field.type, safe=True))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                return None
+        elif field.nullable:
+            columns.append(pa.nulls(rows.num_rows, field.type))
+        else:
+            return None
+    return pa.table(columns, schema=schema)

@@ -25,15 +25,14 @@ temporary table (step 3) for a while after one did not.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
+from .dedup import StoredSplit, split_by_stored
 from .key_ranges import KeyRange, key_ranges, range_column
 from .sql_values import python_rows
 
@@ -41,19 +40,9 @@ STAGE_TABLE = "kafka_share_eos_upsert_stage"
 # Batches of keys that are not range-shaped written through the stage table after a direct COPY
 # met an existing key.
 _DIRECT_COPY_BACKOFF = 8
-_ROW = "__kse_row"
-_STORED_VERSION = "__kse_stored_version"
 
 OnConflict = Callable[[sa.Table, Any, Sequence[str]], Any]
 """Adds the writer's ``ON CONFLICT`` clause to an insert of the given columns."""
-
-
-@dataclass(frozen=True)
-class _Split:
-    """A batch's rows by what the target needs: absent identities, and newer versions."""
-
-    absent: pa.Table
-    newer: pa.Table
 
 
 def copy_rows(conn: Connection, db_schema: str | None, name: str, rows: pa.Table) -> None:
@@ -168,7 +157,7 @@ class CopyUpsert:
         insert = postgresql.insert(target).from_select(columns, sa.select(*stage.c))
         return _rowcount(conn, self._on_conflict(target, insert, names))
 
-    def _split(self, conn: Connection, target: sa.Table, table: pa.Table) -> _Split | None:
+    def _split(self, conn: Connection, target: sa.Table, table: pa.Table) -> StoredSplit | None:
         """The rows the target lacks or holds at a lower version; None when the keys are not
         range-shaped (or the stored values do not convert), so the batch is not looked up."""
         keys = table.select(list(self.key_columns))
@@ -181,28 +170,7 @@ class CopyUpsert:
             stored = _stored_rows(conn, target, ranges, column, table.select(wanted).schema)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
             return None
-        return self._classify(table, stored)
-
-    def _classify(self, table: pa.Table, stored: pa.Table) -> _Split:
-        keys = list(self.key_columns)
-        numbered = table.select(
-            [*keys, *([self.version_column] if self.version_column else [])]
-        ).append_column(_ROW, pa.array(range(table.num_rows), pa.int64()))
-        if self.version_column is None or stored.num_rows == 0:
-            held = numbered.join(stored.select(keys), keys=keys, join_type="left semi")[_ROW]
-            newer = pa.array([], pa.int64())
-        else:
-            version = self.version_column
-            pairs = numbered.join(
-                stored.rename_columns([*keys, _STORED_VERSION]), keys=keys, join_type="inner"
-            )
-            held = pairs[_ROW]
-            is_newer = pc.fill_null(pc.greater(pairs[version], pairs[_STORED_VERSION]), False)
-            newer = pairs.filter(is_newer)[_ROW]
-            # The join does not keep the batch's order; the target sees rows as the batch had them.
-            newer = newer.take(pc.sort_indices(newer))
-        absent = pc.invert(pc.is_in(numbered[_ROW], value_set=held.combine_chunks()))
-        return _Split(table.filter(absent), table.take(newer))
+        return split_by_stored(table, stored, self.key_columns, self.version_column)
 
 
 def _stored_rows(
