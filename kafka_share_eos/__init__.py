@@ -33,6 +33,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from kafka_share_eos.errors import (
+    AppIdConflictError,
     ConfigurationError,
     KafkaShareEosError,
     LocationNotFoundError,
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
     from kafka_share_eos.deadletter import open_dead_letters as open_dead_letters
     from kafka_share_eos.ledger import DeltaAppendSink as DeltaAppendSink
     from kafka_share_eos.ledger import RetentionPolicy as RetentionPolicy
-    from kafka_share_eos.ledger.claims import AppIdConflictError as AppIdConflictError
     from kafka_share_eos.ledger.claims import ClaimConflictError as ClaimConflictError
     from kafka_share_eos.sharegroup.librdkafka_mock import (
         EmbeddedBrokerError as EmbeddedBrokerError,
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from kafka_share_eos.strategies.quarantine import NullIdentityError as NullIdentityError
     from kafka_share_eos.strategies.screening import TransformShapeError as TransformShapeError
     from kafka_share_eos.twophase import DecisionLog as DecisionLog
+    from kafka_share_eos.twophase import DecisionOverruledError as DecisionOverruledError
     from kafka_share_eos.twophase import FileDecisionLog as FileDecisionLog
     from kafka_share_eos.twophase import Participant as Participant
     from kafka_share_eos.twophase import RecoveryReport as RecoveryReport
@@ -99,7 +100,6 @@ __version__ = "0.1.0"
 # pyarrow.compute and more, which a process that only runs the broker or the source does not
 # need, and none of these modules loads an optional library before it is used.
 _LAZY = {
-    "AppIdConflictError": "kafka_share_eos.ledger.claims",
     "BatchReport": "kafka_share_eos.strategies",
     "CheckpointDedupStore": "kafka_share_eos.strategies",
     "ClaimConflictError": "kafka_share_eos.ledger.claims",
@@ -108,6 +108,7 @@ _LAZY = {
     "DeadLetterPolicy": "kafka_share_eos.strategies",
     "DeadLetterSink": "kafka_share_eos.deadletter",
     "DecisionLog": "kafka_share_eos.twophase",
+    "DecisionOverruledError": "kafka_share_eos.twophase",
     "DeliveryLimitReached": "kafka_share_eos.strategies.quarantine",
     "DeltaAppendSink": "kafka_share_eos.ledger",
     "DeltaDeadLetters": "kafka_share_eos.deadletter",
@@ -153,6 +154,7 @@ __all__ = [
     "DeadLetterPolicy",
     "DeadLetterSink",
     "DecisionLog",
+    "DecisionOverruledError",
     "DeliveryLimitReached",
     "DeltaAppendSink",
     "DeltaDeadLetters",

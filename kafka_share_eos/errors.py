@@ -11,6 +11,7 @@ This module imports nothing: every other module may import it.
 from __future__ import annotations
 
 __all__ = [
+    "AppIdConflictError",
     "ConfigurationError",
     "KafkaShareEosError",
     "LocationNotFoundError",
@@ -20,6 +21,11 @@ __all__ = [
 
 class KafkaShareEosError(Exception):
     """Base of every error kafka-share-eos raises on purpose."""
+
+
+class AppIdConflictError(KafkaShareEosError, RuntimeError):
+    """Another application, or an earlier checkpoint, records batches under the same ``app_id``
+    in a ledger or table that must hold one application's batches per ``app_id``."""
 
 
 class ConfigurationError(KafkaShareEosError, ValueError):

@@ -39,13 +39,16 @@ WRITE_PATH = "two-phase-commit"
 PrepareOn = Literal["driver", "executors"]
 
 
-def _rows_written(tokens: Sequence[Token]) -> int:
-    """Rows applied per participant; participants committed together agree on what was new."""
+def _rows_written(result: CommitResult) -> int:
+    """Rows applied, counted per participant (they agree on what was new, unless another
+    application committed some rows in between: those count for that application)."""
     per_participant: dict[str, int] = {}
-    for token in tokens:
+    for token in result.tokens:
         per_participant[token.participant] = (
             per_participant.get(token.participant, 0) + token.rows_written
         )
+    for participant, skipped in result.skipped.items():
+        per_participant[participant] -= skipped
     return max(per_participant.values(), default=0)
 
 
@@ -154,7 +157,7 @@ class TwoPhaseCommitCoordinator(BatchStrategy):
         result = self.transactions.run_with(batch_id, self.identity.key_columns, prepare)
         self.last_commit = result
         rows_in, duplicates = prepared[0].rows_in, prepared[0].duplicates_in_batch
-        written = _rows_written(result.tokens)
+        written = _rows_written(result)
         outcome = UpsertOutcome(written, rows_in - duplicates - written, f"{WRITE_PATH}-executors")
         return self._record(batch_id, rows_in, duplicates, outcome, started)
 
@@ -179,5 +182,5 @@ class TwoPhaseCommitCoordinator(BatchStrategy):
     def _write(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
         result = self.transactions.run(table, batch_id, self.identity.key_columns)
         self.last_commit = result
-        written = _rows_written(result.tokens)
+        written = _rows_written(result)
         return UpsertOutcome(written, table.num_rows - written, WRITE_PATH)

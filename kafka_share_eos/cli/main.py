@@ -10,6 +10,7 @@ from kafka_share_eos.cli.dedup import dedup
 from kafka_share_eos.cli.demo import demo
 from kafka_share_eos.cli.doctor import doctor
 from kafka_share_eos.cli.status import status
+from kafka_share_eos.cli.twophase import twophase
 from kafka_share_eos.cli.verify import verify
 
 app = typer.Typer(
@@ -25,6 +26,7 @@ app.command(name="doctor")(doctor)
 app.command(name="status")(status)
 app.command(name="verify")(verify)
 app.add_typer(dedup, name="dedup")
+app.add_typer(twophase, name="twophase")
 
 
 @app.callback()

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafka_share_eos import faults
-from kafka_share_eos.errors import KafkaShareEosError
+from kafka_share_eos.errors import AppIdConflictError, KafkaShareEosError
 from kafka_share_eos.ledger.identity_ledger import (
     APP_COLUMN,
     APPLIED_AT_COLUMN,
@@ -44,10 +44,6 @@ BEFORE_CLAIM = "dedup.before_claim"
 application claim the same records first."""
 
 DEFAULT_CLAIM_ATTEMPTS = 30
-
-
-class AppIdConflictError(KafkaShareEosError, RuntimeError):
-    """Another application, or an earlier checkpoint, records batches under the same ``app_id``."""
 
 
 class ClaimConflictError(KafkaShareEosError, RuntimeError):

@@ -18,11 +18,13 @@ from kafka_share_eos.twophase.file_log import FileDecisionLog
 from kafka_share_eos.twophase.protocol import (
     Decision,
     DecisionLog,
+    DecisionOverruledError,
     Outcome,
     Participant,
     Token,
     Transaction,
     TwoPhaseCommitError,
+    txid_prefix,
 )
 from kafka_share_eos.twophase.recovery import RecoveryReport, resolve_in_doubt
 
@@ -30,6 +32,7 @@ __all__ = [
     "CommitResult",
     "Decision",
     "DecisionLog",
+    "DecisionOverruledError",
     "FileDecisionLog",
     "Outcome",
     "Participant",
@@ -40,4 +43,5 @@ __all__ = [
     "TransactionCoordinator",
     "TwoPhaseCommitError",
     "resolve_in_doubt",
+    "txid_prefix",
 ]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -13,6 +13,7 @@ from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.twophase.protocol import (
     Decision,
     DecisionLog,
+    DecisionOverruledError,
     Outcome,
     Participant,
     Token,
@@ -27,14 +28,18 @@ logger = logging.getLogger("kafka_share_eos.twophase")
 Prepare = Callable[[Participant, Transaction], Sequence[Token]]
 """Prepares one participant's part of a transaction and returns its token(s)."""
 
-
 @dataclass(frozen=True)
 class CommitResult:
-    """The outcome of one batch: its transaction, every token, and what recovery did first."""
+    """The outcome of one batch: its transaction, every token, and what recovery did first.
+
+    ``skipped`` counts, per participant, the rows of its tokens that another application
+    committed between this prepare and this commit, so that this commit left them out.
+    """
 
     txid: str
     tokens: tuple[Token, ...]
     recovery: RecoveryReport
+    skipped: Mapping[str, int] = field(default_factory=dict)
 
 
 class TransactionCoordinator:
@@ -44,7 +49,12 @@ class TransactionCoordinator:
         log: where decisions are stored durably.
         participants: the resources to keep in agreement (names must be unique).
         app_id: names this pipeline; recovery touches only transactions under this name, so two
-            pipelines sharing a database or a decision log must use different ``app_id`` values.
+            pipelines sharing a database, a Delta table or a decision log must use different
+            ``app_id`` values.
+
+    Raises:
+        ConfigurationError: no participant, repeated participant names, or an unusable
+            ``app_id``.
     """
 
     def __init__(
@@ -62,7 +72,12 @@ class TransactionCoordinator:
         self.prefix = txid_prefix(app_id)
 
     def recover(self) -> RecoveryReport:
-        """Resolve every transaction of this application left in doubt by an earlier run."""
+        """Resolve every transaction of this application left in doubt by an earlier run.
+
+        Raises:
+            TwoPhaseCommitError: a participant could not finish a transaction; the decisions
+                stay in the log for the next pass.
+        """
         report = resolve_in_doubt(self.log, self.participants, self.prefix)
         if report.resolved:
             logger.warning(
@@ -72,7 +87,12 @@ class TransactionCoordinator:
         return report
 
     def run(self, rows: pa.Table, batch_id: int, key_columns: Sequence[str]) -> CommitResult:
-        """Apply ``rows`` (unique on ``key_columns``) to every participant, all or nothing."""
+        """Apply ``rows`` (unique on ``key_columns``) to every participant, all or nothing.
+
+        Raises:
+            DecisionOverruledError: another process stored an ABORT decision for this
+                transaction first; nothing of the batch was applied.
+        """
         return self.run_with(batch_id, key_columns, lambda p, txn: [p.prepare(rows, txn)])
 
     def run_with(self, batch_id: int, key_columns: Sequence[str], prepare: Prepare) -> CommitResult:
@@ -80,6 +100,10 @@ class TransactionCoordinator:
 
         This lets a participant prepare somewhere else than in this process, e.g. one token
         per Spark partition prepared on the executors.
+
+        Raises:
+            DecisionOverruledError: another process stored an ABORT decision for this
+                transaction first; nothing of the batch was applied.
         """
         recovery = self.recover()
         txn = Transaction.new(self.app_id, batch_id, key_columns)
@@ -88,16 +112,28 @@ class TransactionCoordinator:
             # Nothing prepared anywhere (e.g. a replayed batch): there is nothing to decide.
             return CommitResult(txn.txid, tokens, recovery)
         faults.maybe_crash("2pc.after_prepare")
-        self.log.write(Decision(txn.txid, batch_id, Outcome.COMMIT, tokens))
+        stored = self.log.write(Decision(txn.txid, batch_id, Outcome.COMMIT, tokens))
+        if stored.outcome is not Outcome.COMMIT:
+            self._roll_back(txn)
+            raise DecisionOverruledError(
+                f"{self.app_id}: transaction {txn.txid} of batch {batch_id} was decided ABORT by "
+                "another process before this run could commit it, and was rolled back: nothing "
+                "of the batch was applied, Spark applies it when the query runs it again. "
+                "Expected after `kafka-share-eos twophase recover` resolved this application's "
+                f"transactions; otherwise another application uses app_id {self.app_id!r} with "
+                "this decision log: give each application its own app_id"
+            )
         faults.maybe_crash("2pc.after_decision")
         participants = {p.name: p for p in self.participants}
+        skipped: dict[str, int] = {}
         for index, token in enumerate(tokens):
             if index == 1:
                 faults.maybe_crash("2pc.between_commits")
-            participants[token.participant].commit(token)
+            left_out = participants[token.participant].commit(token) or 0
+            skipped[token.participant] = skipped.get(token.participant, 0) + left_out
         faults.maybe_crash("2pc.after_commit")
         self.log.delete(txn.txid)
-        return CommitResult(txn.txid, tokens, recovery)
+        return CommitResult(txn.txid, tokens, recovery, skipped)
 
     def _prepare_all(self, txn: Transaction, prepare: Prepare) -> tuple[Token, ...]:
         tokens: list[Token] = []
@@ -107,12 +143,15 @@ class TransactionCoordinator:
                     faults.maybe_crash("2pc.between_prepares")
                 tokens.extend(prepare(participant, txn))
         except BaseException:
-            # Presumed abort: no decision is written. Roll back everything prepared under this
-            # transaction, including work whose token never came back (a failed Spark job). If
-            # that fails too, the next recovery pass rolls it back.
-            try:
-                resolve_in_doubt(self.log, self.participants, txn.txid)
-            except Exception:
-                logger.exception("%s: rolling back %s failed", self.app_id, txn.txid)
+            # Presumed abort: roll back everything prepared under this transaction, including
+            # work whose token never came back (a failed Spark job).
+            self._roll_back(txn)
             raise
         return tuple(tokens)
+
+    def _roll_back(self, txn: Transaction) -> None:
+        # If this fails too, the next recovery pass rolls the transaction back.
+        try:
+            resolve_in_doubt(self.log, self.participants, txn.txid)
+        except Exception:
+            logger.exception("%s: rolling back %s failed", self.app_id, txn.txid)

@@ -1,18 +1,26 @@
 """A Delta participant: data files written at prepare, added to the Delta log only at commit.
 
-Prepare writes a manifest naming the files it is about to write (``_kse_2pc/<txid>.json`` in the
-table directory), then the Parquet files themselves into the table directory. Files not in the
-Delta log are invisible to readers, so prepared data is durable but not visible. Commit is one
-Delta commit (``create_write_transaction``) adding the files together with the application
-transaction ``(app_id, version)``; a commit whose version the table already holds is skipped,
-which makes commit idempotent. Abort deletes the files and the manifest.
+Prepare anti-joins the batch with the keys already in the table (pruned with the files' min/max
+statistics) on one snapshot of it, and stages the new records as files the Delta log does not
+list (see :mod:`.delta_staging`): durable but invisible.
 
-The version is the table's current ``transaction_version(app_id) + 1`` at prepare time rather
-than Spark's batch id: a reset checkpoint restarts batch ids at 0, which would silently turn
-every later commit into a skipped one.
+Several applications may write one table, and two of them can hold the same record (its lock
+expired while the first one's batch ran). So the commit itself decides who owns a record: it
+lands only as the version right after the snapshot its anti-join read (a Delta commit is a
+create-if-absent of that version's log file, and delta-rs is told not to retry on a later
+version). If any commit landed since, the commit re-reads the table, leaves out the staged
+records whose keys it now holds (staging the rest as a new file), and tries again on that
+snapshot; a bounded number of lost races raises, and the decision stays for recovery. Of two
+applications staging one record, exactly one commits it.
 
-A record is written only if its key is not in the table yet (an anti-join on the key columns,
-pruned with the files' min/max statistics), so redelivered records are not appended twice.
+The commit carries the application transaction ``(app_id, version)`` and, in its commit info,
+the transaction id and the files it added: a commit that finds ``version`` reached looks for its
+own transaction id in the commits since its snapshot, so a repeated commit is a no-op. The
+version is the table's ``transaction_version(app_id) + 1`` at prepare rather than Spark's batch
+id: a reset checkpoint restarts batch ids at 0, which would turn every later commit into a
+skipped one. A version reached by a commit of another transaction means a second application
+uses the same ``app_id`` on this table: the rows are committed under the next version and
+:class:`~kafka_share_eos.errors.AppIdConflictError` raised.
 
 delta-rs panics after ``fork()``: use this participant in the driver process only. The module
 imports without deltalake; the constructor checks that it is installed.
@@ -20,54 +28,40 @@ imports without deltalake; the constructor checks that it is installed.
 
 from __future__ import annotations
 
-import json
 import time
-import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from pyarrow import fs
 
 from kafka_share_eos import faults
 from kafka_share_eos._extras import require
-from kafka_share_eos.sinks import TargetTableError
-from kafka_share_eos.storage import delete_if_present, open_location, write_atomically
-from kafka_share_eos.twophase.protocol import Token, Transaction, check_name
+from kafka_share_eos.errors import AppIdConflictError
+from kafka_share_eos.sinks import CommitConflictError, TargetTableError
+from kafka_share_eos.storage import open_location
+from kafka_share_eos.twophase.delta_staging import StagingArea, action_rows
+from kafka_share_eos.twophase.protocol import (
+    Token,
+    Transaction,
+    TwoPhaseCommitError,
+    check_name,
+)
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
-_STAGING_DIR = "_kse_2pc"
+_TXID_KEY = "kse.txid"
+_FILES_KEY = "kse.files"
+_ROWS_KEY = "kse.rows"
 
 
-def _manifest_name(txid: str) -> str:
-    return txid.replace(":", "=") + ".json"
+@dataclass(frozen=True)
+class _Committed:
+    """What the commit of one token added to the table."""
 
-
-def _file_stats(rows: pa.Table) -> str:
-    """Delta ``stats`` JSON: record count, and min/max/null counts of integer and string columns.
-
-    Floats are left out (NaN has no JSON form); readers treat missing statistics as unknown.
-    """
-    minimum: dict[str, Any] = {}
-    maximum: dict[str, Any] = {}
-    nulls: dict[str, int] = {}
-    for name, column in zip(rows.column_names, rows.columns, strict=True):
-        kind = column.type
-        if not (pa.types.is_integer(kind) or pa.types.is_string(kind)
-                or pa.types.is_large_string(kind)):
-            continue
-        nulls[name] = column.null_count
-        if rows.num_rows > column.null_count:
-            bounds = pc.min_max(column)
-            minimum[name] = bounds["min"].as_py()
-            maximum[name] = bounds["max"].as_py()
-    return json.dumps(
-        {"numRecords": rows.num_rows, "minValues": minimum, "maxValues": maximum,
-         "nullCount": nulls}
-    )
+    files: frozenset[str]
+    rows: int
+    version_taken: bool = False
 
 
 class DeltaParticipant:
@@ -77,6 +71,9 @@ class DeltaParticipant:
         table_uri: local path or URI of the Delta table; created from the first batch's schema.
         name: participant name, unique within a coordinator.
         storage_options: passed to delta-rs for object stores.
+        max_commit_attempts: how often a commit re-reads the table and tries again when other
+            writers' commits keep landing first.
+        retry_backoff_seconds: pause before the second attempt, doubled on each further one.
 
     Raises:
         MissingExtraError: deltalake is not installed.
@@ -90,12 +87,16 @@ class DeltaParticipant:
         *,
         name: str = "delta",
         storage_options: dict[str, str] | None = None,
+        max_commit_attempts: int = 8,
+        retry_backoff_seconds: float = 0.05,
     ) -> None:
         require("deltalake", "delta", "DeltaParticipant")
         self._uri = table_uri.rstrip("/")
         self._name = check_name("name", name)
         self._storage_options = storage_options
-        self._fs, self._root = open_location(self._uri)
+        self._max_commit_attempts = max(1, max_commit_attempts)
+        self._retry_backoff_seconds = retry_backoff_seconds
+        self._staging = StagingArea(*open_location(self._uri))
 
     @property
     def name(self) -> str:
@@ -121,52 +122,50 @@ class DeltaParticipant:
         new_rows = rows_absent(table, rows.select(schema.names).cast(schema), txn.key_columns)
         if new_rows.num_rows == 0:
             return Token(self._name, txn.txid, 0, {"files": []})
-        relative = f"part-00000-{uuid.uuid4()}-kse.c000.snappy.parquet"
-        version = (table.transaction_version(txn.app_id) or 0) + 1
-        manifest = {"app_id": txn.app_id, "version": version, "files": [relative]}
-        # Manifest first: a crash while writing data then leaves files recovery knows about.
-        self._write_manifest(txn.txid, manifest)
-        pq.write_table(new_rows, f"{self._root}/{relative}", filesystem=self._fs,
-                       compression="snappy")
-        info = self._fs.get_file_info(f"{self._root}/{relative}")
-        manifest["actions"] = [{
-            "path": relative,
-            "size": info.size,
-            "modification_time": int(time.time() * 1000),
-            "stats": _file_stats(new_rows),
-        }]
-        self._write_manifest(txn.txid, manifest)
+        manifest: dict[str, Any] = {
+            "participant": self._name,
+            "app_id": txn.app_id,
+            "version": (table.transaction_version(txn.app_id) or 0) + 1,
+            "snapshot": table.version(),
+            "keys": list(txn.key_columns),
+        }
+        manifest["actions"] = [self._staging.stage(txn.txid, manifest, new_rows)]
+        self._staging.write(txn.txid, manifest)
         faults.maybe_crash("2pc.delta.after_stage")
         return Token(self._name, txn.txid, new_rows.num_rows, manifest)
 
-    def commit(self, token: Token) -> None:
-        """One Delta commit adding the staged files, unless the table already has this version."""
-        if not token.data.get("files"):
-            return
-        from deltalake import CommitProperties, DeltaTable
-        from deltalake import Transaction as DeltaTxn
-        from deltalake.transaction import AddAction
+    def commit(self, token: Token) -> int:
+        """Add the staged records whose keys the table does not hold yet, in one Delta commit.
 
-        table = DeltaTable(self._uri, storage_options=self._storage_options)
-        app_id, version = str(token.data["app_id"]), int(token.data["version"])
-        if (table.transaction_version(app_id) or 0) < version:
-            table.create_write_transaction(
-                [
-                    AddAction(a["path"], int(a["size"]), {}, int(a["modification_time"]), True,
-                              str(a["stats"]))
-                    for a in token.data["actions"]
-                ],
-                mode="append",
-                schema=table.schema(),
-                commit_properties=CommitProperties(app_transactions=[DeltaTxn(app_id, version)]),
+        Returns the staged rows left out because another application committed their keys
+        after this prepare.
+
+        Raises:
+            CommitConflictError: other writers' commits landed first on every attempt; the
+                commit decision stays, so the next recovery pass commits the rows.
+            AppIdConflictError: another application committed under this ``app_id`` and version;
+                this commit's rows were committed under the next version.
+            TwoPhaseCommitError: the staged files are gone although nothing committed them:
+                something rolled the transaction back after its commit decision.
+        """
+        if not token.data.get("files"):
+            return 0
+        done = self._commit_staged(token)
+        self._staging.discard(token.txid, keep=done.files)
+        if done.version_taken:
+            app_id = token.data["app_id"]
+            raise AppIdConflictError(
+                f"Delta table {self._uri!r} (participant {self._name!r}) holds application "
+                f"transaction ({app_id!r}, {token.data['version']}) from a commit of another "
+                f"transaction than {token.txid}: two applications use app_id {app_id!r} on "
+                "this table. This batch's rows were committed under the next version; give "
+                "each application its own app_id"
             )
-        delete_if_present(self._fs, f"{self._root}/{_STAGING_DIR}/{_manifest_name(token.txid)}")
+        return max(token.rows_written - done.rows, 0)
 
     def abort(self, token: Token) -> None:
-        """Delete the staged files and their manifest."""
-        for relative in token.data.get("files", []):
-            delete_if_present(self._fs, f"{self._root}/{relative}")
-        delete_if_present(self._fs, f"{self._root}/{_STAGING_DIR}/{_manifest_name(token.txid)}")
+        """Delete the staged files and their manifest; a no-op once the transaction is finished."""
+        self._staging.discard(token.txid)
 
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys`` (the key columns), whether a committed batch wrote it."""
@@ -175,35 +174,130 @@ class DeltaParticipant:
         return delta_keys_held(self._uri, keys, self._storage_options)
 
     def recover(self, prefix: str) -> list[Token]:
-        """Tokens of the manifests still staged under ``prefix``."""
-        selector = fs.FileSelector(f"{self._root}/{_STAGING_DIR}", allow_not_found=True)
+        """Tokens of this participant's manifests still staged under ``prefix``."""
         tokens = []
-        for info in self._fs.get_file_info(selector):
-            if info.type != fs.FileType.File or not info.base_name.endswith(".json"):
-                continue
-            txid = info.base_name[: -len(".json")].replace("=", ":")
-            if txid.startswith(prefix):
-                manifest = self._read_manifest(txid)
+        for txid in self._staging.txids(prefix):
+            manifest = self._staging.read(txid)
+            if manifest is not None and manifest.get("participant", self._name) == self._name:
                 tokens.append(Token(self._name, txid, 0, manifest))
         return tokens
 
+    def _commit_staged(self, token: Token) -> _Committed:
+        from deltalake import CommitProperties, DeltaTable
+        from deltalake import Transaction as DeltaTxn
+        from deltalake.exceptions import CommitFailedError
+        from deltalake.transaction import AddAction
+
+        app_id, version = str(token.data["app_id"]), int(token.data["version"])
+        snapshot = int(token.data["snapshot"])
+        actions: list[dict[str, Any]] = list(token.data["actions"])
+        version_taken = False
+        last_error: Exception | None = None
+        delay = self._retry_backoff_seconds
+        for attempt in range(1, self._max_commit_attempts + 1):
+            table = DeltaTable(self._uri, storage_options=self._storage_options)
+            if (table.transaction_version(app_id) or 0) >= version:
+                own = self._own_commit(table, token)
+                if own is not None:
+                    return own
+                version_taken = True
+                version = (table.transaction_version(app_id) or 0) + 1
+            if self._staging.read(token.txid) is None:
+                raise TwoPhaseCommitError(
+                    f"the staged files of {token.txid} in Delta table {self._uri!r} "
+                    f"(participant {self._name!r}) are gone and no commit added them: the "
+                    "transaction was rolled back after its commit decision, by another "
+                    f"application using app_id {app_id!r} or by hand"
+                )
+            if table.version() != snapshot:
+                actions = self._restage(table, token, actions)
+                snapshot = table.version()
+            files = [a["path"] for a in actions]
+            rows = sum(action_rows(a) for a in actions)
+            try:
+                # No retries inside delta-rs: a retry would land on a later version without
+                # checking the keys again, which is exactly the blind append to avoid.
+                table.create_write_transaction(
+                    [AddAction(a["path"], int(a["size"]), {}, int(a["modification_time"]), True,
+                               str(a["stats"])) for a in actions],
+                    mode="append",
+                    schema=table.schema(),
+                    commit_properties=CommitProperties(
+                        max_commit_retries=0,
+                        app_transactions=[DeltaTxn(app_id, version)],
+                        custom_metadata={_TXID_KEY: token.txid, _FILES_KEY: files,
+                                         _ROWS_KEY: rows},
+                    ),
+                )
+                return _Committed(frozenset(files), rows, version_taken)
+            except CommitFailedError as error:
+                last_error = error
+            if attempt < self._max_commit_attempts:
+                time.sleep(delay)
+                delay *= 2
+        raise CommitConflictError(
+            f"the staged rows of {token.txid} could not be committed to Delta table "
+            f"{self._uri!r} (participant {self._name!r}): other writers' commits landed first "
+            f"{self._max_commit_attempts} times in a row; the commit decision stays and the "
+            f"next recovery pass commits them. Last error: {last_error}"
+        )
+
+    def _own_commit(self, table: DeltaTable, token: Token) -> _Committed | None:
+        """This token's commit among those since its prepare's snapshot, if it landed."""
+        since = int(token.data["snapshot"])
+        for entry in table.history(limit=max(table.version() - since, 1)):
+            if entry.get(_TXID_KEY) == token.txid:
+                return _Committed(frozenset(entry[_FILES_KEY]), int(entry[_ROWS_KEY]))
+        return None
+
+    def _restage(
+        self, table: DeltaTable, token: Token, actions: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """The actions to commit on ``table``'s snapshot: the staged records whose keys it does
+        not hold, staged anew when some must be left out."""
+        from kafka_share_eos.sinks.delta import rows_absent
+
+        if not actions:
+            return actions
+        staged = self._staging.rows(actions)
+        absent = rows_absent(table, staged, token.data["keys"])
+        if absent.num_rows == staged.num_rows:
+            return actions
+        if absent.num_rows == 0:
+            # An empty commit still records the version: a repeated commit finds it.
+            return []
+        manifest = self._staging.read(token.txid) or dict(token.data)
+        return [self._staging.stage(token.txid, manifest, absent)]
+
     def _table(self, schema: pa.Schema) -> DeltaTable:
         from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError
 
         if not DeltaTable.is_deltatable(self._uri, storage_options=self._storage_options):
-            DeltaTable.create(self._uri, schema, mode="ignore",
-                              storage_options=self._storage_options)
+            try:
+                DeltaTable.create(self._uri, schema, mode="ignore",
+                                  storage_options=self._storage_options)
+            except DeltaError:
+                # Another application created it at the same moment: use theirs.
+                if not DeltaTable.is_deltatable(self._uri,
+                                                storage_options=self._storage_options):
+                    raise
         return DeltaTable(self._uri, storage_options=self._storage_options)
 
-    def _write_manifest(self, txid: str, manifest: dict[str, Any]) -> None:
-        directory = f"{self._root}/{_STAGING_DIR}"
-        self._fs.create_dir(directory, recursive=True)
-        write_atomically(self._fs, f"{directory}/{_manifest_name(txid)}",
-                         json.dumps(manifest).encode())
 
-    def _read_manifest(self, txid: str) -> dict[str, Any]:
-        path = f"{self._root}/{_STAGING_DIR}/{_manifest_name(txid)}"
-        with self._fs.open_input_stream(path) as stream:
-            manifest: dict[str, Any] = json.loads(stream.read().decode())
-        return manifest
+def staged_participants(
+    table_uri: str, prefix: str, storage_options: dict[str, str] | None = None
+) -> list[DeltaParticipant]:
+    """A participant for each name with files staged under ``prefix`` in the table: enough to
+    commit or roll them back from any process.
 
+    Raises:
+        MissingExtraError: deltalake is not installed.
+    """
+    staging = StagingArea(*open_location(table_uri.rstrip("/")))
+    names = sorted({
+        str(manifest.get("participant", "delta"))
+        for manifest in map(staging.read, staging.txids(prefix)) if manifest is not None
+    })
+    return [DeltaParticipant(table_uri, name=name, storage_options=storage_options)
+            for name in names]

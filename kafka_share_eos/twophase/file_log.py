@@ -8,8 +8,14 @@ from __future__ import annotations
 
 from pyarrow import fs
 
-from kafka_share_eos.storage import delete_if_present, open_location, write_atomically
-from kafka_share_eos.twophase.protocol import Decision
+from kafka_share_eos.storage import (
+    delete_if_present,
+    open_location,
+    supports_write_if_absent,
+    write_atomically,
+    write_if_absent,
+)
+from kafka_share_eos.twophase.protocol import Decision, store_first
 
 _SUFFIX = ".json"
 
@@ -26,8 +32,13 @@ def _txid(file_name: str) -> str:
 class FileDecisionLog:
     """Stores each decision as ``<directory>/<txid>.json``, written atomically.
 
-    Each file is written under a temporary name and then renamed, so a reader sees a whole
-    decision or none.
+    Each file is written and fsynced under a temporary name, then published, so a reader sees a
+    whole decision or none. On a local or shared POSIX path it is published with a hard link,
+    which fails when the transaction already has a decision: the first writer wins even against
+    another process (``first_writer_wins``). Other stores cannot refuse a second writer: there a
+    decision that is already stored is kept, but two processes deciding the same transaction at
+    the same moment could both believe they won, so resolving a live application's transactions
+    (``kafka-share-eos twophase recover``) needs a local path or :class:`PostgresDecisionLog`.
 
     Args:
         uri: a directory URI or local path (``/ckpt/twophase``, ``s3://bucket/ckpt/twophase``).
@@ -37,12 +48,24 @@ class FileDecisionLog:
     """
 
     def __init__(self, uri: str) -> None:
+        self.uri = uri
         self._fs, self._dir = open_location(uri, create=True)
+        self.first_writer_wins = supports_write_if_absent(uri)
 
-    def write(self, decision: Decision) -> None:
-        """Store ``decision`` (a transaction id is decided once, by one coordinator)."""
+    def write(self, decision: Decision) -> Decision:
+        """Store ``decision`` unless its transaction already has one; return the stored one."""
         path = f"{self._dir}/{_file_name(decision.txid)}"
-        write_atomically(self._fs, path, decision.to_json_text().encode())
+        payload = decision.to_json_text().encode()
+
+        def create() -> bool:
+            if self.first_writer_wins:
+                return write_if_absent(self._fs, path, payload)
+            if self.read(decision.txid) is not None:
+                return False
+            write_atomically(self._fs, path, payload)
+            return True
+
+        return store_first(decision, create, lambda: self.read(decision.txid))
 
     def read(self, txid: str) -> Decision | None:
         """The decision stored for ``txid``, if any."""

@@ -27,6 +27,7 @@ from kafka_share_eos.twophase.protocol import (
     Token,
     Transaction,
     TwoPhaseCommitError,
+    app_of,
     check_name,
 )
 
@@ -40,6 +41,20 @@ Effect: TypeAlias = "str | TextClause | Callable[[Connection, pa.Table], None]"
 _UNDEFINED_OBJECT = "42704"
 # Batches that claim keys with INSERT ... ON CONFLICT after a direct COPY met a known key.
 _DIRECT_COPY_BACKOFF = 8
+# SQLSTATEs of a transaction the server rolled back whole: deadlock victim, serialization failure.
+_ROLLED_BACK_BY_SERVER = frozenset({"40P01", "40001"})
+_DEADLOCK_ATTEMPTS = 5
+# What a CREATE TABLE IF NOT EXISTS racing another one may raise: unique_violation on the
+# catalog, duplicate_table.
+_ALREADY_CREATED = frozenset({"23505", "42P07"})
+
+
+def _rolled_back_by_server(error: BaseException) -> bool:
+    """Whether ``error`` (psycopg's own, or SQLAlchemy's wrapper of it) means that the server
+    rolled the whole transaction back, so that preparing it again is safe."""
+    wrapped = getattr(error, "orig", None)
+    code = getattr(error, "sqlstate", None) or getattr(wrapped, "sqlstate", None)
+    return code in _ROLLED_BACK_BY_SERVER
 
 
 def _literal(value: str) -> str:
@@ -129,14 +144,26 @@ class PostgresParticipant:
         """Apply the effect of the records not in the ledger, record them, and prepare.
 
         ``part`` names one of several prepared transactions of this participant in ``txn``
-        (one per Spark partition when preparing on the executors).
+        (one per Spark partition when preparing on the executors). A key another transaction
+        holds uncommitted (another application's batch, prepared or not) makes this wait for
+        that transaction's end, then skip the key if it committed. A transaction the server
+        chose as a deadlock victim is tried again.
 
         Raises:
             PreparedTransactionsDisabledError: the server has ``max_prepared_transactions = 0``.
         """
+        self.create_ledger(rows.schema, txn.key_columns)
+        for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
+            try:
+                return self._prepare_once(rows, txn, part)
+            except Exception as error:
+                if attempt == _DEADLOCK_ATTEMPTS or not _rolled_back_by_server(error):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _prepare_once(self, rows: pa.Table, txn: Transaction, part: str) -> Token:
         from sqlalchemy.exc import DBAPIError
 
-        self.create_ledger(rows.schema, txn.key_columns)
         gid = self.gid(txn.txid, part)
         with self._engine.connect() as conn:
             conn.exec_driver_sql("BEGIN")
@@ -180,7 +207,9 @@ class PostgresParticipant:
         if token.rows_written > 0 and not applied:
             raise TwoPhaseCommitError(
                 f"prepared transaction {gid!r} is gone but its rows are not in ledger "
-                f"{self._ledger_name!r}: something rolled it back after the commit decision"
+                f"{self._ledger_name!r}: something rolled it back after the commit decision "
+                f"(an application sharing app_id {app_of(token.txid)!r} in this database, or "
+                "a ROLLBACK PREPARED by hand)"
             )
 
     def abort(self, token: Token) -> None:
@@ -191,21 +220,9 @@ class PostgresParticipant:
 
     def recover(self, prefix: str) -> list[Token]:
         """Prepared transactions of this participant, in this database, under ``prefix``."""
-        from sqlalchemy import text
-
         self._check_server()
-        with self._engine.connect() as conn:
-            gids = list(
-                conn.execute(
-                    text(
-                        "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()"
-                        " AND starts_with(gid, :p) ORDER BY prepared"
-                    ),
-                    {"p": prefix},
-                ).scalars()
-            )
         tokens = []
-        for gid in gids:
+        for gid in _prepared_gids(self._engine, prefix):
             # kse:<app_id>:<batch_id>:<random>:<participant>[:<part>]
             fields = gid.split(":")
             if len(fields) in (5, 6) and fields[4] == self._name:
@@ -313,8 +330,7 @@ class PostgresParticipant:
     def create_ledger(self, schema: pa.Schema, keys: Sequence[str]) -> None:
         """Check the server and create the ledger for ``keys`` of ``schema`` unless it exists.
 
-        Runs once per participant object; call it before preparing in several processes at
-        once, since concurrent ``CREATE TABLE IF NOT EXISTS`` may fail.
+        Runs once per participant object; several processes may run it at once.
         """
         if self._ledger_ready:
             return
@@ -322,12 +338,19 @@ class PostgresParticipant:
         columns = ", ".join(
             f"{self._quote(c)} {self._type(schema.field(c))} NOT NULL" for c in keys
         )
+        from sqlalchemy.exc import DBAPIError
+
         with self._engine.connect() as conn:
-            conn.exec_driver_sql(
-                f"CREATE TABLE IF NOT EXISTS {self._ledger} ({columns}, txid text NOT NULL,"
-                f" applied_at timestamptz NOT NULL DEFAULT now(),"
-                f" PRIMARY KEY ({', '.join(self._quote(c) for c in keys)}))"
-            )
+            try:
+                conn.exec_driver_sql(
+                    f"CREATE TABLE IF NOT EXISTS {self._ledger} ({columns}, txid text NOT NULL,"
+                    f" applied_at timestamptz NOT NULL DEFAULT now(),"
+                    f" PRIMARY KEY ({', '.join(self._quote(c) for c in keys)}))"
+                )
+            except DBAPIError as error:
+                # Another application sharing the ledger created it at the same moment.
+                if getattr(error.orig, "sqlstate", None) not in _ALREADY_CREATED:
+                    raise
         self._ledger_ready = True
 
     def _type(self, field: pa.Field) -> str:
@@ -350,3 +373,41 @@ class PostgresParticipant:
                 "this server (times their Postgres participants) and restart the server"
             )
         self._checked_server = True
+
+
+def _prepared_gids(engine: Engine, prefix: str) -> list[str]:
+    """Gids of the transactions prepared in ``engine``'s database under ``prefix``, oldest first."""
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        return list(
+            conn.execute(
+                text(
+                    "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()"
+                    " AND starts_with(gid, :p) ORDER BY prepared"
+                ),
+                {"p": prefix},
+            ).scalars()
+        )
+
+
+def _resolution_only(conn: Connection, rows: pa.Table) -> None:
+    raise TwoPhaseCommitError("a participant made to resolve transactions cannot prepare any")
+
+
+def prepared_participants(engine: Engine | str, prefix: str) -> list[PostgresParticipant]:
+    """A participant for each name with transactions prepared under ``prefix`` in the database:
+    enough to commit or roll them back from any process, without knowing their effect.
+
+    Raises:
+        MissingExtraError: SQLAlchemy or psycopg is not installed (``[postgres]``).
+    """
+    require_sql(engine, "prepared_participants")
+    from sqlalchemy import create_engine
+
+    bound = create_engine(engine) if isinstance(engine, str) else engine
+    names = sorted({
+        fields[4] for fields in (gid.split(":") for gid in _prepared_gids(bound, prefix))
+        if len(fields) in (5, 6)
+    })
+    return [PostgresParticipant(bound, _resolution_only, name=name) for name in names]

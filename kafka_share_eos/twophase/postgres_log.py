@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_share_eos._extras import require_sql
-from kafka_share_eos.twophase.protocol import Decision
+from kafka_share_eos.twophase.protocol import Decision, store_first
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -18,7 +18,8 @@ class PostgresDecisionLog:
     """Stores decisions as rows of ``table`` (created if missing), one per transaction id.
 
     Each write is its own committed transaction, so the decision is durable (as durable as the
-    server's ``synchronous_commit`` makes it) before the coordinator moves on.
+    server's ``synchronous_commit`` makes it) before the coordinator moves on. The primary key
+    on the transaction id makes the first decision win, also against other processes.
 
     Args:
         engine: a SQLAlchemy engine or URL (``postgresql+psycopg://...``).
@@ -33,6 +34,7 @@ class PostgresDecisionLog:
         from sqlalchemy import create_engine, text
 
         self._engine = create_engine(engine) if isinstance(engine, str) else engine
+        self.first_writer_wins = True
         self._table = self._engine.dialect.identifier_preparer.quote(table)
         with self._engine.begin() as conn:
             conn.execute(
@@ -44,18 +46,24 @@ class PostgresDecisionLog:
                 )
             )
 
-    def write(self, decision: Decision) -> None:
-        """Store ``decision``; a transaction id already decided keeps its first decision."""
+    def write(self, decision: Decision) -> Decision:
+        """Store ``decision`` unless its transaction already has one; return the stored one."""
         from sqlalchemy import text
 
-        with self._engine.begin() as conn:
-            conn.execute(
-                text(
-                    f"INSERT INTO {self._table} (txid, decision) VALUES (:txid, CAST(:d AS jsonb))"
-                    " ON CONFLICT (txid) DO NOTHING"
-                ),
-                {"txid": decision.txid, "d": decision.to_json_text()},
-            )
+        def create() -> bool:
+            # A concurrent insert of the same txid makes this wait for its commit, then skip.
+            with self._engine.begin() as conn:
+                inserted = conn.execute(
+                    text(
+                        f"INSERT INTO {self._table} (txid, decision)"
+                        " VALUES (:txid, CAST(:d AS jsonb)) ON CONFLICT (txid) DO NOTHING"
+                        " RETURNING txid"
+                    ),
+                    {"txid": decision.txid, "d": decision.to_json_text()},
+                ).first()
+            return inserted is not None
+
+        return store_first(decision, create, lambda: self.read(decision.txid))
 
     def read(self, txid: str) -> Decision | None:
         """The decision stored for ``txid``, if any."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -28,6 +28,14 @@ TXID_PREFIX = "kse"
 
 class TwoPhaseCommitError(KafkaShareEosError, RuntimeError):
     """Base class of the errors raised by the two-phase-commit machinery."""
+
+
+class DecisionOverruledError(TwoPhaseCommitError):
+    """Another process decided this transaction first: its ABORT decision is the stored one.
+
+    The coordinator rolled back what it prepared, so nothing of the batch was applied; the batch
+    is applied when Spark runs it again (restart the query).
+    """
 
 
 def check_name(kind: str, value: str) -> str:
@@ -46,6 +54,11 @@ def check_name(kind: str, value: str) -> str:
 def txid_prefix(app_id: str) -> str:
     """The prefix shared by every transaction id of application ``app_id``."""
     return f"{TXID_PREFIX}:{check_name('app_id', app_id)}:"
+
+
+def app_of(txid: str) -> str:
+    """The ``app_id`` inside a transaction id ``kse:<app_id>:<batch_id>:<random>``."""
+    return txid.split(":")[1]
 
 
 @dataclass(frozen=True)
@@ -134,6 +147,11 @@ class Decision:
     outcome: Outcome
     tokens: tuple[Token, ...]
 
+    @classmethod
+    def abort(cls, txid: str) -> Decision:
+        """The ABORT decision a process other than the transaction's coordinator writes for it."""
+        return cls(txid, int(txid.split(":")[2]), Outcome.ABORT, ())
+
     def committed_token(self, token: Token) -> Token | None:
         """The logged token this decision commits for the same work as ``token``, if any.
 
@@ -168,6 +186,31 @@ class Decision:
         )
 
 
+def store_first(
+    decision: Decision, create: Callable[[], bool], read: Callable[[], Decision | None]
+) -> Decision:
+    """What a first-writer-wins :meth:`DecisionLog.write` returns: ``decision`` if
+    ``create()`` stored it, else the decision already stored, read with ``read()``.
+
+    A decision can vanish between a refused ``create()`` and the ``read()``: its transaction was
+    fully resolved and the decision forgotten. Storing ``decision`` is then tried again, which
+    is harmless: committing or aborting a resolved transaction does nothing.
+
+    Raises:
+        TwoPhaseCommitError: the stored decision vanished after every one of three tries.
+    """
+    for _ in range(3):
+        if create():
+            return decision
+        stored = read()
+        if stored is not None:
+            return stored
+    raise TwoPhaseCommitError(
+        f"the decision of {decision.txid} was deleted three times while it was being stored: "
+        f"is another process using app_id {app_of(decision.txid)!r} with this decision log?"
+    )
+
+
 @runtime_checkable
 class Participant(Protocol):
     """A resource that can prepare work, then commit or abort it, across process crashes.
@@ -179,7 +222,8 @@ class Participant(Protocol):
       each record (identified by ``txn.key_columns``) at most once across all transactions it
       ever committed: a ledger of applied keys, kept atomically with the effect.
     - ``commit`` and ``abort`` are idempotent, and may run in a different process than
-      ``prepare`` did.
+      ``prepare`` did. Several applications may share a participant's target: a record another
+      application committed after this prepare must not be applied again by ``commit``.
     - ``recover`` lists the tokens still prepared for transactions whose id starts with
       ``prefix``, so that a restarted coordinator can resolve them.
     """
@@ -193,8 +237,12 @@ class Participant(Protocol):
         """Durably stage the effect of ``rows`` (already free of in-batch duplicates)."""
         ...
 
-    def commit(self, token: Token) -> None:
-        """Make the staged work visible; a no-op if already committed."""
+    def commit(self, token: Token) -> int | None:
+        """Make the staged work visible; a no-op if already committed.
+
+        Returns the rows of the token left out because another application committed them
+        first (``None`` or 0 when the participant cannot tell or there were none).
+        """
         ...
 
     def abort(self, token: Token) -> None:
@@ -211,10 +259,15 @@ class DecisionLog(Protocol):
     """Durable storage of decisions, keyed by transaction id.
 
     ``write`` must be durable when it returns: participants are told to commit right after.
+    The first decision stored for a transaction id wins: a coordinator commits only when its
+    own COMMIT decision is the stored one, and whoever resolves a transaction in doubt (an
+    operator, a restarted run) stores an ABORT decision before rolling anything back. That
+    makes resolving an application's transactions safe while it may still be alive.
     """
 
-    def write(self, decision: Decision) -> None:
-        """Store ``decision`` durably and atomically (all of it or none of it)."""
+    def write(self, decision: Decision) -> Decision:
+        """Store ``decision`` durably and atomically unless its transaction id already has one;
+        return the decision stored for it (``decision`` itself, or the earlier one)."""
         ...
 
     def read(self, txid: str) -> Decision | None:

@@ -7,6 +7,7 @@ Payment records carry Kafka coordinates, an account and an amount; the Postgres 
 from __future__ import annotations
 
 import random
+import time
 from collections import Counter
 
 import pyarrow as pa
@@ -66,8 +67,36 @@ def prepared_gids(url: str) -> list[str]:
     return gids
 
 
+def record_keys(records: pa.Table) -> list[tuple[int, int]]:
+    """The ``(partition, offset)`` of each record, sorted: what :func:`delta_keys` returns
+    when the Delta table holds each of ``records`` once."""
+    return sorted(
+        zip(records["partition"].to_pylist(), records["offset"].to_pylist(), strict=True)
+    )
+
+
 def delta_keys(path: str) -> list[tuple[int, int]]:
     table = DeltaTable(path).to_pyarrow_table(columns=["partition", "offset"])
     return sorted(
         zip(table["partition"].to_pylist(), table["offset"].to_pylist(), strict=True)
     )
+
+
+def wait_for_lock_waiter(url: str, timeout: float = 30) -> None:
+    """Return once a session of the database at ``url`` waits for a lock another transaction
+    holds (a prepared transaction's rows, say); fail after ``timeout`` seconds."""
+    engine = create_engine(url)
+    deadline = time.monotonic() + timeout
+    try:
+        with engine.connect() as conn:
+            while not conn.execute(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                )
+            ).scalar_one():
+                assert time.monotonic() < deadline, "no session started waiting for a lock"
+                conn.rollback()  # a fresh snapshot of pg_stat_activity
+                time.sleep(0.05)
+    finally:
+        engine.dispose()

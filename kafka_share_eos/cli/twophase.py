@@ -1,0 +1,113 @@
+"""``kafka-share-eos twophase``: resolve the transactions an application left in doubt.
+
+An application that prepared a transaction and died holds the prepared rows' locks until it
+comes back; other applications writing the same rows wait until then. ``twophase recover``
+resolves that application's transactions from anywhere, safely even if it is still alive:
+each transaction without a decision is decided ABORT first in the application's decision log
+(first writer wins), and only then rolled back; one whose COMMIT decision is stored is
+committed. The decisions are kept, so a live coordinator of the application cannot commit what
+was rolled back: its own next recovery forgets them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kafka_share_eos.errors import LocationNotFoundError
+from kafka_share_eos.storage import open_existing
+from kafka_share_eos.twophase import (
+    DecisionLog,
+    FileDecisionLog,
+    Outcome,
+    Participant,
+    resolve_in_doubt,
+    txid_prefix,
+)
+
+twophase = typer.Typer(
+    name="twophase",
+    help="Resolve two-phase-commit transactions an application left prepared.",
+    no_args_is_help=True,
+)
+
+
+def _decision_log(location: str, table: str) -> DecisionLog:
+    if location.startswith("postgresql"):
+        from kafka_share_eos.twophase.postgres_log import PostgresDecisionLog
+
+        return PostgresDecisionLog(location, table)
+    try:
+        open_existing(location)
+    except LocationNotFoundError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--decision-log") from exc
+    log = FileDecisionLog(location)
+    if not log.first_writer_wins:
+        raise typer.BadParameter(
+            f"{location!r} cannot refuse a second decision atomically, so resolving the "
+            "application's transactions could race with the application itself; restart the "
+            "application instead (it resolves them on start), or use a local path or a "
+            "PostgresDecisionLog for applications that share targets",
+            param_hint="--decision-log",
+        )
+    return log
+
+
+def _participants(prefix: str, postgres: list[str], delta: list[str]) -> list[Participant]:
+    from kafka_share_eos.twophase.delta import staged_participants
+    from kafka_share_eos.twophase.postgres import prepared_participants
+
+    found: list[Participant] = []
+    for url in postgres:
+        found.extend(prepared_participants(url, prefix))
+    for uri in delta:
+        found.extend(staged_participants(uri, prefix))
+    return found
+
+
+@twophase.command("recover")
+def recover_command(
+    app_id: Annotated[str, typer.Option("--app-id", help="The application's app_id.")],
+    decision_log: Annotated[
+        str,
+        typer.Option("--decision-log", help="The application's decision log: the directory of "
+                     "its FileDecisionLog, or the postgresql+psycopg:// URL of its "
+                     "PostgresDecisionLog."),
+    ],
+    postgres: Annotated[
+        list[str],
+        typer.Option("--postgres", help="URL of a database where the application prepares "
+                     "transactions (every participant there is resolved); repeatable."),
+    ] = [],  # noqa: B006 - typer reads the default, never mutated
+    delta: Annotated[
+        list[str],
+        typer.Option("--delta", help="Path or URI of a Delta table the application stages "
+                     "files in; repeatable."),
+    ] = [],  # noqa: B006 - typer reads the default, never mutated
+    decision_table: Annotated[
+        str, typer.Option(help="Table of a PostgresDecisionLog.")
+    ] = "kse_2pc_decisions",
+) -> None:
+    """Commit or roll back every transaction APP_ID left prepared, fenced by its decision log:
+    one line per transaction. Pass every database and Delta table the application writes."""
+    if not postgres and not delta:
+        raise typer.BadParameter("name at least one --postgres database or --delta table")
+    try:
+        prefix = txid_prefix(app_id)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--app-id") from exc
+    log = _decision_log(decision_log, decision_table)
+    participants = _participants(prefix, postgres, delta)
+    report = resolve_in_doubt(log, participants, prefix, forget=False)
+    outcomes = report.transactions()
+    if not outcomes:
+        print(f"{app_id}: no transaction in doubt")
+        return
+    for txid, outcome in outcomes.items():
+        tokens = report.committed if outcome is Outcome.COMMIT else report.aborted
+        parts = sorted({t.participant for t in tokens if t.txid == txid})
+        how = ("committed (its COMMIT decision was stored)" if outcome is Outcome.COMMIT
+               else "rolled back (ABORT decided here)" if txid in report.aborts_written
+               else "rolled back (its ABORT decision was stored)")
+        print(f"{txid}: {how}: {', '.join(parts)}")
