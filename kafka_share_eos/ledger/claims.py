@@ -3,11 +3,13 @@
 Applications consuming one share group may write through one ledger and one sink. A record
 whose lock expires while application A's batch holds it is delivered to application B, so two
 running batches hold it. The ledger decides which of them applies it, before either calls its
-sink: a batch *claims* the identities it found absent with one Delta MERGE (insert when not
-matched) on the very snapshot it read them from. Delta's optimistic concurrency refuses that
-commit when another commit since the snapshot added rows the MERGE read (delta-rs raises
-``CommitFailedError``), so of two batches claiming one identity exactly one commit lands; the
-other re-reads, finds the identity claimed, and leaves it out.
+sink: a batch *claims* the identities it found absent by appending them, in a commit delta-rs may
+not rebase onto a later snapshot than the one it read them from: if any commit landed since,
+delta-rs raises ``CommitFailedError``. So of two batches claiming one identity exactly one commit
+lands; the other re-reads, finds the identity claimed, and leaves it out. (An append costs a
+fraction of a MERGE, which would also read the ledger files the claims may touch; it conflicts
+with every concurrent claim rather than only with those in its key ranges, a retry that is rare
+at the few commits per second of a handful of applications.)
 
 A claim row names its application and batch (``_app_id``, ``_batch_id``), and its commit carries
 the application transaction ``(app_id, batch_id)``. A batch replayed after a crash finds its own
@@ -98,15 +100,12 @@ def claim(
         faults.maybe_crash(BEFORE_CLAIM)
         if fresh.num_rows:
             try:
-                inserted = _commit_claims(ledger, table, fresh, batch_id)
+                _commit_claims(ledger, table, fresh, batch_id)
             except CommitFailedError:
                 # Someone committed since our snapshot: re-read and claim what is still free.
                 time.sleep(random.uniform(0, backoff_seconds * min(attempt, 10)))
                 continue
-            claimed_now += inserted
-            if inserted != fresh.num_rows:
-                # Not what the snapshot promised: the ledger itself says which claims are ours.
-                continue
+            claimed_now += fresh.num_rows
         rows = select_in_order(batch, ledger.identity, own, fresh)
         return Claim(rows, claimed_now, batch.num_rows - rows.num_rows, attempt)
     raise ClaimConflictError(
@@ -189,34 +188,22 @@ def claim_rows(ledger: IdentityLedger, rows: pa.Table, batch_id: int) -> pa.Tabl
 
 def _commit_claims(
     ledger: IdentityLedger, table: DeltaTable, fresh: pa.Table, batch_id: int
-) -> int:
-    """Insert claims for ``fresh`` unless another commit got in since ``table``'s snapshot;
-    the number inserted."""
+) -> None:
+    """Append claims for ``fresh`` unless another commit got in since ``table``'s snapshot
+    (then ``CommitFailedError``)."""
     import pyarrow as pa
-    from deltalake import CommitProperties, Transaction
-
-    from kafka_share_eos.sinks.delta import quote_identifier
+    from deltalake import CommitProperties, Transaction, write_deltalake
 
     rows = claim_rows(ledger, fresh, batch_id)
     # an int64 partition from pandas must land in the int32 column Spark created
     rows = rows.cast(pa.schema(table.schema().to_arrow()))
-    predicate = " AND ".join(
-        f"target.{quote_identifier(c)} = source.{quote_identifier(c)}" for c in ledger.identity
+    write_deltalake(
+        table,
+        rows,
+        mode="append",
+        commit_properties=CommitProperties(
+            app_transactions=[Transaction(ledger.app_id, batch_id)],
+            # No rebase onto a concurrent commit: it may claim what this snapshot found free.
+            max_commit_retries=0,
+        ),
     )
-    metrics = (
-        table.merge(
-            rows,
-            predicate=predicate,
-            source_alias="source",
-            target_alias="target",
-            # In memory, so delta-rs derives key ranges from the rows: it reads, and conflicts
-            # with, only the ledger files those ranges can touch.
-            streamed_exec=False,
-            commit_properties=CommitProperties(
-                app_transactions=[Transaction(ledger.app_id, batch_id)]
-            ),
-        )
-        .when_not_matched_insert_all()
-        .execute()
-    )
-    return int(metrics["num_target_rows_inserted"])
