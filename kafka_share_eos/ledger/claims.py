@@ -106,7 +106,8 @@ def claim(
                 time.sleep(random.uniform(0, backoff_seconds * min(attempt, 10)))
                 continue
             claimed_now += fresh.num_rows
-        rows = select_in_order(batch, ledger.identity, own, fresh)
+        # Without claims of an earlier attempt, the fresh rows are the batch's, in its order.
+        rows = fresh if own.num_rows == 0 else select_in_order(batch, ledger.identity, own, fresh)
         return Claim(rows, claimed_now, batch.num_rows - rows.num_rows, attempt)
     raise ClaimConflictError(
         f"ledger {ledger.uri!r}: batch {batch_id} of app_id {ledger.app_id!r} lost the claim "
