@@ -16,6 +16,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 from helpers.delta import read_delta
 
+from kafka_share_eos.errors import AppIdConflictError
 from kafka_share_eos.faults import CRASH_AT_ENV, SINK_MID_WRITE
 from kafka_share_eos.sinks.delta import DEFAULT_APP_ID_PREFIX, DeltaMergeWriter
 from kafka_share_eos.strategies import CommitConflictError, IdempotentUpsertSink
@@ -159,3 +160,16 @@ def test_crash_between_the_append_and_the_merge_of_a_batch_then_replay(delta_pat
     assert (replay.write_path, replay.already_applied, replay.rows_written) == ("merge", 4, 2)
     assert read(delta_path) == {0: (1, 0.0), 1: (1, 1.0)} | {k: (2, 2.0 * k) for k in range(2, 6)}
     assert DeltaTable(delta_path).transaction_version("q") == 1
+
+
+def test_an_older_batch_under_the_same_app_id_is_refused_not_skipped(delta_path: str) -> None:
+    IdempotentUpsertSink.delta(delta_path, key_columns=["account"], app_id="shared").apply(
+        balances(range(2), 1), 7
+    )
+    # A second application (or a new checkpoint) on the same app id, at batch 3: skipping its
+    # batch as "already applied" would lose its rows.
+    with pytest.raises(AppIdConflictError, match="batch 7 of app id 'shared'"):
+        IdempotentUpsertSink.delta(delta_path, key_columns=["account"], app_id="shared").apply(
+            balances(range(2, 4), 1), 3
+        )
+    assert sorted(read(delta_path)) == [0, 1]

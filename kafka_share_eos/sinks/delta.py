@@ -31,6 +31,7 @@ import pyarrow.dataset as ds
 
 from kafka_share_eos import faults
 from kafka_share_eos._extras import needs_extra
+from kafka_share_eos.errors import AppIdConflictError
 
 from .dedup import contained, split_by_stored
 from .errors import CommitConflictError, MissingColumnsError, SinkConfigurationError
@@ -175,6 +176,7 @@ class DeltaMergeWriter:
 
         Raises:
             CommitConflictError: concurrent writers won every one of ``max_commit_attempts``.
+            AppIdConflictError: the table holds a later batch of this ``app_id``.
         """
         if table.num_rows == 0:
             return UpsertOutcome(0, 0, "merge")
@@ -236,7 +238,15 @@ class DeltaMergeWriter:
         concurrent commit got in first."""
         delta = self._open(table.schema)
         applied = delta.transaction_version(self.app_id)
-        if applied is not None and applied >= batch_id:
+        if applied is not None and applied > batch_id:
+            raise AppIdConflictError(
+                f"Delta table {self.table_uri!r} already holds batch {applied} of app id "
+                f"{self.app_id!r}, and this query is at batch {batch_id}: another application "
+                "or an earlier checkpoint writes under the same app id, and skipping the batch "
+                "would lose its rows. Give each application, and each new checkpoint, its own "
+                "app_id (by default it is the streaming query's id, which always is)"
+            )
+        if applied == batch_id:
             return UpsertOutcome(0, table.num_rows, "skipped-batch")
         appendable = _as_stored(delta, table)
         if appendable is None:
