@@ -202,7 +202,7 @@ class DeltaParticipant:
                     return own
                 version_taken = True
                 version = (table.transaction_version(app_id) or 0) + 1
-            if self._staging.read(token.txid) is None:
+            if not self._staging.holds(token.txid):
                 raise TwoPhaseCommitError(
                     f"the staged files of {token.txid} in Delta table {self._uri!r} "
                     f"(participant {self._name!r}) are gone and no commit added them: the "

@@ -107,6 +107,11 @@ class StagingArea:
             return None
         return manifest
 
+    def holds(self, txid: str) -> bool:
+        """Whether ``txid`` still has a manifest (is neither committed nor rolled back)."""
+        path = f"{self._dir}/{_manifest_name(txid)}"
+        return bool(self._fs.get_file_info(path).type == fs.FileType.File)
+
     def txids(self, prefix: str) -> list[str]:
         """Transactions under ``prefix`` that still have a manifest."""
         selector = fs.FileSelector(self._dir, allow_not_found=True)

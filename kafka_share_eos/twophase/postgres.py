@@ -77,7 +77,9 @@ class PostgresParticipant:
             with an Arrow table of the new records. It must not commit or roll back.
         name: participant name, unique within a coordinator; part of every gid.
         ledger_table: table of applied keys, created on first use with the key columns as
-            primary key. One ledger per effect: two participants must not share it.
+            primary key. One ledger per effect: applications applying the same effect to the
+            same tables share it (its primary key decides which of them applies a record both
+            hold), participants with different effects must not.
 
     Raises:
         MissingExtraError: SQLAlchemy or psycopg is not installed (``[postgres]``).
