@@ -9,7 +9,6 @@ instead of a bare ``ModuleNotFoundError`` from deep inside the toolkit.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from importlib import import_module
@@ -41,14 +40,22 @@ def needs_extra(extra: str, feature: str) -> Iterator[None]:
 
 
 def require(module: str, extra: str, feature: str) -> ModuleType:
-    """Import ``module`` (a library of ``extra``), or raise :class:`MissingExtraError`."""
+    """Import ``module`` (a library of ``extra``).
+
+    Raises:
+        MissingExtraError: ``module`` is not installed; the message names ``extra``.
+    """
     with needs_extra(extra, feature):
         return import_module(module)
 
 
 def require_sql(engine: object, feature: str) -> None:
     """Check that what a SQL URL needs is installed: SQLAlchemy, and psycopg for
-    ``postgresql+psycopg://`` URLs. An engine object needs no check: it was built already."""
+    ``postgresql+psycopg://`` URLs. An engine object needs no check: it was built already.
+
+    Raises:
+        MissingExtraError: one of them is not installed (extra ``sqlite`` or ``postgres``).
+    """
     if not isinstance(engine, str):
         return
     backend, _, driver = engine.partition(":")[0].partition("+")
@@ -57,12 +64,3 @@ def require_sql(engine: object, feature: str) -> None:
     if backend == "postgresql" and driver == "psycopg":
         require("psycopg", extra, feature)
 
-
-def loaded_errors(module: str, *names: str) -> tuple[type[BaseException], ...]:
-    """The exception classes ``names`` of an optional ``module``, without importing it.
-
-    When the module was never imported no error can be an instance of its classes, so the
-    tuple is empty (``isinstance(error, ())`` is False) and nothing optional gets loaded.
-    """
-    loaded = sys.modules.get(module)
-    return () if loaded is None else tuple(getattr(loaded, name) for name in names)
