@@ -274,7 +274,9 @@ class _Supervisor:
         crash_at = None
         kill_after = None
         if armed and point != RANDOM_KILL:
-            crash_at = faults.crash_spec(point, self.rng.randint(1, self._batches_left()))
+            # With other applications in the group, this one runs about its share of batches.
+            share = max(1, self._batches_left() // self.spec.mix.pipelines)
+            crash_at = faults.crash_spec(point, self.rng.randint(1, share))
         if armed and (point == RANDOM_KILL or self.spec.mix.random_kills):
             kill_after = self.rng.uniform(*KILL_WINDOW_S)
         self.result.starts += 1
