@@ -12,7 +12,8 @@ touches is importable from here:
   and the :class:`Token` it hands back), the :class:`PostgresParticipant`,
   :class:`DeltaParticipant` and :class:`OutboxParticipant`, the decision logs
   (:class:`FileDecisionLog`, :class:`PostgresDecisionLog`) and the engine underneath the
-  strategy, :class:`TransactionCoordinator`;
+  strategy, :class:`TransactionCoordinator`, with its :class:`CommitResult` and
+  :class:`RecoveryReport`;
 - :class:`DeltaAppendSink`, a sink for the checkpoint-dedup store, and :class:`RetentionPolicy`,
   which bounds its ledger;
 - the dead-letter sinks (:class:`SqlDeadLetters`, :class:`DeltaDeadLetters`,
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
     )
     from kafka_share_eos.strategies.quarantine import NullIdentityError as NullIdentityError
     from kafka_share_eos.strategies.screening import TransformShapeError as TransformShapeError
+    from kafka_share_eos.twophase import CommitResult as CommitResult
     from kafka_share_eos.twophase import DecisionLog as DecisionLog
     from kafka_share_eos.twophase import DecisionOverruledError as DecisionOverruledError
     from kafka_share_eos.twophase import FileDecisionLog as FileDecisionLog
@@ -104,6 +106,7 @@ _LAZY = {
     "CheckpointDedupStore": "kafka_share_eos.strategies",
     "ClaimConflictError": "kafka_share_eos.ledger.claims",
     "CommitConflictError": "kafka_share_eos.sinks",
+    "CommitResult": "kafka_share_eos.twophase",
     "DEAD_LETTER_SCHEMA": "kafka_share_eos.deadletter",
     "DeadLetterPolicy": "kafka_share_eos.strategies",
     "DeadLetterSink": "kafka_share_eos.deadletter",
@@ -150,6 +153,7 @@ __all__ = [
     "CheckpointDedupStore",
     "ClaimConflictError",
     "CommitConflictError",
+    "CommitResult",
     "ConfigurationError",
     "DeadLetterPolicy",
     "DeadLetterSink",
