@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
 from helpers import accounts
+from helpers.pauses import Background
 from helpers.streaming import run_available_now, share_stream
 
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
@@ -108,6 +109,38 @@ def test_spark_stream_applies_each_payment_once_across_a_failed_run(
     assert first.batch_id == 1
     assert first.rows_written == 0
     assert first.already_applied == first.rows_in - first.duplicates_in_batch > 0
+
+
+def test_two_queries_on_one_share_group_and_shared_targets_apply_each_payment_once(
+    spark: SparkSession, share_topic: ShareTopic, postgres_url: str, tmp_path: Path
+) -> None:
+    """Two queries (own checkpoint, journal, decision log and app_id) drain one share group
+    into the same balances and Delta table at the same time."""
+    accounts.create_accounts(postgres_url)
+    sent = produce_payments(share_topic, 150)
+    delta_path = str(tmp_path / "payments")
+    apps = {
+        name: TwoPhaseCommitCoordinator(
+            log=str(tmp_path / f"{name}-2pc"),
+            participants=[PostgresParticipant(postgres_url, accounts.INCREMENT),
+                          DeltaParticipant(delta_path)],
+            app_id=name,
+        )
+        for name in ("a", "b")
+    }
+    runs = [
+        Background(lambda name=name: run_available_now(
+            payments_stream(spark, share_topic, tmp_path / f"{name}-journal"),
+            tmp_path / f"{name}-checkpoint", apps[name],
+        ))
+        for name in apps
+    ]
+    for run in runs:
+        run.outcome()
+
+    assert accounts.balances(postgres_url) == accounts.expected_balances(sent)
+    assert accounts.delta_keys(delta_path) == accounts.record_keys(sent)
+    assert accounts.prepared_gids(postgres_url) == []
 
 
 def test_prepare_on_executors_applies_each_payment_once(
