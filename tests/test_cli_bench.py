@@ -37,9 +37,10 @@ def test_every_benchmark_reports_numeric_ratios(quick_run: dict[str, Any]) -> No
             assert row["value"] > 0, row
             assert (row["target"] is None) == (row["meets"] is None), row
     names = {row["name"] for row in quick_run["ratios"]}
-    assert "Postgres, new rows vs plain COPY append" in names
-    assert "Postgres, set-based effect vs upsert sink" in names
-    assert "ledger growth: batch cost at 10k vs 1k identities" in names
+    assert "Postgres upsert, new keys vs COPY append" in names
+    assert "two-phase, Postgres set-based effect vs upsert sink" in names
+    assert "dedup store vs Delta append, 1k-row batches" in names
+    assert "ledger growth: batch cost at 100k vs 10k identities" in names
     assert "runner CPU per record" in names
     assert any(name.startswith("Spark query, afterCommit") for name in names)
 
