@@ -352,3 +352,18 @@ def test_a_spark_pipeline_on_sqlite_needs_neither_delta_nor_psycopg(tmp_path: Pa
     good = [i for i in range(300) if i not in undecodable | negative]
     assert applied == [(i, i % 500) for i in good]
     assert stages == [("transform", len(undecodable)), ("write", len(negative))]
+
+
+def test_the_command_names_a_missing_extra_in_one_line(tmp_path: Path) -> None:
+    # A Delta command where deltalake is not installed: the message, not a traceback.
+    done = subprocess.run(
+        [sys.executable, "-m", "kafka_share_eos.cli.main", "dedup", "stats",
+         str(tmp_path / "ledger")],
+        capture_output=True, text=True, timeout=150, env=without(NO_DELTA, tmp_path / "site"),
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "kafka-share-eos: deltalake is not installed (used by Delta tables): "
+        "pip install 'kafka-share-eos[delta]'"
+    ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from kafka_share_eos.cli.bench import bench
@@ -12,6 +14,7 @@ from kafka_share_eos.cli.doctor import doctor
 from kafka_share_eos.cli.status import status
 from kafka_share_eos.cli.twophase import twophase
 from kafka_share_eos.cli.verify import verify
+from kafka_share_eos.errors import KafkaShareEosError
 
 app = typer.Typer(
     name="kafka-share-eos",
@@ -34,5 +37,15 @@ def main() -> None:
     """Exactly-once effects for PySpark pipelines on Kafka share groups."""
 
 
+def run() -> None:
+    """The console script: the toolkit's own errors end the command with their message, not a
+    traceback (a missing extra names the ``pip install`` line to run)."""
+    try:
+        app()
+    except KafkaShareEosError as error:
+        print(f"kafka-share-eos: {error}", file=sys.stderr)
+        sys.exit(1)
+
+
 if __name__ == "__main__":
-    app()
+    run()
