@@ -186,7 +186,7 @@ def verify(
         progress.print(f"{count} of {total} runs taken from {results}")
 
     def on_start(where: str) -> None:
-        progress.print(f"verifying {total} runs: {where}")
+        progress.print(f"verifying {total} runs: {where}", soft_wrap=True)
 
     # SIGTERM unwinds like an interrupt: pipelines are killed, then the PostgreSQL server and
     # the broker stopped.

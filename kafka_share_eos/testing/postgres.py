@@ -15,6 +15,7 @@ Setting ``KSE_TEST_POSTGRES_URL`` (a SQLAlchemy URL of a superuser on an existin
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -30,6 +31,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
+from kafka_share_eos.signals import deferred_signals
 
 POSTGRES_URL_ENV = "KSE_TEST_POSTGRES_URL"
 _REQUIRED_BINARIES = ("initdb", "pg_ctl", "postgres")
@@ -239,6 +241,8 @@ class PostgresServer(PostgresDatabases):
     def start(self) -> Self:
         """Initialise a data directory and start the server; returns once it accepts connections.
 
+        A SIGINT or SIGTERM arriving meanwhile is acted on once the server is stopped again.
+
         Raises:
             PostgresNotFoundError: no server binaries in ``bindir`` or on this machine.
             PostgresServerError: ``initdb`` or ``pg_ctl`` failed (the message has their output
@@ -255,33 +259,45 @@ class PostgresServer(PostgresDatabases):
         self._user = _unprivileged_user()
         self._tmpdir = Path(tempfile.mkdtemp(prefix="kse-postgres-"))
         try:
-            if self._user is not None:
-                shutil.chown(self._tmpdir, user=self._user)
-            data = self._tmpdir / "data"
-            self._run(
-                bindir / "initdb", "-D", str(data), "-U", _SUPERUSER, "--auth=trust",
-                "--encoding=UTF8", "--no-sync",
-            )
-            with (data / "postgresql.conf").open("a") as conf:
-                conf.write(f"unix_socket_directories = '{self._tmpdir}'\n")
-                conf.writelines(f"{key} = {value}\n" for key, value in self._settings.items())
-            self._start_on_free_port(bindir, data)
+            # An interrupt lands after the server is recorded here, so the stop below finds it.
+            with deferred_signals():
+                if self._user is not None:
+                    shutil.chown(self._tmpdir, user=self._user)
+                data = self._tmpdir / "data"
+                self._run(
+                    bindir / "initdb", "-D", str(data), "-U", _SUPERUSER, "--auth=trust",
+                    "--encoding=UTF8", "--no-sync",
+                )
+                with (data / "postgresql.conf").open("a") as conf:
+                    conf.write(f"unix_socket_directories = '{self._tmpdir}'\n")
+                    conf.writelines(f"{key} = {value}\n" for key, value in self._settings.items())
+                self._start_on_free_port(bindir, data)
         except BaseException:
-            self._remove_workdir()
+            with contextlib.suppress(PostgresServerError):  # the first error is the one to see
+                self.stop()
             raise
         return self
 
     def stop(self) -> None:
-        """Stop the server (fast shutdown) and delete its data directory."""
+        """Stop the server (fast shutdown) and delete its data directory.
+
+        A SIGINT or SIGTERM arriving meanwhile is acted on once the server is gone.
+
+        Raises:
+            PostgresServerError: ``pg_ctl stop`` failed (the directory is deleted all the same).
+        """
         if self._tmpdir is None:
             return
-        try:
-            if self._port is not None and self._bindir is not None:
-                self._run(self._bindir / "pg_ctl", "-D", str(self._tmpdir / "data"), "-m", "fast",
-                          "-w", "stop")
-        finally:
-            self._port = None
-            self._remove_workdir()
+        data = self._tmpdir / "data"
+        with deferred_signals():
+            try:
+                # A start cut short may have left a postmaster that was never recorded.
+                if self._bindir is not None and (data / "postmaster.pid").exists():
+                    self._run(self._bindir / "pg_ctl", "-D", str(data), "-m", "fast", "-w",
+                              "stop")
+            finally:
+                self._port = None
+                self._remove_workdir()
 
     def __enter__(self) -> Self:
         return self.start()
@@ -310,7 +326,8 @@ class PostgresServer(PostgresDatabases):
 
     def _run(self, *command: str | Path) -> None:
         # Output goes to a file, not a pipe: the server started by pg_ctl inherits the
-        # descriptors, and a pipe would never reach end-of-file.
+        # descriptors, and a pipe would never reach end-of-file. A session of its own keeps a
+        # Ctrl-C in the terminal from killing pg_ctl halfway: this process acts on it instead.
         with tempfile.TemporaryFile("w+") as output:
             kwargs: dict[str, Any] = {"user": self._user} if self._user is not None else {}
             result = subprocess.run(
@@ -321,6 +338,7 @@ class PostgresServer(PostgresDatabases):
                 cwd=self._workdir(),
                 text=True,
                 check=False,
+                start_new_session=True,
                 **kwargs,
             )
             if result.returncode != 0:

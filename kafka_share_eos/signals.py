@@ -1,0 +1,58 @@
+"""Steps that a SIGINT or SIGTERM must not cut in half.
+
+Starting a PostgreSQL server forks a postmaster in a session of its own: interrupted between
+that fork and the moment the caller records the server, the program would unwind without
+knowing there is a server to stop, and the server would outlive it. Such a step runs inside
+:func:`deferred_signals`: the signals that arrive meanwhile are held and acted on, as they would
+have been, once the step is complete, so the code unwinding from them knows what to clean up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block ends, then act on them.
+
+    A held signal calls the handler that was installed before the block. Where that handler is
+    the operating system's default (SIGTERM in most programs, which would end the process on
+    the spot), it raises ``SystemExit(128 + signal)`` instead, so that the cleanup of what the
+    block started runs. Ignored signals stay ignored. Python delivers signals to the main thread
+    only: in another thread the block runs unprotected.
+
+    Raises:
+        KeyboardInterrupt: a SIGINT arrived during the block (under Python's default handler).
+        SystemExit: a SIGTERM arrived during the block and its handler was the default.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {}
+    for signum in HELD_SIGNALS:
+        handler = signal.getsignal(signum)
+        if handler in (signal.SIG_IGN, None):
+            continue
+        previous[signum] = handler
+        signal.signal(signum, lambda held, _frame: received.append(held))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for held in dict.fromkeys(received):
+            _act_on(held, previous[signal.Signals(held)])
+
+
+def _act_on(signum: int, handler: object) -> None:
+    if callable(handler):
+        handler(signum, None)
+    else:
+        raise SystemExit(128 + signum)

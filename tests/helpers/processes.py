@@ -1,0 +1,62 @@
+"""Waiting on conditions and finding processes, for tests that run commands as processes."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def wait_until(condition: Callable[[], T], timeout: float, what: str) -> T:
+    """Poll ``condition`` until it returns something true and return that; fail naming ``what``
+    after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.05)
+    return value
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Pids of the processes whose command line contains ``text``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue  # exited meanwhile
+        if text in cmdline.decode(errors="replace"):
+            found.append(int(proc.name))
+    return found
+
+
+def group_members(pgid: int) -> dict[int, str]:
+    """The processes of process group ``pgid`` that have not exited: pid to command name."""
+    members = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+        except OSError:
+            continue  # exited meanwhile
+        # The command name may hold spaces and parentheses: the fields after its ")" do not.
+        name, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat.rsplit(")", 1)[1].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members[int(proc.name)] = name
+    return members
+
+
+def port_open(address: str) -> bool:
+    """Whether something accepts TCP connections at ``host:port``."""
+    host, port = address.rsplit(":", 1)
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex((host, int(port))) == 0
