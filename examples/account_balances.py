@@ -22,8 +22,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import sqlalchemy as sa
-from pyspark.errors import StreamingQueryException
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 import kafka_share_eos
@@ -33,8 +31,8 @@ from kafka_share_eos import (
     PostgresParticipant,
     TwoPhaseCommitCoordinator,
 )
+from kafka_share_eos.testing.console import CrashOnce, RunConsole
 from kafka_share_eos.testing.postgres import postgres_for_tests
-from kafka_share_eos.testing.spark import local_spark_session
 
 PAYMENT_SCHEMA = "payment_id BIGINT, account INT, amount BIGINT"
 INCREMENT = "UPDATE accounts SET balance = balance + :amount WHERE id = :account"
@@ -80,21 +78,8 @@ def create_accounts(postgres_url: str, accounts: int) -> None:
     engine.dispose()
 
 
-class FailOnceAfter:
-    """foreachBatch: apply the batch, then fail once after batch ``batch_id``, as a crash would."""
-
-    def __init__(self, coordinator: TwoPhaseCommitCoordinator, batch_id: int | None) -> None:
-        self.coordinator = coordinator
-        self.fail_after = batch_id
-
-    def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
-        self.coordinator(batch_df, batch_id)
-        if batch_id == self.fail_after:
-            self.fail_after = None
-            raise RuntimeError(f"simulated failure after committing batch {batch_id}")
-
-
-def run(args: argparse.Namespace, bootstrap_servers: str, postgres_url: str) -> dict[int, int]:
+def run(console: RunConsole, args: argparse.Namespace, bootstrap_servers: str,
+        postgres_url: str) -> dict[int, int]:
     """Drain the topic into the balances and the audit table; return the balances."""
     create_accounts(postgres_url, args.accounts)
     coordinator = TwoPhaseCommitCoordinator(
@@ -105,8 +90,7 @@ def run(args: argparse.Namespace, bootstrap_servers: str, postgres_url: str) -> 
         ],
         app_id="balances",
     )
-    pipeline = FailOnceAfter(coordinator, args.fail_after_batch)
-    spark = local_spark_session("account-balances")
+    spark = console.spark("account-balances")
     kafka_share_eos.register(spark)
     payments = (
         spark.readStream.format("kafka-share")
@@ -120,20 +104,17 @@ def run(args: argparse.Namespace, bootstrap_servers: str, postgres_url: str) -> 
                 F.from_json(F.col("value").cast("string"), PAYMENT_SCHEMA).alias("payment"))
         .select("topic", "partition", "offset", "payment.*")
     )
-    while True:  # a restart on the same checkpoint, as a scheduler would do after a failure
-        query = (
-            payments.writeStream.foreachBatch(pipeline)
+    total = args.payments if args.bootstrap_servers is None else None
+    with console.tracking(coordinator, total, "payments") as tracked:
+        # Fails once right after the batch committed, as a crash would; drain() restarts the
+        # query on the same checkpoint, as a scheduler would after a failure.
+        pipeline = CrashOnce(tracked, args.fail_after_batch)
+        console.drain(
+            lambda: payments.writeStream.foreachBatch(pipeline)
             .trigger(availableNow=True)
             .option("checkpointLocation", str(args.workdir / "checkpoint"))
             .start()
         )
-        try:
-            query.awaitTermination()
-            break
-        except StreamingQueryException as failure:
-            if "simulated failure" not in str(failure):
-                raise
-            print("the pipeline failed after committing a batch; restarting it")
     totals = coordinator.totals
     print(
         f"{totals.batches} batches, {totals.rows_in} payments in, "
@@ -161,23 +142,30 @@ def main() -> None:
                         help="fail once after committing this batch (-1: never)")
     args = parser.parse_args()
     args.workdir = args.workdir or Path(tempfile.mkdtemp(prefix="account-balances-"))
-    with contextlib.ExitStack() as stack:
-        postgres_url = args.postgres_url or stack.enter_context(throwaway_postgres())
+    # Spark's, the JVM's and the broker clients' logs go to a file; the terminal gets stages.
+    with (
+        RunConsole("account-balances", args.workdir / "spark.log") as console,
+        contextlib.ExitStack() as stack,
+    ):
+        postgres_url = args.postgres_url or console.started(
+            stack, "a throwaway PostgreSQL server", throwaway_postgres()
+        )
         if args.bootstrap_servers:
-            print(f"balances: {run(args, args.bootstrap_servers, postgres_url)}")
+            print(f"balances: {run(console, args, args.bootstrap_servers, postgres_url)}")
             return
         bootstrap = stack.enter_context(
             broker_with_sample_payments(args.topic, args.payments, args.accounts)
         )
-        balances = run(args, bootstrap, postgres_url)
-    expected = dict.fromkeys(range(args.accounts), 0)
-    for payment_id in range(args.payments):
-        payment = sample_payment(payment_id, args.accounts)
-        expected[payment["account"]] += payment["amount"]
-    print(f"balances: {balances}")
-    if balances != expected:
-        sys.exit(f"balances differ from the payments produced: expected {expected}")
-    print("every payment was added exactly once")
+        console.stage(f"embedded broker at {bootstrap} with {args.payments} sample payments")
+        balances = run(console, args, bootstrap, postgres_url)
+        expected = dict.fromkeys(range(args.accounts), 0)
+        for payment_id in range(args.payments):
+            payment = sample_payment(payment_id, args.accounts)
+            expected[payment["account"]] += payment["amount"]
+        print(f"balances: {balances}")
+        if balances != expected:
+            sys.exit(f"balances differ from the payments produced: expected {expected}")
+        print("every payment was added exactly once")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from kafka_share_eos import (
     IdempotentUpsertSink,
     open_dead_letters,
 )
-from kafka_share_eos.testing.spark import local_spark_session
+from kafka_share_eos.testing.console import RunConsole
 
 PAYMENTS_TABLE = (
     "CREATE TABLE IF NOT EXISTS payments (payment_id bigint PRIMARY KEY, "
@@ -72,7 +72,8 @@ def decode(rows: pa.Table) -> pa.Table:
     })
 
 
-def run(args: argparse.Namespace, bootstrap_servers: str, workdir: Path) -> None:
+def run(console: RunConsole, args: argparse.Namespace, bootstrap_servers: str,
+        workdir: Path) -> None:
     """Drain the topic into the payments table; print what went where."""
     sql_url = args.sql_url or f"sqlite:///{workdir / 'payments.db'}"
     engine = sa.create_engine(sql_url)
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace, bootstrap_servers: str, workdir: Path) -> None
         dead_letters=DeadLetterPolicy(dead_letters, max_delivery_count=args.max_delivery_count),
         metrics_path=str(workdir / "strategy-metrics.jsonl"),
     )
-    spark = local_spark_session("dead-letters")
+    spark = console.spark("dead-letters")
     kafka_share_eos.register(spark)
     payments = (
         spark.readStream.format("kafka-share")
@@ -94,13 +95,15 @@ def run(args: argparse.Namespace, bootstrap_servers: str, workdir: Path) -> None
         .option("journalPath", str(workdir / "journal"))
         .load()
     )
-    query = (
-        payments.writeStream.foreachBatch(sink)
-        .trigger(availableNow=True)
-        .option("checkpointLocation", str(workdir / "checkpoint"))
-        .start()
-    )
-    query.awaitTermination()
+    total = args.payments if args.bootstrap_servers is None else None
+    with console.tracking(sink, total, "payments") as pipeline:
+        query = (
+            payments.writeStream.foreachBatch(pipeline)
+            .trigger(availableNow=True)
+            .option("checkpointLocation", str(workdir / "checkpoint"))
+            .start()
+        )
+        query.awaitTermination()
     totals = sink.totals
     with engine.connect() as conn:
         applied = conn.execute(sa.text("SELECT count(*) FROM payments")).scalar_one()
@@ -114,7 +117,6 @@ def run(args: argparse.Namespace, bootstrap_servers: str, workdir: Path) -> None
               f"{letter['error'].splitlines()[0][:100]}")
     sink.close()
     dead_letters.close()
-    spark.stop()
 
 
 def main() -> None:
@@ -131,11 +133,16 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="journal, checkpoint, SQLite, letters")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="dead-letters-"))
-    with contextlib.ExitStack() as stack:
-        bootstrap = args.bootstrap_servers or stack.enter_context(
-            broker_with_sample_payments(args.topic, args.payments)
-        )
-        run(args, bootstrap, workdir)
+    # Spark's, the JVM's and the broker clients' logs go to a file; the terminal gets stages.
+    with (
+        RunConsole("dead-letters", workdir / "spark.log") as console,
+        contextlib.ExitStack() as stack,
+    ):
+        bootstrap = args.bootstrap_servers
+        if bootstrap is None:
+            bootstrap = stack.enter_context(broker_with_sample_payments(args.topic, args.payments))
+            console.stage(f"embedded broker at {bootstrap} with {args.payments} sample payments")
+        run(console, args, bootstrap, workdir)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import kafka_share_eos
 from kafka_share_eos import CheckpointDedupStore, DeltaAppendSink, EmbeddedBroker
-from kafka_share_eos.testing.spark import local_spark_session
+from kafka_share_eos.testing.console import RunConsole
 
 
 @contextlib.contextmanager
@@ -34,9 +34,10 @@ def broker_with_sample_events(topic: str, events: int) -> Iterator[str]:
         yield broker.bootstrap_servers
 
 
-def run(bootstrap_servers: str, topic: str, group: str, workdir: Path) -> int:
+def run(console: RunConsole, bootstrap_servers: str, topic: str, group: str, workdir: Path,
+        expected: int | None) -> int:
     """Drain the topic into ``workdir/events`` and return the number of rows appended."""
-    spark = local_spark_session("delta-dedup-pipeline")
+    spark = console.spark("delta-dedup-pipeline")
     kafka_share_eos.register(spark)
     events = (
         spark.readStream.format("kafka-share")
@@ -52,13 +53,14 @@ def run(bootstrap_servers: str, topic: str, group: str, workdir: Path) -> int:
         DeltaAppendSink(str(workdir / "events"), app_id="events-append"),
         app_id="events-ledger",
     )
-    query = (
-        events.writeStream.foreachBatch(store)
-        .trigger(availableNow=True)
-        .option("checkpointLocation", str(workdir / "checkpoint"))
-        .start()
-    )
-    query.awaitTermination()
+    with console.tracking(store, expected, "events") as pipeline:
+        query = (
+            events.writeStream.foreachBatch(pipeline)
+            .trigger(availableNow=True)
+            .option("checkpointLocation", str(workdir / "checkpoint"))
+            .start()
+        )
+        query.awaitTermination()
     totals = store.totals
     print(
         f"{totals.batches} batches, {totals.rows_in} records in, "
@@ -77,11 +79,14 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="journal, ledger, table (default: temp)")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="delta-dedup-"))
-    if args.bootstrap_servers:
-        run(args.bootstrap_servers, args.topic, args.group, workdir)
-        return
-    with broker_with_sample_events(args.topic, args.events) as bootstrap:
-        run(bootstrap, args.topic, args.group, workdir)
+    # Spark's, the JVM's and the broker clients' logs go to a file; the terminal gets stages.
+    with RunConsole("delta-dedup-pipeline", workdir / "spark.log") as console:
+        if args.bootstrap_servers:
+            run(console, args.bootstrap_servers, args.topic, args.group, workdir, None)
+            return
+        with broker_with_sample_events(args.topic, args.events) as bootstrap:
+            console.stage(f"embedded broker at {bootstrap} with {args.events} sample events")
+            run(console, bootstrap, args.topic, args.group, workdir, args.events)
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ from pyspark.sql import functions as F
 
 import kafka_share_eos
 from kafka_share_eos import EmbeddedBroker, IdempotentUpsertSink
+from kafka_share_eos.testing.console import RunConsole
 from kafka_share_eos.testing.postgres import postgres_for_tests
-from kafka_share_eos.testing.spark import local_spark_session
 
 STATUSES = ["placed", "paid", "shipped"]
 UPDATE_SCHEMA = "order_id BIGINT, status STRING, version INT"
@@ -52,9 +52,10 @@ def throwaway_postgres() -> Iterator[str]:
         yield server.create_database()
 
 
-def run(bootstrap_servers: str, topic: str, group: str, postgres_url: str, workdir: Path) -> None:
+def run(console: RunConsole, bootstrap_servers: str, topic: str, group: str, postgres_url: str,
+        workdir: Path) -> None:
     """Drain the topic into the ``orders`` table and print what the sink did."""
-    spark = local_spark_session("postgres-upserts")
+    spark = console.spark("postgres-upserts")
     kafka_share_eos.register(spark)
     updates = (
         spark.readStream.format("kafka-share")
@@ -70,13 +71,15 @@ def run(bootstrap_servers: str, topic: str, group: str, postgres_url: str, workd
         postgres_url, "orders", key_columns=["order_id"], version_column="version",
         create_table=True,
     )
-    query = (
-        updates.writeStream.foreachBatch(sink)
-        .trigger(availableNow=True)
-        .option("checkpointLocation", str(workdir / "checkpoint"))
-        .start()
-    )
-    query.awaitTermination()
+    # Older and repeated updates are absorbed, not written: how many is not known up front.
+    with console.tracking(sink, None, "updates written") as pipeline:
+        query = (
+            updates.writeStream.foreachBatch(pipeline)
+            .trigger(availableNow=True)
+            .option("checkpointLocation", str(workdir / "checkpoint"))
+            .start()
+        )
+        query.awaitTermination()
     totals = sink.totals
     print(
         f"{totals.batches} batches, {totals.rows_in} updates in, "
@@ -102,12 +105,20 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="journal and checkpoint (default: temp)")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="postgres-upserts-"))
-    with contextlib.ExitStack() as stack:
-        postgres_url = args.postgres_url or stack.enter_context(throwaway_postgres())
-        bootstrap = args.bootstrap_servers or stack.enter_context(
-            broker_with_sample_updates(args.topic, args.orders)
+    # Spark's, the JVM's and the broker clients' logs go to a file; the terminal gets stages.
+    with (
+        RunConsole("postgres-upserts", workdir / "spark.log") as console,
+        contextlib.ExitStack() as stack,
+    ):
+        postgres_url = args.postgres_url or console.started(
+            stack, "a throwaway PostgreSQL server", throwaway_postgres()
         )
-        run(bootstrap, args.topic, args.group, postgres_url, workdir)
+        bootstrap = args.bootstrap_servers
+        if bootstrap is None:
+            bootstrap = stack.enter_context(broker_with_sample_updates(args.topic, args.orders))
+            console.stage(f"embedded broker at {bootstrap} with {len(STATUSES) * args.orders} "
+                          "sample updates")
+        run(console, bootstrap, args.topic, args.group, postgres_url, workdir)
 
 
 if __name__ == "__main__":

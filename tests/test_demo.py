@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from helpers.delta import read_delta
+from helpers.quiet import quiet_run_log
 from helpers.scripts import run_python
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
@@ -19,8 +22,13 @@ def test_demo_applies_every_order_exactly_once_despite_a_crash(tmp_path: Path) -
         "-m", "kafka_share_eos.cli.main", "demo", "--orders", "600", "--per-trigger", "200",
         "--workdir", str(work),
     )
-    assert "simulated crash" in result.stdout + result.stderr
     assert result.stdout.count("verified") == 2
+    log = quiet_run_log(result.stdout + result.stderr, crashes=1)
+    assert "simulated crash in batch 1 after the sink: restarting" in result.stdout
+    # What used to flood the terminal is in the log: the crash's Java and Python stack traces,
+    # and librdkafka's warning about its share consumer.
+    assert "ERROR MicroBatchExecution" in log and "SimulatedCrash" in log
+    assert 'The share consumer is in "Preview"' in log
 
     with sqlite3.connect(work / "orders.db") as db:
         rows = db.execute("SELECT order_id, COUNT(*) FROM orders GROUP BY order_id").fetchall()
@@ -36,10 +44,27 @@ def test_demo_writes_a_supplied_postgres_database(postgres_url: str, tmp_path: P
         "--postgres-url", postgres_url, "--workdir", str(tmp_path / "demo"),
     )
     assert result.stdout.count("verified") == 2
-    assert "new orders written" in result.stdout  # one progress line per batch
+    quiet_run_log(result.stdout + result.stderr, crashes=1)
 
     engine = sa.create_engine(postgres_url)
     with engine.connect() as conn:
         rows = conn.execute(sa.text("SELECT order_id FROM orders ORDER BY order_id")).all()
     engine.dispose()
     assert [row[0] for row in rows] == list(range(300))
+
+
+def test_a_failing_demo_prints_its_cause_and_where_the_log_is(tmp_path: Path) -> None:
+    # Nothing listens on port 1: the SQL sink's first batch fails to connect.
+    result = subprocess.run(
+        [sys.executable, "-m", "kafka_share_eos.cli.main", "demo", "--orders", "60",
+         "--per-trigger", "20", "--sql-url", "postgresql+psycopg://kse@127.0.0.1:1/nowhere",
+         "--workdir", str(tmp_path / "demo")],
+        capture_output=True, text=True, timeout=280, check=False,
+    )
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "failed: OperationalError" in result.stderr
+    assert "Connection refused" in result.stderr
+    assert str(tmp_path / "demo" / "spark.log") in result.stderr
+    log = quiet_run_log(result.stdout + result.stderr)
+    assert "Traceback" in log and "Connection refused" in log  # the whole error is kept there

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from helpers import produce
 from helpers.delta import read_delta
 from helpers.extras import NO_DELTA, NO_SQL, without
+from helpers.quiet import quiet_run_log
 from helpers.scripts import run_python
 
 from kafka_share_eos.testing.plugin import ShareTopic
@@ -38,6 +39,7 @@ def test_delta_dedup_pipeline_appends_every_event_once(tmp_path: Path) -> None:
     readings = sorted(events.column("reading").to_pylist())
     assert readings == sorted(f"reading {i}" for i in range(300))
     assert "300 appended" in result.stdout
+    quiet_run_log(result.stdout + result.stderr)
 
 
 @pytest.mark.postgres
@@ -66,6 +68,7 @@ def test_postgres_upserts_keep_the_latest_status_from_a_given_cluster(
     rows = _query(postgres_url, "SELECT order_id, status, version FROM orders ORDER BY order_id")
     assert rows == [(order, "shipped", 3) for order in range(150)]
     assert "orders by status: shipped 150" in result.stdout
+    quiet_run_log(result.stdout + result.stderr)
 
 
 @pytest.mark.postgres
@@ -86,7 +89,8 @@ def test_account_balances_add_each_payment_once_despite_a_failure(
     assert balances == sorted(expected.items())
     audit = read_delta(str(tmp_path / "payments"), "SELECT payment_id FROM t")
     assert sorted(audit.column("payment_id").to_pylist()) == list(range(400))
-    assert "restarting" in result.stdout
+    quiet_run_log(result.stdout + result.stderr, crashes=1)
+    assert "simulated crash in batch 1 after the sink: restarting" in result.stdout
     absorbed = int(result.stdout.split(" redelivered or replayed payments absorbed")[0].split()[-1])
     assert absorbed >= 100  # at least the replayed batch, all of it already applied
     assert "every payment was added exactly once" in result.stdout
@@ -110,3 +114,4 @@ def test_dead_letters_example_applies_the_good_payments_and_keeps_the_bad(
     assert f"{len(good)} applied, {len(undecodable) + len(negative)} dead-lettered" in (
         result.stdout
     )
+    quiet_run_log(result.stdout + result.stderr)

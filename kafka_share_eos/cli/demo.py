@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -30,6 +29,7 @@ from rich.progress import (
 from rich.table import Table
 
 from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos.testing.console import CrashOnce, RunConsole
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -43,18 +43,13 @@ _RECORD_LOCK_MS = 10_000
 _ORDER_SCHEMA = "order_id BIGINT, customer STRING, amount_cents BIGINT"
 
 
-class SimulatedCrash(RuntimeError):
-    """Raised once by the demo pipeline after it has written a batch."""
-
-
 @dataclass
 class _Pipeline:
-    """The foreachBatch target: both sinks, live progress, and one simulated crash."""
+    """The foreachBatch target: both sinks and live progress."""
 
     sinks: list[IdempotentUpsertSink]
     progress: Progress
     task: TaskID
-    crash_on_batch: int | None
     batches: int = 0
     records: int = 0
     redelivered: int = 0
@@ -89,26 +84,18 @@ class _Pipeline:
             redelivered=self.redelivered,
             absorbed=" / ".join(f"{name} {n}" for name, n in self.absorbed.items()),
         )
-        self.progress.console.print(
-            f"batch {batch_id:>3}: {table.num_rows:>6} records, {redelivered:>5} redelivered, "
-            f"{written:>6} new orders written"
-        )
-        if batch_id == self.crash_on_batch:
-            self.crash_on_batch = None
-            raise SimulatedCrash(f"simulated crash after writing batch {batch_id}")
 
 
-def _progress(console: Console) -> Progress:
-    return Progress(
-        TextColumn("orders applied"),
+def _progress(console: RunConsole) -> Progress:
+    return console.progress(
+        TextColumn("orders"),
         BarColumn(bar_width=20),
         MofNCompleteColumn(),
         TextColumn(
-            "batches {task.fields[batches]} · records {task.fields[records]} · redelivered "
-            "{task.fields[redelivered]} · absorbed {task.fields[absorbed]}"
+            "{task.fields[batches]} batches · {task.fields[records]} records · "
+            "{task.fields[redelivered]} redelivered"
         ),
         TimeElapsedColumn(),
-        console=console,
     )
 
 
@@ -129,10 +116,14 @@ def _produce(bootstrap: str, orders: int, seed: int) -> dict[int, int]:
 
 
 def _run_query(
-    spark: SparkSession, bootstrap: str, work: Path, pipeline: _Pipeline, per_trigger: int
+    console: RunConsole,
+    spark: SparkSession,
+    bootstrap: str,
+    work: Path,
+    pipeline: CrashOnce,
+    per_trigger: int,
 ) -> None:
     import kafka_share_eos
-    from kafka_share_eos.testing.spark import wait_for_source_runners
 
     kafka_share_eos.register(spark)
     stream = (
@@ -145,23 +136,12 @@ def _run_query(
         .option("availableNowIdleMs", str(_RECORD_LOCK_MS + 2000))
         .load()
     )
-    query = (
-        stream.writeStream.foreachBatch(pipeline)
+    console.drain(
+        lambda: stream.writeStream.foreachBatch(pipeline)
         .trigger(availableNow=True)
         .option("checkpointLocation", str(work / "checkpoint"))
         .start()
     )
-    try:
-        query.awaitTermination()
-    except Exception as exc:  # the query surfaces the crash wrapped in Spark's own error
-        if "simulated crash" not in str(exc):
-            raise
-        # The restart must not share the group with the crashed query's departing consumer.
-        wait_for_source_runners(spark)
-        pipeline.progress.console.print(
-            "[yellow]the pipeline crashed after writing a batch (simulated crash); restarting it "
-            "on the same checkpoint[/]"
-        )
 
 
 def _verify(sql_url: str, delta_path: Path, expected: dict[int, int]) -> list[tuple[str, int, int]]:
@@ -211,57 +191,61 @@ def demo(
 ) -> None:
     """Run an order pipeline on embedded defaults, force redeliveries, verify exactly-once."""
     from kafka_share_eos.strategies import IdempotentUpsertSink
-    from kafka_share_eos.testing.spark import local_spark_session
 
-    console = Console()
     work = workdir or Path(tempfile.mkdtemp(prefix="kafka-share-eos-demo-"))
     work.mkdir(parents=True, exist_ok=True)
     sql_target = sql_url or f"sqlite:///{work / 'orders.db'}"
     delta_path = work / "orders-delta"
     started = time.monotonic()
-    with EmbeddedBroker([f"{_TOPIC}:4"], record_lock_duration_ms=_RECORD_LOCK_MS) as broker:
-        console.print(f"[green]embedded broker[/] at {broker.bootstrap_servers}; working in {work}")
-        expected = _produce(broker.bootstrap_servers, orders, seed)
-        console.print(f"produced {len(expected)} orders to '{_TOPIC}'")
-        with console.status("starting Spark"):
-            spark = local_spark_session("kafka-share-eos-demo")
-        sinks = [
-            IdempotentUpsertSink.sql(sql_target, "orders", create_table=True, name="sql"),
-            IdempotentUpsertSink.delta(delta_path, app_id="orders-demo", name="delta"),
-        ]
-        with _progress(console) as progress:
-            task = progress.add_task(
-                "orders", total=len(expected), batches=0, records=0, redelivered=0, absorbed="0"
-            )
-            pipeline = _Pipeline(sinks, progress, task, crash_on_batch=1)
-            _run_query(spark, broker.bootstrap_servers, work, pipeline, per_trigger)
-            _run_query(spark, broker.bootstrap_servers, work, pipeline, per_trigger)
-        spark.stop()
-    results = _verify(sql_target, delta_path, expected)
-    summary = Table(title=f"kafka-share-eos demo ({time.monotonic() - started:.0f} s)")
-    for column in (
-        "sink",
-        "orders produced",
-        "rows",
-        "records seen",
-        "redelivered",
-        "duplicates absorbed",
-        "exactly once",
-    ):
+    with RunConsole("kafka-share-eos demo", work / "spark.log") as console:
+        with EmbeddedBroker([f"{_TOPIC}:4"], record_lock_duration_ms=_RECORD_LOCK_MS) as broker:
+            console.stage(f"embedded broker at {broker.bootstrap_servers}; working in {work}")
+            expected = _produce(broker.bootstrap_servers, orders, seed)
+            console.stage(f"produced {len(expected)} orders to '{_TOPIC}'")
+            spark = console.spark("kafka-share-eos-demo")
+            sinks = [
+                IdempotentUpsertSink.sql(sql_target, "orders", create_table=True, name="sql"),
+                IdempotentUpsertSink.delta(delta_path, app_id="orders-demo", name="delta"),
+            ]
+            with _progress(console) as progress:
+                task = progress.add_task(
+                    "orders", total=len(expected), batches=0, records=0, redelivered=0
+                )
+                pipeline = _Pipeline(sinks, progress, task)
+                # Fails once after batch 1 reached both sinks: Spark replays the batch on
+                # restart and the broker redelivers its records, never acknowledged.
+                _run_query(console, spark, broker.bootstrap_servers, work,
+                           CrashOnce(pipeline, 1), per_trigger)
+        ok = _summary(console, _verify(sql_target, delta_path, expected), pipeline,
+                      len(expected), time.monotonic() - started)
+    if not ok:
+        raise typer.Exit(1)
+
+
+def _summary(
+    console: RunConsole,
+    results: list[tuple[str, int, int]],
+    pipeline: _Pipeline,
+    produced: int,
+    seconds: float,
+) -> bool:
+    """Print the verification table; whether every sink holds every order exactly once."""
+    summary = Table(title=f"kafka-share-eos demo ({seconds:.0f} s)")
+    for column in ("sink", "orders", "rows", "records seen", "redelivered", "absorbed",
+                   "exactly once"):
         summary.add_column(column)
     ok = True
     for name, rows, wrong in results:
-        exact = wrong == 0 and rows == len(expected)
+        exact = wrong == 0 and rows == produced
         ok &= exact
         summary.add_row(
             name,
-            str(len(expected)),
+            str(produced),
             str(rows),
             str(pipeline.records),
             str(pipeline.redelivered),
             str(pipeline.absorbed.get(name, 0)),
             "[green]verified[/]" if exact else f"[red]NO: {wrong} orders wrong[/]",
         )
-    console.print(summary)
-    if not ok:
-        raise typer.Exit(1)
+    console.console.print(summary)
+    return ok
