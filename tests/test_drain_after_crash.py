@@ -26,13 +26,16 @@ IDLE_MS = 2000
 
 
 @pytest.mark.parametrize(
-    ("consumers", "crash_at"),
-    [(1, faults.AFTER_JOURNAL), (3, faults.SLOT_AFTER_SEGMENT)],
-    ids=["runner-consumer", "three-executor-consumers"],
+    ("consumers", "crash_at", "whole_pipeline"),
+    [(1, faults.AFTER_JOURNAL, True), (3, faults.SLOT_AFTER_SEGMENT, True),
+     (3, faults.SLOT_AFTER_SEGMENT, False)],
+    ids=["runner-consumer", "three-executor-consumers", "lost-executor"],
 )
 def test_one_drain_after_a_kill_applies_every_record_once(
-    tmp_path: Path, consumers: int, crash_at: str
+    tmp_path: Path, consumers: int, crash_at: str, whole_pipeline: bool
 ) -> None:
+    """kill -9 of the whole pipeline mid-batch, or of one executor's Python worker only (a
+    lost executor: the task fails, the query with it, and the driver stops cleanly)."""
     with EmbeddedBroker(
         record_lock_duration_ms=RECORD_LOCK_MS, session_timeout_ms=SESSION_TIMEOUT_MS,
         heartbeat_interval_ms=500,
@@ -57,7 +60,9 @@ def test_one_drain_after_a_kill_applies_every_record_once(
         config.save(config_path)
         log, record = ctx.run_dir / "a.log", ctx.run_dir / "crashes.log"
 
-        crashed = PipelineProcess(config_path, "a", log, crash_at, record).wait(300)
+        # Without a process group to kill, the crash point kills only the process hitting it.
+        only_it = {} if whole_pipeline else {faults.CRASH_PGID_ENV: ""}
+        crashed = PipelineProcess(config_path, "a", log, crash_at, record, only_it).wait(300)
         assert crashed is Exit.CRASHED, log.read_text()[-3000:]
         drained = PipelineProcess(config_path, "a", log, None, record).wait(300)
         assert drained is Exit.DRAINED, log.read_text()[-3000:]
