@@ -27,6 +27,9 @@ from kafka_share_eos.verify.stall import ConsumerStall
 from kafka_share_eos.verify.targets import TARGETS, RunContext
 
 PROGRESS_FILE = "progress.jsonl"
+START_BARRIER_ENV = "KSE_VERIFY_START_TOGETHER"
+"""``<directory>:<count>``: the pipelines starting together mark themselves ready there."""
+START_BARRIER_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,7 @@ def run(config: PipelineConfig, name: str) -> None:
     cores = 2 if config.consumers > 1 else 1
     spark = local_spark_session(f"kafka-share-eos-verify-{name}", cores=cores, short_lived=True)
     kafka_share_eos.register(spark)
+    _wait_for_the_others(name)
     stream = (
         spark.readStream.format("kafka-share")
         .option("kafka.bootstrap.servers", config.bootstrap_servers)
@@ -149,6 +153,21 @@ def run(config: PipelineConfig, name: str) -> None:
     )
     query.awaitTermination()
     spark.stop()
+
+
+def _wait_for_the_others(name: str) -> None:
+    """On a first start beside other applications, join the share group together with them:
+    one that started its JVM faster would otherwise take every record before the others join."""
+    barrier = os.environ.get(START_BARRIER_ENV)
+    if not barrier:
+        return
+    directory, expected = barrier.rsplit(":", 1)
+    Path(directory, name).touch()
+    deadline = time.monotonic() + START_BARRIER_TIMEOUT_S
+    while len(list(Path(directory).iterdir())) < int(expected):
+        if time.monotonic() > deadline:
+            return  # the others are late: go on alone rather than fail the run
+        time.sleep(0.1)
 
 
 def _arm_stall(config: PipelineConfig) -> None:

@@ -6,8 +6,9 @@ started with a crash point armed at a seeded random hit (or a seeded random SIGK
 again on the same checkpoint until it has crashed ``crashes`` times, then once more to drain.
 Further pipelines ``b``, ``c``, ... in the same share group, when asked for, run beside it as
 separate applications without crash points, each with its own checkpoint, journal and
-``app_id``, writing the same sinks; with handoffs, every start holds one batch at the
-strategy's hold point past the record lock, so that the broker hands its records to another
+``app_id``, writing the same sinks; their first starts join the group together. With
+handoffs, every start stalls once with a batch at the strategy's hold point (see
+:mod:`kafka_share_eos.verify.stall`), so that the broker hands its records to another
 application while it still holds them.
 """
 
@@ -33,7 +34,7 @@ from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source.status import journal_status
 from kafka_share_eos.testing.postgres import PostgresDatabases
 from kafka_share_eos.verify.disturb import SessionDropper
-from kafka_share_eos.verify.pipeline import PROGRESS_FILE, PipelineConfig
+from kafka_share_eos.verify.pipeline import PROGRESS_FILE, START_BARRIER_ENV, PipelineConfig
 from kafka_share_eos.verify.points import RANDOM_KILL
 from kafka_share_eos.verify.process import Exit, PipelineProcess
 from kafka_share_eos.verify.records import plan_records, produce
@@ -234,6 +235,7 @@ class _Supervisor:
         self.names = [chr(ord("a") + i) for i in range(spec.mix.pipelines)]
         self._others: dict[str, PipelineProcess | None] = dict.fromkeys(self.names[1:])
         self._kills_left = dict.fromkeys(self.names[1:], spec.crashes)
+        self._started: set[str] = set()
 
     def run(self) -> RunResult:
         result = self.result
@@ -301,17 +303,22 @@ class _Supervisor:
     def _process(self, name: str, crash_at: str | None) -> PipelineProcess:
         directory = self.config.pipeline_dir(name)
         directory.mkdir(parents=True, exist_ok=True)
-        hold = {}
+        env = {}
+        if self.spec.mix.pipelines > 1 and name not in self._started:
+            # First starts join the group together, so every application gets records.
+            env[START_BARRIER_ENV] = f"{self.ctx.run_dir / 'started'}:{self.spec.mix.pipelines}"
+            (self.ctx.run_dir / "started").mkdir(exist_ok=True)
+        self._started.add(name)
         if self.spec.mix.handoffs:
             gate = directory / "hold-gate"
             shutil.rmtree(gate, ignore_errors=True)
             gate.mkdir()
             hit = self.rng.randint(1, self._batches_left())
-            hold = {faults.HOLD_AT_ENV: faults.crash_spec(self.target.hold_point, hit),
-                    faults.HOLD_GATE_ENV: str(gate)}
+            env[faults.HOLD_AT_ENV] = faults.crash_spec(self.target.hold_point, hit)
+            env[faults.HOLD_GATE_ENV] = str(gate)
         return PipelineProcess(
             self.config_path, name, directory / "output.log", crash_at, self.crash_record,
-            extra_env=hold,
+            extra_env=env,
         )
 
     def _keep_others_running(self) -> None:
