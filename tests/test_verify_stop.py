@@ -28,13 +28,23 @@ STOPS = {
 EXIT_CODES = {"sigterm": 128 + signal.SIGTERM, "ctrl-c": 128 + signal.SIGINT}
 
 
+def ctrl_c_at_its_default() -> None:
+    """As in a terminal's foreground: a test run in the background would hand the verifier a
+    SIGINT that is ignored, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture
 def server_temp() -> Iterator[Path]:
     """A temp directory of this test's own for the verifier's server: one the server's user
-    can reach (pytest's are private to root when the suite runs as root)."""
+    can reach (pytest's are private to root when the suite runs as root). A server a failed
+    test left there is shut down (SIGQUIT: immediate shutdown)."""
     path = Path(tempfile.mkdtemp(prefix="kse-verify-stop-"))
     path.chmod(0o755)
     yield path
+    for postmaster in processes_mentioning(f"-D {path}/"):
+        os.kill(postmaster, signal.SIGQUIT)
+    wait_until(lambda: not processes_mentioning(f"-D {path}/"), 30, "the left server to stop")
     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -52,7 +62,7 @@ def test_a_stopped_verifier_leaves_no_server_behind(
              "--strategy", "upsert-postgres", "--crash-points", "sink.mid_write",
              "--workdir", str(work)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=ctrl_c_at_its_default,
         )
     try:
         if moment == "while-postgres-starts":
@@ -73,9 +83,11 @@ def test_a_stopped_verifier_leaves_no_server_behind(
         STOPS[stop](verifier)
         verifier.wait(timeout=60)
     finally:
-        if verifier.poll() is None:
+        if verifier.poll() is None:  # failed already: leave nothing behind all the same
             os.killpg(verifier.pid, signal.SIGKILL)
             verifier.wait()
+            for pipeline in processes_mentioning(f"verify.pipeline {work}"):
+                os.killpg(pipeline, signal.SIGKILL)
 
     log = output.read_text()
     assert verifier.returncode == EXIT_CODES[stop], log
