@@ -93,15 +93,17 @@ class PipelineProcess:
         if crash_at:
             env[faults.CRASH_AT_ENV] = crash_at
         env.update(extra_env or {})
-        if _stopping.is_set():
-            raise Stopped("the verifier is stopping")
         self.name = name
         self.log = log
         self._crash_record = crash_record
         self._crashes_before = crash_records(crash_record)
         self._killed = threading.Event()
         self.started = time.monotonic()
-        with log.open("ab") as out:
+        # Under the lock, a stop_all() either finds this process among the live ones or has
+        # already refused it: one started in between would run on unkilled for minutes.
+        with _live_lock, log.open("ab") as out:
+            if _stopping.is_set():
+                raise Stopped("the verifier is stopping")
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "kafka_share_eos.verify.pipeline", str(config), name],
                 stdin=subprocess.DEVNULL,
@@ -110,7 +112,6 @@ class PipelineProcess:
                 env=env,
                 start_new_session=True,
             )
-        with _live_lock:
             _live.add(self)
 
     @property
