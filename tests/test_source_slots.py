@@ -1,13 +1,17 @@
 """Executor-side slots and their planning, against a real embedded broker, without Spark.
 
 A slot's task polls, journals first-writer-wins and ACCEPTs; a task that finds its slot's
-segment reads it; one that loses the race RELEASEs what it fetched. The planner plans without a
-consumer and ends a drain only on a batch whose every slot found nothing.
+segment reads it; one that loses the race RELEASEs what it fetched; a consumer no slot used for
+the session timeout leaves the group. The planner plans without a consumer and ends a drain only
+on a batch whose every slot found nothing and for which every consumer still in the group polled.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,11 +23,17 @@ from typer.testing import CliRunner
 from kafka_share_eos.cli.main import app
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.source.leases import EXECUTOR, LEASES_DIR
 from kafka_share_eos.source.metrics import BatchMetrics
 from kafka_share_eos.source.options import AckPolicy, SourceOptionError, SourceOptions
 from kafka_share_eos.source.schema import JOURNAL_SCHEMA
 from kafka_share_eos.source.slot_planner import SlotPlanner
-from kafka_share_eos.source.slots import SlotConsumer, SlotPartition, close_consumers, read_slot
+from kafka_share_eos.source.slots import (
+    SlotConsumer,
+    SlotPartition,
+    close_consumers,
+    read_slot,
+)
 from kafka_share_eos.source.status import journal_status
 
 pytestmark = pytest.mark.timeout(120)
@@ -143,13 +153,58 @@ def test_the_planner_needs_no_consumer_and_ends_a_drain_on_an_empty_batch(
     assert "records per consumer" in table.output
 
 
-def write_report(journal: Path, seq: int, slot: int, records: int) -> None:
+def write_report(
+    journal: Path, seq: int, slot: int, records: int, member: str = "m"
+) -> None:
     directory = journal / "_metrics" / "slots"
     directory.mkdir(parents=True, exist_ok=True)
     report = BatchMetrics(
         seq=seq, first_seq=seq, records=records, redelivered=0, acknowledged=records,
         ack_failures=0, ack_failed_partitions=0, lock_held_ms=5.0, lock_budget_used=0.0,
         ack_policy="afterJournal", planned_at="2026-01-01T00:00:00+00:00",
-        settled_at="2026-01-01T00:00:01+00:00", consumers=[{"slot": slot, "records": records}],
+        settled_at="2026-01-01T00:00:01+00:00",
+        consumers=[{"slot": slot, "records": records, "member": member}],
     )
     (directory / f"{seq:020d}-{slot:04d}.json").write_text(report.to_json())
+
+
+def test_a_consumer_no_slot_used_for_the_session_timeout_leaves_the_group(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    opts = options(broker.bootstrap_servers, tmp_path / "journal", maxRecordsPerTrigger="20",
+                   sessionTimeoutMs="1000")
+    polled = read_slot(opts, Journal(opts.journal_path), SlotPartition(1, 0, "run", idle_ms=5000))
+    assert polled.num_rows > 0
+    leases = tmp_path / "journal" / LEASES_DIR
+    assert len(list(leases.glob("*.json"))) == 1
+    # Left the group: its lease goes with it, and the partitions it held are another's.
+    deadline = time.monotonic() + 30
+    while list(leases.glob("*.json")):
+        assert time.monotonic() < deadline, "the idle consumer did not leave the group"
+        time.sleep(0.05)
+    with share_consumer(broker.bootstrap_servers, GROUP, [TOPIC]) as other:
+        rest = consume(other, until=count_at_least(40 - polled.num_rows), timeout=30)
+    assert len({(d.partition, d.offset) for d in rest}) == 40 - polled.num_rows
+
+
+def test_a_drain_ends_once_every_consumer_in_the_group_found_nothing(tmp_path: Path) -> None:
+    opts = options("localhost:1", tmp_path / "journal")
+    planner = SlotPlanner(opts, Journal(opts.journal_path))
+    planner.drain()
+    assert planner.latest(0) == 1
+    # Three live members (this process) take turns at two slots.
+    for member in ("a", "b", "c"):
+        (tmp_path / "journal" / LEASES_DIR / f"{member}.json").write_text(json.dumps(
+            {"run": planner.run, "until": time.time() + 60, "kind": EXECUTOR,
+             "host": socket.gethostname(), "pid": os.getpid()}
+        ))
+    write_report(tmp_path / "journal", 1, 0, records=5, member="a")
+    write_report(tmp_path / "journal", 1, 1, records=5, member="c")
+    assert planner.latest(1) == 2
+    write_report(tmp_path / "journal", 2, 0, records=0, member="a")
+    write_report(tmp_path / "journal", 2, 1, records=0, member="b")
+    # Every slot found nothing, but "c" found records last time and may hold more partitions.
+    assert planner.latest(2) == 3
+    write_report(tmp_path / "journal", 3, 0, records=0, member="c")
+    write_report(tmp_path / "journal", 3, 1, records=0, member="b")
+    assert planner.latest(3) == 3

@@ -20,6 +20,10 @@ hands out what it fetched, so its lease is not waited for; a source runner of a 
 moment ago is still leaving the group (it RELEASEs what it holds and deletes its lease), and
 until it has left the group keeps part of the partitions from the new member, so a drain first
 waits for it to go.
+
+The executor consumers' leases also tell a drain which members are in the group
+(:func:`members_in_group`): a member that did not poll lately (a Python worker that got no
+slot) keeps its partitions from the others, so a drain ends only once each one polled empty.
 """
 
 from __future__ import annotations
@@ -66,7 +70,8 @@ class Lease:
     def __init__(self, journal_location: str, kind: str) -> None:
         self._location = journal_location
         self._kind = kind
-        self._name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}.json"
+        self.member = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self._name = f"{self.member}.json"
         self._run = ""
         self._until = 0.0
 
@@ -92,7 +97,7 @@ class Lease:
             self._until = 0.0
 
 
-def _leases_of_other_runs(journal_location: str, run: str) -> list[tuple[str, dict[str, Any]]]:
+def _leases(journal_location: str) -> list[tuple[str, dict[str, Any]]]:
     fs, root = _directory(journal_location)
     found = []
     for info in fs.get_file_info(pafs.FileSelector(root)):
@@ -100,12 +105,32 @@ def _leases_of_other_runs(journal_location: str, run: str) -> list[tuple[str, di
             continue
         try:
             with fs.open_input_stream(info.path) as source:
-                lease = json.loads(source.read())
+                found.append((info.path, json.loads(source.read())))
         except (OSError, ValueError):
             continue  # released meanwhile, or being replaced
-        if lease.get("run") != run:
-            found.append((info.path, lease))
     return found
+
+
+def _leases_of_other_runs(journal_location: str, run: str) -> list[tuple[str, dict[str, Any]]]:
+    return [(path, lease) for path, lease in _leases(journal_location) if lease.get("run") != run]
+
+
+def members_in_group(journal_location: str) -> list[str]:
+    """The :attr:`Lease.member` names of this journal's executor consumers that may still be
+    members of the share group: alive on this host, or on another host with a lease still
+    running (a member whose process died is the dead-lease wait's business)."""
+    now = time.time()
+
+    def may_be_member(lease: dict[str, Any]) -> bool:
+        if lease.get("host") == socket.gethostname():
+            return _alive_here(lease)
+        return float(lease.get("until", 0.0)) > now
+
+    return [
+        path.rsplit("/", 1)[-1].removesuffix(".json")
+        for path, lease in _leases(journal_location)
+        if lease.get("kind") == EXECUTOR and may_be_member(lease)
+    ]
 
 
 def _departing(journal_location: str, run: str) -> bool:

@@ -37,8 +37,9 @@ class BatchMetrics:
         ack_policy: the policy the batch was planned with.
         planned_at: when its first poll was journaled (ISO 8601, UTC).
         settled_at: when its acknowledgements were committed (ISO 8601, UTC).
-        consumers: with ``consumers=N``, ``{"slot": s, "records": n}`` per slot that reported;
-            empty for a batch of the runner's single consumer.
+        consumers: with ``consumers=N``, ``{"slot": s, "records": n, "member": m}`` per slot
+            that reported, ``m`` naming the consumer that polled it; empty for a batch of the
+            runner's single consumer.
     """
 
     seq: int
@@ -53,7 +54,7 @@ class BatchMetrics:
     ack_policy: str
     planned_at: str
     settled_at: str
-    consumers: list[dict[str, int]] = field(default_factory=list)
+    consumers: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> str:
         """One JSON object."""

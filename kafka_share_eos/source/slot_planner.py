@@ -4,9 +4,11 @@ Nothing is polled in the source runner: a batch is one journal sequence number a
 (:mod:`~kafka_share_eos.source.slots`), and the records exist only once the slots' tasks ran.
 ``latestOffset(start=end_N)`` therefore plans the next batch unconditionally, except in an
 ``availableNow`` drain, which ends once every slot of the last batch found nothing for
-``availableNowIdleMs`` and no consumer of a previous run may still hold records locked
-(:mod:`~kafka_share_eos.source.leases`). An idle query runs an empty micro-batch per
-``pollTimeoutMs``, the time its slots wait for records.
+``availableNowIdleMs``, every executor consumer still in the group found nothing in its last
+poll (with more Python workers than slots the workers take turns, and one that got no slot keeps
+its partitions from the others until it polls again or leaves), and no consumer of a previous
+run may still hold records locked (:mod:`~kafka_share_eos.source.leases`). An idle query runs
+an empty micro-batch per ``pollTimeoutMs``, the time its slots wait for records.
 
 Batch N's metrics are gathered from its slots' reports when the next batch is planned (Spark has
 committed N by then), measured against the lock budget and written like a runner batch's, with
@@ -24,7 +26,7 @@ from collections import defaultdict
 import pyarrow.fs as pafs
 
 from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.leases import drain_waits_until, log_wait
+from kafka_share_eos.source.leases import drain_waits_until, log_wait, members_in_group
 from kafka_share_eos.source.lock_budget import LockBudget
 from kafka_share_eos.source.metrics import BatchMetrics
 from kafka_share_eos.source.metrics_store import MetricsStore
@@ -58,6 +60,9 @@ class SlotPlanner:
         # can end a drain (a slot that did not report may have found records).
         self._empty: set[int] = set()
         self._purged_through = -1
+        # What each executor consumer found in its latest poll reported: records or nothing.
+        self._last_found: dict[str, int] = {}
+        self._warned_members = False
 
     def drain(self) -> None:
         """Switch to ``availableNow`` draining (see the module docstring)."""
@@ -79,11 +84,27 @@ class SlotPlanner:
             # from a run with one consumer): the journal is the records' only copy.
             return present[-1]
         if self._draining and start in self._empty:
-            if self._planned[start] >= self._unlocked_at:
+            unknown = [member for member in members_in_group(self._journal.location)
+                       if self._last_found.get(member) != 0]
+            if unknown:
+                self._log_unknown_members(len(unknown))
+            elif self._planned[start] >= self._unlocked_at:
                 return start
-            log_wait(self._unlocked_at)
+            else:
+                log_wait(self._unlocked_at)
         self._planned[start + 1] = time.time()
         return start + 1
+
+    def _log_unknown_members(self, members: int) -> None:
+        if not self._warned_members:
+            self._warned_members = True
+            log.warning(
+                "kafka-share source: %d share consumer(s) of this query in the group have not "
+                "found their partitions empty yet (more Python workers than 'consumers' %d take "
+                "turns at the slots); the drain goes on until each polled empty or left the "
+                "group, sessionTimeoutMs after its last slot. Set 'consumers' to the task slots "
+                "the query gets", members, self._options.consumers,
+            )
 
     def partitions(self, start: int, end: int) -> list[SlotPartition | int]:
         """The slots of each batch in ``(start, end]``; a sequence journaled whole (by a
@@ -117,6 +138,11 @@ class SlotPlanner:
                 reports[report.seq].append((info.path, report))
         for seq, slots in sorted(reports.items()):
             batch = self._combine([report for _, report in slots])
+            found: dict[str, int] = defaultdict(int)
+            for entry in batch.consumers:
+                if "member" in entry:
+                    found[entry["member"]] += entry["records"]
+            self._last_found.update(found)
             self._metrics.write(batch)
             empty = [entry for entry in batch.consumers if entry["records"] == 0]
             if seq in self._planned and len(empty) == self._options.consumers:

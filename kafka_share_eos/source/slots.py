@@ -13,6 +13,9 @@ the same records.
 The consumer lives in a module-level cache of the Python worker: Spark reuses workers across
 tasks (``spark.python.worker.reuse``, the default), so one member with its share session serves
 many batches. It is created in the task, after the worker was forked, and keyed by process id.
+A consumer no slot used for ``sessionTimeoutMs`` leaves the group, as the group would drop a
+member that stopped heartbeating: a Python worker that gets no more slots (more workers than
+consumers, or its query stopped) must not keep its partitions from the members that poll.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import atexit
 import dataclasses
 import logging
 import os
+import threading
 import time
 
 import pyarrow as pa
@@ -38,6 +42,7 @@ from kafka_share_eos.storage import open_location, write_atomically
 log = logging.getLogger("kafka_share_eos.source")
 
 SLOT_METRICS_DIR = "_metrics/slots"
+IDLE_CHECK_S = 0.5
 
 
 class SlotPartition(InputPartition):
@@ -67,6 +72,14 @@ class SlotConsumer:
         )
         self.lease = Lease(options.journal_path, EXECUTOR)
         self.session.on_close = self.lease.release
+        self.busy = False
+        self.last_used = time.monotonic()
+
+    @property
+    def idle(self) -> bool:
+        """Whether no slot used the consumer for the group's session timeout."""
+        idle_s = time.monotonic() - self.last_used
+        return not self.busy and idle_s * 1000 >= self.options.session_timeout_ms
 
     def fill(self, journal: Journal, part: SlotPartition) -> pa.Table:
         """Poll the slot's records, journal them first-writer-wins, ACCEPT them; return the
@@ -108,9 +121,9 @@ class SlotConsumer:
 
     def _report(self, part: SlotPartition, metrics: BatchMetrics) -> None:
         # The planner measures the batch against the lock budget once every slot reported.
-        report = dataclasses.replace(
-            metrics, consumers=[{"slot": part.slot, "records": metrics.records}]
-        )
+        report = dataclasses.replace(metrics, consumers=[
+            {"slot": part.slot, "records": metrics.records, "member": self.lease.member}
+        ])
         try:
             fs, root = open_location(f"{self.options.journal_path}/{SLOT_METRICS_DIR}", create=True)
             path = f"{root}/{slot_metrics_name(part.seq, part.slot)}"
@@ -125,20 +138,46 @@ class SlotConsumer:
 
 
 _consumers: dict[tuple[object, ...], SlotConsumer] = {}
+_consumers_lock = threading.Lock()
+_watching_pid: int | None = None
 
 
-def close_consumers() -> None:
-    """Leave the group with every consumer of this process (at its exit, when Python gets to
-    run it: a member that just vanishes keeps its partitions until the session timeout)."""
-    while _consumers:
-        _, consumer = _consumers.popitem()
+def _close(consumers: list[SlotConsumer]) -> None:
+    for consumer in consumers:
         try:
             consumer.close()
         except Exception:
             log.warning("closing a kafka-share consumer failed", exc_info=True)
 
 
+def close_consumers() -> None:
+    """Leave the group with every consumer of this process (at its exit, when Python gets to
+    run it: a member that just vanishes keeps its partitions until the session timeout)."""
+    with _consumers_lock:
+        leaving = list(_consumers.values())
+        _consumers.clear()
+    _close(leaving)
+
+
 atexit.register(close_consumers)
+
+
+def _leave_when_idle() -> None:
+    while True:
+        time.sleep(IDLE_CHECK_S)
+        with _consumers_lock:
+            idle = [key for key, consumer in _consumers.items() if consumer.idle]
+            leaving = [_consumers.pop(key) for key in idle]
+        _close(leaving)
+
+
+def _watch_idle_consumers() -> None:
+    """Start this process's watcher of idle consumers (threads do not cross a fork)."""
+    global _watching_pid
+    if _watching_pid != os.getpid():
+        _watching_pid = os.getpid()
+        threading.Thread(target=_leave_when_idle, name="kafka-share-idle-consumers",
+                         daemon=True).start()
 
 
 def read_slot(options: SourceOptions, journal: Journal, part: SlotPartition) -> pa.Table:
@@ -150,17 +189,21 @@ def read_slot(options: SourceOptions, journal: Journal, part: SlotPartition) -> 
     # The process id is part of the key: a consumer must never cross a fork.
     key = (os.getpid(), options.journal_path, options.topics,
            tuple(sorted(options.consumer_config.items())))
-    consumer = _consumers.get(key)
-    if consumer is None or consumer.session.closed:
-        consumer = _consumers[key] = SlotConsumer(options)
+    with _consumers_lock:
+        consumer = _consumers.get(key)
+        if consumer is None or consumer.session.closed:
+            consumer = _consumers[key] = SlotConsumer(options)
+        consumer.busy = True
+        _watch_idle_consumers()
     try:
         return consumer.fill(journal, part)
     except BaseException:
         # A consumer that failed mid-way may hold records or a broken session: start afresh
         # (closing RELEASEs what it holds, so the broker hands it out again at once).
-        del _consumers[key]
-        try:
-            consumer.close()
-        except Exception:
-            log.warning("closing a failed kafka-share consumer failed", exc_info=True)
+        with _consumers_lock:
+            _consumers.pop(key, None)
+        _close([consumer])
         raise
+    finally:
+        consumer.last_used = time.monotonic()
+        consumer.busy = False
