@@ -103,13 +103,9 @@ def maybe_crash(point: str) -> None:
     ``KSE_HOLD_AT`` does."""
     maybe_hold(point)
     spec = os.environ.get(CRASH_AT_ENV)
-    if not spec:
-        return
-    crash_on = parse_crash_at(spec).get(point)
-    if crash_on is None:
-        return
-    _hits[point] += 1
-    if _hits[point] == crash_on:
+    crash_on = parse_crash_at(spec).get(point) if spec else None
+    if _is_armed_hit(point, crash_on, _hits):
+        assert crash_on is not None
         _crash(point, crash_on)
 
 
@@ -140,14 +136,8 @@ def parse_hold_at(spec: str) -> dict[str, tuple[int, float]]:
 def maybe_hold(point: str) -> None:
     """Count a hit of ``point``; pause there if ``KSE_HOLD_AT`` enables this hit of it."""
     spec = os.environ.get(HOLD_AT_ENV)
-    if not spec:
-        return
-    hold = parse_hold_at(spec).get(point)
-    if hold is None:
-        return
-    _hold_hits[point] += 1
-    hit, seconds = hold
-    if _hold_hits[point] != hit:
+    hit, seconds = parse_hold_at(spec).get(point, (None, 0.0)) if spec else (None, 0.0)
+    if not _is_armed_hit(point, hit, _hold_hits):
         return
     gate = os.environ.get(HOLD_GATE_ENV)
     deadline = time.monotonic() + seconds
@@ -158,6 +148,14 @@ def maybe_hold(point: str) -> None:
     release = Path(gate, f"{point}.release")
     while not release.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def _is_armed_hit(point: str, armed_hit: int | None, hits: Counter[str]) -> bool:
+    """Count a hit of an armed ``point``; whether it is the ``armed_hit``-th."""
+    if armed_hit is None:
+        return False
+    hits[point] += 1
+    return hits[point] == armed_hit
 
 
 def _crash(point: str, hit: int) -> None:

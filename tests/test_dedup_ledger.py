@@ -12,7 +12,7 @@ from test_dedup_store import delta_rows, records
 from typer.testing import CliRunner
 
 from kafka_share_eos.cli.dedup import dedup
-from kafka_share_eos.ledger.claims import AppIdConflictError
+from kafka_share_eos.errors import AppIdConflictError
 from kafka_share_eos.ledger.compaction import compact
 from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger, offset_ranges

@@ -168,7 +168,7 @@ def test_an_older_batch_under_the_same_app_id_is_refused_not_skipped(delta_path:
     )
     # A second application (or a new checkpoint) on the same app id, at batch 3: skipping its
     # batch as "already applied" would lose its rows.
-    with pytest.raises(AppIdConflictError, match="batch 7 of app id 'shared'"):
+    with pytest.raises(AppIdConflictError, match="batch 7 of app_id 'shared'"):
         IdempotentUpsertSink.delta(delta_path, key_columns=["account"], app_id="shared").apply(
             balances(range(2, 4), 1), 3
         )

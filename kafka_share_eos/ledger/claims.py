@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafka_share_eos import faults
-from kafka_share_eos.errors import AppIdConflictError, KafkaShareEosError
+from kafka_share_eos.errors import KafkaShareEosError
 from kafka_share_eos.ledger.identity_ledger import (
     APP_COLUMN,
     APPLIED_AT_COLUMN,
@@ -87,10 +87,13 @@ def claim(
     """
     from deltalake.exceptions import CommitFailedError
 
+    # Imported here: sinks.delta loads deltalake, which the ledger loads only when used.
+    from kafka_share_eos.sinks.delta import batch_order
+
     claimed_now = 0
     for attempt in range(1, max_attempts + 1):
         table = _open(ledger, batch)
-        _check_batch_order(ledger, table, batch_id)
+        batch_order(table, ledger.app_id, batch_id, f"ledger {ledger.uri!r}")
         seen = ledger.read(
             [*ledger.identity, APP_COLUMN, BATCH_COLUMN],
             ledger.lookup_predicate(batch),
@@ -139,17 +142,6 @@ def _open(ledger: IdentityLedger, batch: pa.Table) -> DeltaTable:
         table = ledger.location.table()
         assert table is not None
     return table
-
-
-def _check_batch_order(ledger: IdentityLedger, table: DeltaTable, batch_id: int) -> None:
-    claimed = table.transaction_version(ledger.app_id)
-    if claimed is not None and claimed > batch_id:
-        raise AppIdConflictError(
-            f"ledger {ledger.uri!r} already holds batch {claimed} of app_id {ledger.app_id!r}, "
-            f"and this query is at batch {batch_id}: another application or an earlier "
-            "checkpoint uses the same app_id. Give each application, and each new checkpoint, "
-            "its own app_id (by default it is the streaming query's id, which always is)"
-        )
 
 
 def _split(

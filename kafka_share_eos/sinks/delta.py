@@ -94,6 +94,27 @@ def rows_absent(table: DeltaTable, rows: pa.Table, keys: Sequence[str]) -> pa.Ta
     return rows.join(existing, keys=list(keys), join_type="left anti")
 
 
+def batch_order(delta: DeltaTable, app_id: str, batch_id: int, where: str) -> int | None:
+    """The highest batch ``delta`` recorded under ``app_id`` (None before any).
+
+    Batch ids of one streaming query only grow, and a replay repeats the last one; so a batch
+    below the recorded one comes from another application, or a new checkpoint, using the same
+    ``app_id``, and treating it as a replay would skip its rows.
+
+    Raises:
+        AppIdConflictError: ``batch_id`` is below the recorded batch; ``where`` names the table.
+    """
+    recorded = delta.transaction_version(app_id)
+    if recorded is not None and recorded > batch_id:
+        raise AppIdConflictError(
+            f"{where} already holds batch {recorded} of app_id {app_id!r}, and this query is at "
+            f"batch {batch_id}: another application or an earlier checkpoint uses the same "
+            "app_id. Give each application, and each new checkpoint, its own app_id (by "
+            "default it is the streaming query's id, which always is)"
+        )
+    return recorded
+
+
 def delta_keys_held(
     table_uri: str, keys: pa.Table, storage_options: dict[str, str] | None = None
 ) -> list[bool]:
@@ -237,15 +258,7 @@ class DeltaMergeWriter:
         """One attempt at the batch on a fresh snapshot; raises ``CommitFailedError`` when a
         concurrent commit got in first."""
         delta = self._open(table.schema)
-        applied = delta.transaction_version(self.app_id)
-        if applied is not None and applied > batch_id:
-            raise AppIdConflictError(
-                f"Delta table {self.table_uri!r} already holds batch {applied} of app id "
-                f"{self.app_id!r}, and this query is at batch {batch_id}: another application "
-                "or an earlier checkpoint writes under the same app id, and skipping the batch "
-                "would lose its rows. Give each application, and each new checkpoint, its own "
-                "app_id (by default it is the streaming query's id, which always is)"
-            )
+        applied = batch_order(delta, self.app_id, batch_id, f"Delta table {self.table_uri!r}")
         if applied == batch_id:
             return UpsertOutcome(0, table.num_rows, "skipped-batch")
         appendable = _as_stored(delta, table)
