@@ -28,7 +28,6 @@ threads, which the raw loop pays too, are not counted. Run ``python benchmarks/b
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import statistics
 import tempfile
@@ -36,8 +35,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka import AcknowledgeType, ShareConsumer
 
+from kafka_share_eos.bench.streams import (
+    batches_with_data,
+    produce,
+    rows_read,
+    source_options,
+    start_query,
+    stream_window,
+)
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source import SourceOptions, register
@@ -53,25 +60,6 @@ DRAIN_IDLE_MS = 60_000
 record arrived. The embedded broker answers a new group's first fetch of a large topic slowly
 (1.2M records over 64 partitions: 5.3-5.9 s before the first record, for the raw loop too), and
 the default 5 s could end the drain before it."""
-
-
-def _produce(
-    bootstrap: str, records: int, partitions: int, value_bytes: int, topic: str = TOPIC
-) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    value = bytes(value_bytes)
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(topic, key=b"key-%d" % i, value=value, partition=i % partitions)
-                break
-            except BufferError:
-                # The client's queue is full while the broker is busy: serve delivery reports.
-                producer.poll(0.1)
-        if i % 10_000 == 0:
-            producer.poll(0)
-    if producer.flush(60):
-        raise RuntimeError("the benchmark records were not all produced within 60 s")
 
 
 def _raw_loop(bootstrap: str, records: int, poll_records: int, group: str) -> dict[str, float]:
@@ -97,25 +85,13 @@ def _raw_loop(bootstrap: str, records: int, poll_records: int, group: str) -> di
     return {"records": seen, "seconds": wall, "cpu_us_per_record": cpu / seen * 1e6}
 
 
-def _options(
-    bootstrap: str, group: str, journal: Path, topic: str = TOPIC, **extra: str
-) -> dict[str, str]:
-    return {
-        "kafka.bootstrap.servers": bootstrap,
-        "kafka.share.group.id": group,
-        "subscribe": topic,
-        "journalPath": str(journal),
-        **extra,
-    }
-
-
 def _planner(
     bootstrap: str, records: int, journal: Path, poll_records: int, group: str
 ) -> dict[str, float]:
     # A short poll timeout: the last planning waits that long to find nothing more.
     options = SourceOptions.parse(
-        _options(bootstrap, group, journal, maxRecordsPerTrigger=str(poll_records),
-                 pollTimeoutMs="100")
+        source_options(bootstrap, group, TOPIC, journal,
+                       maxRecordsPerTrigger=str(poll_records), pollTimeoutMs="100")
     )
     planner = BatchPlanner(options, Journal(options.journal_path))
     # pyarrow imports pandas on its first conversion from Python objects: a one-time cost of
@@ -132,60 +108,36 @@ def _planner(
     return {"records": accepted, "seconds": wall, "cpu_us_per_record": cpu / accepted * 1e6}
 
 
-def _start_query(spark: Any, options: dict[str, str], checkpoint: Path) -> Any:
-    reader = spark.readStream.format("kafka-share")
-    for name, value in options.items():
-        reader = reader.option(name, value)
-    return (
-        reader.load().writeStream.format("noop").trigger(availableNow=True)
-        .option("checkpointLocation", str(checkpoint))
-        .start()
-    )
-
-
-def _rows_with_data(query: Any) -> list[dict[str, Any]]:
-    return [p for p in query.recentProgress if p["numInputRows"]]
-
-
-def _rows_read(progress: list[dict[str, Any]]) -> int:
-    return sum(p["numInputRows"] for p in progress)
-
-
 def _warm_up(spark: Any, bootstrap: str, work: Path) -> None:
     """Start the session's Python workers with a small query of the same shape."""
-    _produce(bootstrap, 1000, 1, 100, WARM_UP_TOPIC)
-    options = _options(bootstrap, "bench-warm-up", work / "journal-warm-up", WARM_UP_TOPIC,
-                       availableNowIdleMs="500")
-    _start_query(spark, options, work / "checkpoint-warm-up").awaitTermination()
+    produce(bootstrap, WARM_UP_TOPIC, 1000, 1, 100)
+    options = source_options(bootstrap, "bench-warm-up", WARM_UP_TOPIC, work / "journal-warm-up",
+                             availableNowIdleMs="500")
+    start_query(spark, options, work / "checkpoint-warm-up").awaitTermination()
     wait_for_source_runners(spark)
-
-
-def _instant(timestamp: str) -> float:
-    return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
 def _spark(
     spark: Any, bootstrap: str, work: Path, policy: str, records: int, tag: str, **extra: str
 ) -> dict[str, float]:
-    options = _options(bootstrap, f"bench-spark-{policy}-{tag}", work / f"journal-{policy}-{tag}",
-                       acknowledge=policy, availableNowIdleMs=str(DRAIN_IDLE_MS), **extra)
+    options = source_options(bootstrap, f"bench-spark-{policy}-{tag}", TOPIC,
+                             work / f"journal-{policy}-{tag}", acknowledge=policy,
+                             availableNowIdleMs=str(DRAIN_IDLE_MS), **extra)
     started = time.time()
-    query = _start_query(spark, options, work / f"checkpoint-{policy}-{tag}")
+    query = start_query(spark, options, work / f"checkpoint-{policy}-{tag}")
     # Stopped once every record arrived, as the raw loop stops: nothing after is timed.
-    while not query.awaitTermination(0.5) and _rows_read(_rows_with_data(query)) < records:
+    while not query.awaitTermination(0.5) and rows_read(batches_with_data(query)) < records:
         pass
     query.stop()
     query.awaitTermination()
     # A runner leaves its group after its query stopped, and on the embedded broker a client
     # leaving drops every share session: the next contender's acknowledgements would fail.
     wait_for_source_runners(spark)
-    progress = _rows_with_data(query)
-    rows = _rows_read(progress)
+    progress = batches_with_data(query)
+    rows = rows_read(progress)
     if rows < records:
         raise RuntimeError(f"the {policy} query read {rows} of {records} records")
-    first_start = _instant(progress[0]["timestamp"])
-    last_end = (_instant(progress[-1]["timestamp"])
-                + progress[-1]["durationMs"]["triggerExecution"] / 1000.0)
+    first_start, last_end = stream_window(progress)
     return {"records": rows, "seconds": last_end - started, "batches": len(progress),
             "stream_seconds": last_end - first_start,
             "stream_records_per_second": rows / (last_end - first_start)}
@@ -253,7 +205,7 @@ def run(
     ) as tmp:
         work = Path(tmp)
         bootstrap = broker.bootstrap_servers
-        _produce(bootstrap, records, partitions, value_bytes)
+        produce(bootstrap, TOPIC, records, partitions, value_bytes)
         session = None
         if spark:
             session = local_spark_session("kafka-share-eos-bench")

@@ -18,6 +18,7 @@ from typing import Any
 from kafka_share_eos.bench.machine import machine_details, postgres_version
 from kafka_share_eos.bench.ratios import (
     Ratio,
+    consumers_ratios,
     dedup_ratios,
     source_ratios,
     two_phase_ratios,
@@ -36,6 +37,10 @@ class Sizes:
     source_partitions: int
     source_poll_records: int
     source_rounds: int
+    consumers_records: int
+    consumers_partitions: int
+    consumers_per_trigger: int
+    consumers_rounds: int
     upsert_rows: int
     upsert_repeats: int
     delta_base_rows: int
@@ -55,6 +60,10 @@ FULL = Sizes(
     source_partitions=32,
     source_poll_records=50_000,
     source_rounds=3,
+    consumers_records=200_000,
+    consumers_partitions=8,
+    consumers_per_trigger=40_000,
+    consumers_rounds=3,
     upsert_rows=200_000,
     upsert_repeats=3,
     delta_base_rows=1_000_000,
@@ -75,6 +84,10 @@ QUICK = Sizes(
     source_partitions=8,
     source_poll_records=10_000,
     source_rounds=1,
+    consumers_records=8_000,
+    consumers_partitions=8,
+    consumers_per_trigger=2_000,
+    consumers_rounds=1,
     upsert_rows=50_000,
     upsert_repeats=2,
     delta_base_rows=100_000,
@@ -151,6 +164,17 @@ def _run_source(sizes: Sizes, _: _Databases) -> dict[str, Any]:
     )
 
 
+def _run_consumers(sizes: Sizes, _: _Databases) -> dict[str, Any]:
+    from kafka_share_eos.bench import consumers
+
+    return consumers.run(
+        records=sizes.consumers_records,
+        partitions=sizes.consumers_partitions,
+        per_trigger=sizes.consumers_per_trigger,
+        rounds=sizes.consumers_rounds,
+    )
+
+
 def _run_upsert(sizes: Sizes, databases: _Databases) -> dict[str, Any]:
     from kafka_share_eos.bench import upsert
 
@@ -188,10 +212,11 @@ def _run_dedup(sizes: Sizes, _: _Databases) -> dict[str, Any]:
 Runner = Callable[[Sizes, _Databases], dict[str, Any]]
 Reducer = Callable[[Mapping[str, Any]], list[Ratio]]
 
-# The source runs first: it starts Spark, whose JVM should not be forked from a process that
-# has already used delta-rs.
+# The Spark benchmarks run first: Spark's JVM should not be forked from a process that has
+# already used delta-rs.
 BENCHMARKS: dict[str, tuple[Runner, Reducer]] = {
     "source": (_run_source, source_ratios),
+    "consumers": (_run_consumers, consumers_ratios),
     "upsert": (_run_upsert, upsert_ratios),
     "two-phase commit": (_run_two_phase, two_phase_ratios),
     "dedup": (_run_dedup, dedup_ratios),

@@ -14,7 +14,10 @@ if TYPE_CHECKING:
 
 
 def local_spark_session(
-    app_name: str = "kafka-share-eos-tests", cores: int = 2, short_lived: bool = False
+    app_name: str = "kafka-share-eos-tests",
+    cores: int = 2,
+    short_lived: bool = False,
+    executors: int | None = None,
 ) -> SparkSession:
     """Start (or reuse) a local-mode SparkSession whose Python workers run this interpreter.
 
@@ -22,24 +25,34 @@ def local_spark_session(
     source cannot be unpickled on executors. The JVM starts from a class archive
     (:mod:`~kafka_share_eos.testing.jvm`, made on the first call of an installation);
     ``short_lived`` also trades peak speed for a cheaper start, for processes that live seconds.
+    With ``executors``, Spark runs ``local-cluster``: that many executor JVMs of ``cores``
+    cores each, processes apart from the driver as on a cluster (slower to start).
     """
     from kafka_share_eos.testing.jvm import java_options
 
-    return spark_session(app_name, cores, java_options(short_lived))
+    return spark_session(app_name, cores, java_options(short_lived), executors)
 
 
-def spark_session(app_name: str, cores: int, java_options: Sequence[str]) -> SparkSession:
+EXECUTOR_MEMORY_MB = 1024
+
+
+def spark_session(
+    app_name: str, cores: int, java_options: Sequence[str], executors: int | None = None
+) -> SparkSession:
     """:func:`local_spark_session` with the driver JVM's extra options given explicitly."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
+    master = (f"local[{cores}]" if executors is None
+              else f"local-cluster[{executors},{cores},{EXECUTOR_MEMORY_MB}]")
+    parallelism = cores * (executors or 1)
     spark = (
-        SparkSession.builder.master(f"local[{cores}]")
+        SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", str(cores))
-        .config("spark.default.parallelism", str(cores))
+        .config("spark.sql.shuffle.partitions", str(parallelism))
+        .config("spark.default.parallelism", str(parallelism))
         .config("spark.sql.streaming.metricsEnabled", "false")
         .config(
             "spark.driver.extraJavaOptions",

@@ -1,0 +1,79 @@
+"""What the source benchmarks share: producing their records, starting a ``kafka-share`` query
+into Spark's ``noop`` sink, and timing it from its progress reports."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+
+def produce(bootstrap: str, topic: str, records: int, partitions: int, value_bytes: int) -> None:
+    """Produce ``records`` records of ``value_bytes`` bytes round-robin over the partitions.
+
+    Raises:
+        RuntimeError: they were not all acknowledged by the broker within 60 s.
+    """
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    value = bytes(value_bytes)
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, key=b"key-%d" % i, value=value, partition=i % partitions)
+                break
+            except BufferError:
+                # The client's queue is full while the broker is busy: serve delivery reports.
+                producer.poll(0.1)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    if producer.flush(60):
+        raise RuntimeError("the benchmark records were not all produced within 60 s")
+
+
+def source_options(
+    bootstrap: str, group: str, topic: str, journal: Path, **extra: str
+) -> dict[str, str]:
+    """The ``kafka-share`` options of a benchmark query (``extra`` as given)."""
+    return {
+        "kafka.bootstrap.servers": bootstrap,
+        "kafka.share.group.id": group,
+        "subscribe": topic,
+        "journalPath": str(journal),
+        **extra,
+    }
+
+
+def start_query(spark: Any, options: dict[str, str], checkpoint: Path) -> Any:
+    """Start an ``availableNow`` query of the ``kafka-share`` source into the ``noop`` sink."""
+    reader = spark.readStream.format("kafka-share")
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return (
+        reader.load().writeStream.format("noop").trigger(availableNow=True)
+        .option("checkpointLocation", str(checkpoint))
+        .start()
+    )
+
+
+def batches_with_data(query: Any) -> list[dict[str, Any]]:
+    """The progress reports of the query's micro-batches that read records (set
+    ``spark.sql.streaming.numRecentProgressUpdates`` high enough to keep them all)."""
+    return [p for p in query.recentProgress if p["numInputRows"]]
+
+
+def rows_read(progress: list[dict[str, Any]]) -> int:
+    """Rows the micro-batches of ``progress`` read."""
+    return sum(p["numInputRows"] for p in progress)
+
+
+def _instant(timestamp: str) -> float:
+    return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+def stream_window(progress: list[dict[str, Any]]) -> tuple[float, float]:
+    """Wall-clock start of the first micro-batch of ``progress`` and end of its last one."""
+    last = progress[-1]
+    return (_instant(progress[0]["timestamp"]),
+            _instant(last["timestamp"]) + last["durationMs"]["triggerExecution"] / 1000.0)
