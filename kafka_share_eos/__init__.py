@@ -21,6 +21,8 @@ touches is importable from here:
   :func:`open_dead_letters`;
 - :class:`KafkaShareEosError`, the base of every error the toolkit raises, and the errors a
   pipeline meets (docs/errors.md);
+- :func:`postgres_array`, a batch's column as one PostgreSQL array parameter, for set-based
+  two-phase effects;
 - :class:`EmbeddedBroker`, a share-group-capable Kafka broker in this process.
 
 Importing the package loads none of the optional dependencies (pyspark, deltalake, SQLAlchemy,
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
     from kafka_share_eos.sinks import MissingColumnsError as MissingColumnsError
     from kafka_share_eos.sinks import SinkConfigurationError as SinkConfigurationError
     from kafka_share_eos.sinks import TargetTableError as TargetTableError
+    from kafka_share_eos.sinks.sql_values import postgres_array as postgres_array
     from kafka_share_eos.source.journal import JournalError as JournalError
     from kafka_share_eos.source.options import SourceOptionError as SourceOptionError
     from kafka_share_eos.source.status import journal_status as journal_status
@@ -144,6 +147,7 @@ _LAZY = {
     "TwoPhaseCommitError": "kafka_share_eos.twophase",
     "journal_status": "kafka_share_eos.source.status",
     "open_dead_letters": "kafka_share_eos.deadletter",
+    "postgres_array": "kafka_share_eos.sinks.sql_values",
 }
 
 __all__ = [
@@ -197,6 +201,7 @@ __all__ = [
     "__version__",
     "journal_status",
     "open_dead_letters",
+    "postgres_array",
     "register",
 ]
 

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
+Prepare = Callable[[int], Callable[[], object]]
+"""``prepare(attempt)`` sets up fresh targets untimed and returns the work to time."""
 
-def best_seconds(prepare: Callable[[int], Callable[[], object]], repeats: int) -> float:
-    """Fastest of ``repeats`` timed runs; ``prepare(attempt)`` sets up fresh targets untimed and
-    returns the work to time."""
-    best = float("inf")
+
+def best_seconds(contenders: Mapping[str, Prepare], repeats: int) -> dict[str, float]:
+    """Each contender's fastest of ``repeats`` timed runs.
+
+    The contenders take turns, one run each per round, so that a change in the machine's load
+    (it is shared) reaches all of them rather than the one that happened to run then.
+    """
+    best = dict.fromkeys(contenders, float("inf"))
     for attempt in range(repeats):
-        work = prepare(attempt)
-        started = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - started)
+        for name, prepare in contenders.items():
+            work = prepare(attempt)
+            started = time.perf_counter()
+            work()
+            best[name] = min(best[name], time.perf_counter() - started)
     return best
 
 

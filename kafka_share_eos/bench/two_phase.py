@@ -13,8 +13,8 @@ same Postgres server through their Arrow entry point ``apply(table, batch_id)``:
 
 Every 2PC variant keeps its ledger of applied keys, logs its decision to a file and runs
 ``PREPARE TRANSACTION`` / ``COMMIT PREPARED`` per batch. Ratios are 2PC rows/s over upsert rows/s,
-best of ``repeats`` runs. ``python benchmarks/bench_two_phase.py --help``; ``run()`` returns the
-numbers as a dict.
+best of ``repeats`` runs taken in turns. ``python benchmarks/bench_two_phase.py --help``;
+``run()`` returns the numbers as a dict.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from typing import Any
 import pyarrow as pa
 import sqlalchemy as sa
 
-from kafka_share_eos.bench.common import best_seconds, postgres_database
+from kafka_share_eos import postgres_array
+from kafka_share_eos.bench.common import Prepare, best_seconds, postgres_database
 from kafka_share_eos.strategies.base import BatchStrategy
 from kafka_share_eos.strategies.idempotent_upsert import IdempotentUpsertSink
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
@@ -53,7 +54,8 @@ def payment_batch(count: int, first_offset: int) -> pa.Table:
 
 
 def add_to_balances(conn: sa.Connection, rows: pa.Table) -> None:
-    """The set-based effect: one UPDATE adding each account's total of the new records."""
+    """The set-based effect: one UPDATE adding each account's total of the new records, whose
+    columns go as array parameters (the way docs/two-phase-commit.md shows)."""
     conn.execute(
         sa.text(
             "UPDATE accounts AS a SET balance = a.balance + s.total"
@@ -62,7 +64,7 @@ def add_to_balances(conn: sa.Connection, rows: pa.Table) -> None:
             "            AS r(account, amount) GROUP BY account) AS s"
             " WHERE a.id = s.account"
         ),
-        {"accounts": rows["account"].to_pylist(), "amounts": rows["amount"].to_pylist()},
+        {"accounts": postgres_array(rows["account"]), "amounts": postgres_array(rows["amount"])},
     )
 
 
@@ -107,14 +109,11 @@ def run(
     """Measure every strategy on the same batches and server; rows/s and ratios to upsert."""
     data = [payment_batch(rows_per_batch, b * rows_per_batch) for b in range(batches)]
     total = rows_per_batch * batches
-    seconds: dict[str, float] = {}
     with postgres_database(url) as db_url, tempfile.TemporaryDirectory() as workdir:
         engine = sa.create_engine(db_url)
-        for name, make in _strategies(db_url, workdir).items():
 
-            def prepare(
-                attempt: int, name: str = name, make: Callable[[str], BatchStrategy] = make
-            ) -> Callable[[], object]:
+        def contender(name: str, make: Callable[[str], BatchStrategy]) -> Prepare:
+            def prepare(attempt: int) -> Callable[[], object]:
                 _reset(engine)
                 strategy = make(f"{name}-{attempt}")
 
@@ -125,7 +124,11 @@ def run(
 
                 return work
 
-            seconds[name] = best_seconds(prepare, repeats)
+            return prepare
+
+        contenders = {name: contender(name, make)
+                      for name, make in _strategies(db_url, workdir).items()}
+        seconds = best_seconds(contenders, repeats)
         engine.dispose()
     rates = {name: total / s for name, s in seconds.items()}
     return {

@@ -3,7 +3,8 @@
 - PostgreSQL: the sink's COPY bulk path (one read of the identities already stored, then a
   ``COPY`` of the others) against a plain ``COPY`` of the same rows into a table of the same
   shape, for a batch of new keys, one with 10 % of its rows already applied and a full
-  redelivery; also the sink's row path. Best of ``repeats``, each on fresh tables.
+  redelivery; also the sink's row path. Best of ``repeats``, each on fresh tables, the
+  contenders taking turns.
 - Delta: the sink (new keys appended, with its application transaction) against
   ``write_deltalake`` append of the same batches into a table of the same size; batches go to
   both tables in turn and the medians are compared.
@@ -35,16 +36,17 @@ from kafka_share_eos.sinks.sql_schema import table_from_schema
 from kafka_share_eos.strategies import SOURCE_IDENTITY, IdempotentUpsertSink
 
 
-def source_rows(count: int, first_offset: int = 0, value_bytes: int = 100) -> pa.Table:
-    """Rows shaped like the kafka-share source, spread over 8 partitions."""
-    offsets = range(first_offset, first_offset + count)
+def source_rows(count: int, first: int = 0, value_bytes: int = 100) -> pa.Table:
+    """Records ``first`` to ``first + count - 1`` of a topic of 8 partitions, round robin, shaped
+    like the kafka-share source's rows: each partition's offsets are consecutive, as in Kafka."""
+    records = range(first, first + count)
     return pa.table(
         {
-            "key": pa.array([f"key-{o}".encode() for o in offsets], pa.binary()),
+            "key": pa.array([f"key-{n}".encode() for n in records], pa.binary()),
             "value": pa.array([bytes(value_bytes)] * count, pa.binary()),
             "topic": pa.array(["orders"] * count),
-            "partition": pa.array([o % 8 for o in offsets], pa.int32()),
-            "offset": pa.array(list(offsets), pa.int64()),
+            "partition": pa.array([n % 8 for n in records], pa.int32()),
+            "offset": pa.array([n // 8 for n in records], pa.int64()),
             "timestamp": pa.array(
                 [datetime(2025, 1, 1, tzinfo=UTC)] * count, pa.timestamp("us", "UTC")
             ),
@@ -90,11 +92,17 @@ def bench_postgres(rows: pa.Table, url: str, repeats: int) -> dict[str, float]:
     def rate(seconds: float, rows_written: int = count) -> float:
         return rows_written / seconds
 
-    append_s = best_seconds(plain_copy, repeats)
-    fresh_s = best_seconds(upsert("fresh", rows), repeats)
-    mixed_s = best_seconds(upsert("mixed", rows, applied_before=count // 10), repeats)
-    full_s = best_seconds(upsert("redelivered", rows, applied_before=count), repeats)
-    small_s = best_seconds(upsert("rows_path", small, bulk_threshold=count + 1), repeats)
+    seconds = best_seconds(
+        {
+            "append": plain_copy,
+            "fresh": upsert("fresh", rows),
+            "mixed": upsert("mixed", rows, applied_before=count // 10),
+            "redelivered": upsert("redelivered", rows, applied_before=count),
+            "rows_path": upsert("rows_path", small, bulk_threshold=count + 1),
+        },
+        repeats,
+    )
+    append_s, fresh_s, mixed_s, full_s, small_s = seconds.values()
     paths = {name: sink.last_report for name, sink in sinks.items()}
     assert all(report is not None for report in paths.values())
     engine.dispose()
@@ -125,7 +133,7 @@ def bench_delta(base_rows: int, batch_rows: int, batches: int) -> dict[str, floa
         first = base_rows
         # Batch 0 (untimed) puts the sink in its steady state.
         for batch_id in range(batches + 1):
-            batch = source_rows(batch_rows, first_offset=first)
+            batch = source_rows(batch_rows, first)
             first += batch_rows
             started = time.perf_counter()
             write_deltalake(plain, batch, mode="append")

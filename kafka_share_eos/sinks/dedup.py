@@ -16,6 +16,14 @@ def _free_column_name(table: pa.Table, base: str) -> str:
     return name
 
 
+def _all_distinct(table: pa.Table, keys: Sequence[str]) -> bool:
+    """Whether no two rows of ``table`` share their ``keys``."""
+    # Single-threaded: for one batch's keys the thread pool costs more than it saves, the more
+    # so on a busy machine.
+    distinct = table.select(list(keys)).group_by(list(keys), use_threads=False).aggregate([])
+    return bool(distinct.num_rows == table.num_rows)
+
+
 def keep_latest(
     table: pa.Table, key_columns: Sequence[str], version_column: str | None = None
 ) -> pa.Table:
@@ -26,12 +34,7 @@ def keep_latest(
     versions the one that came last in the batch wins; a null version loses to any other.
     """
     keys = list(key_columns)
-    if table.num_rows <= 1:
-        return table
-    # Single-threaded: for one batch's keys the thread pool costs more than it saves, the more
-    # so on a busy machine.
-    distinct = table.select(keys).group_by(keys, use_threads=False).aggregate([]).num_rows
-    if distinct == table.num_rows:
+    if table.num_rows <= 1 or _all_distinct(table, keys):
         return table
     row = _free_column_name(table, "__row")
     numbered = table.select([*keys, *([version_column] if version_column else [])])
@@ -81,13 +84,16 @@ def split_by_stored(
     ... WHERE excluded.version > table.version``); the other rows are already applied. Both
     parts keep the batch's row order.
     """
+    if stored.num_rows == 0:
+        # The steady state of a stream: nothing to join, nothing to copy.
+        return StoredSplit(rows, rows.slice(0, 0))
     keys = list(key_columns)
     row = _free_column_name(rows, "__row")
     numbered = rows.select(
         [*keys, *([version_column] if version_column else [])]
     ).append_column(row, pa.array(range(rows.num_rows), pa.int64()))
     newer = pa.array([], pa.int64())
-    if version_column is None or stored.num_rows == 0:
+    if version_column is None:
         held = numbered.join(stored.select(keys), keys=keys, join_type="left semi")[row]
     else:
         stored_version = _free_column_name(numbered, "__stored_version")
@@ -101,5 +107,8 @@ def split_by_stored(
         newer = pairs.filter(is_newer)[row]
         # The hash join does not keep the batch's order.
         newer = newer.take(pc.sort_indices(newer))
+    if len(held) == 0:
+        # Stored keys near the batch's, none of its own: no copy of the batch.
+        return StoredSplit(rows, rows.slice(0, 0))
     absent = pc.invert(pc.is_in(numbered[row], value_set=held.combine_chunks()))
     return StoredSplit(rows.filter(absent), rows.take(newer))

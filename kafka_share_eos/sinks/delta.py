@@ -42,6 +42,7 @@ with needs_extra("delta", "Delta tables"):
     from deltalake.exceptions import CommitFailedError
 
 DEFAULT_APP_ID_PREFIX = "kafka-share-eos/upsert"
+_REFRESH_AFTER_CONFLICT = 16
 
 
 def quote_identifier(name: str) -> str:
@@ -70,7 +71,7 @@ def stored_keys(
     Integer keys prune files by their min/max statistics and rows by range before a join.
     """
     wanted = list(columns if columns is not None else keys)
-    if rows.num_rows == 0 or not table.file_uris():
+    if rows.num_rows == 0:
         return rows.select(wanted).slice(0, 0)
     pruning: list[tuple[str, str, Any]] = []
     row_filter = None
@@ -171,6 +172,8 @@ class DeltaMergeWriter:
         self.max_commit_attempts = max_commit_attempts
         self.retry_backoff_seconds = retry_backoff_seconds
         self._delta: DeltaTable | None = None
+        # Batches still to start from a refreshed snapshot since the last lost commit race.
+        self._refresh_batches = 0
 
     @property
     def target(self) -> str:
@@ -203,10 +206,13 @@ class DeltaMergeWriter:
             return UpsertOutcome(0, 0, "merge")
         table = _delta_compatible(table)
         delay = self.retry_backoff_seconds
+        self._refresh_batches = max(self._refresh_batches - 1, 0)
         for attempt in range(1, self.max_commit_attempts + 1):
             try:
                 return self._apply(table, batch_id)
             except CommitFailedError as error:
+                # Another writer is active: read its commits before the next attempts.
+                self._refresh_batches = _REFRESH_AFTER_CONFLICT
                 if attempt == self.max_commit_attempts:
                     raise CommitConflictError(
                         f"batch {batch_id} could not be committed to Delta table "
@@ -240,10 +246,17 @@ class DeltaMergeWriter:
         self._delta = None
 
     def _open(self, schema: pa.Schema) -> DeltaTable:
-        """The table at its latest version (created when missing); the handle is kept and
-        brought up to date, so the log is not replayed from its start for every batch."""
+        """The table (created when missing), through a handle kept between batches.
+
+        The handle holds this writer's own commits; it is brought up to date with other
+        writers' only for a while after one of them won a commit race. A stale snapshot is
+        safe: the append (and the MERGE) fail when anything was committed since, and the batch
+        starts over from a refreshed one. Reading the log for every batch would cost as much
+        as the lookup.
+        """
         if self._delta is not None:
-            self._delta.update_incremental()
+            if self._refresh_batches:
+                self._delta.update_incremental()
             return self._delta
         if not DeltaTable.is_deltatable(self.table_uri, self.storage_options):
             # Creating empty first and writing after keeps one code path; a concurrent creator
@@ -255,7 +268,7 @@ class DeltaMergeWriter:
         return self._delta
 
     def _apply(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
-        """One attempt at the batch on a fresh snapshot; raises ``CommitFailedError`` when a
+        """One attempt at the batch on the handle's snapshot; raises ``CommitFailedError`` when a
         concurrent commit got in first."""
         delta = self._open(table.schema)
         applied = batch_order(delta, self.app_id, batch_id, f"Delta table {self.table_uri!r}")

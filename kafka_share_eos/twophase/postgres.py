@@ -1,8 +1,10 @@
 """A Postgres participant: the user's effect and a ledger of applied keys, prepared together.
 
-Prepare opens a transaction, adds the batch's keys to the ledger (a ``COPY`` when they are all
-new, else ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` to learn which are), runs the effect
-for the new records only, and ends with ``PREPARE TRANSACTION '<gid>'``. The prepared
+Prepare opens a transaction, adds the batch's keys to the ledger (one ``INSERT ... SELECT FROM
+unnest(...)`` of the key columns sent as arrays, which fails whole on a known key when they are
+all new; else with ``ON CONFLICT DO NOTHING RETURNING`` to learn which are), runs the effect for
+the new records only (a per-record SQL effect inside the server: :mod:`.row_effect`), and ends
+with ``PREPARE TRANSACTION '<gid>'``. The prepared
 transaction survives the death of the session and of the server; ``COMMIT PREPARED`` /
 ``ROLLBACK PREPARED`` finish it from any session.
 
@@ -23,6 +25,7 @@ import pyarrow as pa
 
 from kafka_share_eos import faults
 from kafka_share_eos._extras import require_sql
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.twophase.protocol import (
     Token,
     Transaction,
@@ -30,6 +33,7 @@ from kafka_share_eos.twophase.protocol import (
     app_of,
     check_name,
 )
+from kafka_share_eos.twophase.row_effect import server_loop
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine, TextClause
@@ -39,7 +43,7 @@ Effect: TypeAlias = "str | TextClause | Callable[[Connection, pa.Table], None]"
 
 # SQLSTATE of "prepared transaction with identifier ... does not exist".
 _UNDEFINED_OBJECT = "42704"
-# Batches that claim keys with INSERT ... ON CONFLICT after a direct COPY met a known key.
+# Batches that claim keys with INSERT ... ON CONFLICT after a plain insert met a known key.
 _DIRECT_COPY_BACKOFF = 8
 # SQLSTATEs of a transaction the server rolled back whole: deadlock victim, serialization failure.
 _ROLLED_BACK_BY_SERVER = frozenset({"40P01", "40001"})
@@ -55,6 +59,17 @@ def _rolled_back_by_server(error: BaseException) -> bool:
     wrapped = getattr(error, "orig", None)
     code = getattr(error, "sqlstate", None) or getattr(wrapped, "sqlstate", None)
     return code in _ROLLED_BACK_BY_SERVER
+
+
+def _array_parameter(column: pa.ChunkedArray) -> str | list[Any]:
+    """``column`` as a parameter cast to a PostgreSQL array: a literal Arrow builds, or a list
+    the driver adapts for types without one."""
+    from kafka_share_eos.sinks.sql_values import postgres_array
+
+    try:
+        return postgres_array(column)
+    except ConfigurationError:
+        return list(column.to_pylist())
 
 
 def _literal(value: str) -> str:
@@ -266,68 +281,75 @@ class PostgresParticipant:
     def _claim_new_rows(self, conn: Connection, rows: pa.Table, txn: Transaction) -> pa.Table:
         """Insert the keys into the ledger; the rows whose keys were not there yet."""
         from psycopg.errors import UniqueViolation
+        from sqlalchemy.exc import IntegrityError
 
         if self._direct_copy_wait == 0:
             try:
-                # Most batches hold only new keys: a COPY straight into the ledger is the
-                # fastest claim, and the primary key makes it fail as a whole otherwise.
+                # Most batches hold only new keys: a plain insert into the ledger is the
+                # cheapest claim, and the primary key makes it fail as a whole otherwise.
                 with conn.begin_nested():
-                    self._copy_keys(conn, rows, txn)
+                    self._insert_keys(conn, rows, txn, skip_known=False)
                 return rows
-            except UniqueViolation:
+            except IntegrityError as error:
+                if not isinstance(error.orig, UniqueViolation):
+                    raise
                 self._direct_copy_wait = _DIRECT_COPY_BACKOFF
         else:
             self._direct_copy_wait -= 1
-        return self._insert_keys(conn, rows, txn)
+        return self._insert_keys(conn, rows, txn, skip_known=True)
 
-    def _copy_keys(self, conn: Connection, rows: pa.Table, txn: Transaction) -> None:
-        from psycopg import sql as pgsql
-
-        from kafka_share_eos.sinks.sql import python_rows
-
-        columns = [*txn.key_columns, "txid"]
-        statement = pgsql.SQL("COPY {} ({}) FROM STDIN").format(
-            pgsql.Identifier(self._ledger_name),
-            pgsql.SQL(", ").join(map(pgsql.Identifier, columns)),
-        )
-        keys = rows.select(list(txn.key_columns))
-        keyed = keys.append_column("txid", pa.repeat(pa.scalar(txn.txid), rows.num_rows))
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        with raw.cursor() as cursor, cursor.copy(statement) as copy:
-            for row in python_rows(keyed, for_copy=True):
-                copy.write_row(row)
-
-    def _insert_keys(self, conn: Connection, rows: pa.Table, txn: Transaction) -> pa.Table:
+    def _insert_keys(
+        self, conn: Connection, rows: pa.Table, txn: Transaction, *, skip_known: bool
+    ) -> pa.Table:
+        """Insert the keys of ``rows`` into the ledger, sent as one array per key column; with
+        ``skip_known``, keys already there are left out, else they fail the statement. The rows
+        whose keys were inserted."""
         from sqlalchemy import text
+
+        from kafka_share_eos.sinks import contained
 
         keys = txn.key_columns
         arrays = ", ".join(
             f"CAST(:k{i} AS {self._type(rows.schema.field(c))}[])" for i, c in enumerate(keys)
         )
         columns = ", ".join(self._quote(c) for c in keys)
-        params: dict[str, Any] = {f"k{i}": rows.column(c).to_pylist() for i, c in enumerate(keys)}
+        params: dict[str, Any] = {
+            f"k{i}": _array_parameter(rows.column(c)) for i, c in enumerate(keys)
+        }
         params["txid"] = txn.txid
+        insert = (
+            f"INSERT INTO {self._ledger} ({columns}, txid) SELECT *, :txid FROM unnest({arrays})"
+        )
+        if not skip_known:
+            conn.execute(text(insert), params)
+            return rows
         inserted = conn.execute(
-            text(
-                f"INSERT INTO {self._ledger} ({columns}, txid)"
-                f" SELECT *, :txid FROM unnest({arrays}) ON CONFLICT DO NOTHING"
-                f" RETURNING {columns}"
-            ),
-            params,
+            text(f"{insert} ON CONFLICT DO NOTHING RETURNING {columns}"), params
         ).all()
-        new = {tuple(row) for row in inserted}
-        batch_keys = zip(*(params[f"k{i}"] for i in range(len(keys))), strict=True)
-        return rows.filter(pa.array([key in new for key in batch_keys], pa.bool_()))
+        claimed = pa.table(
+            [pa.array([row[i] for row in inserted]) for i in range(len(keys))], names=list(keys)
+        )
+        return rows.filter(pa.array(contained(rows.select(list(keys)), claimed), pa.bool_()))
 
     def _run_effect(self, conn: Connection, rows: pa.Table) -> None:
         if callable(self._effect):
             self._effect(conn, rows)
             return
-        from sqlalchemy import text
+        from psycopg import Error
+        from sqlalchemy import exc, text
 
         statement = text(self._effect) if isinstance(self._effect, str) else self._effect
-        conn.execute(statement, rows.to_pylist())
+        loop = server_loop(statement.text, rows, self._type)
+        if loop is None:
+            conn.execute(statement, rows.to_pylist())
+            return
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        try:
+            raw.execute(loop)
+        except Error as error:
+            # Surfaced as SQLAlchemy's, like the errors of the one-by-one path.
+            raise exc.DBAPIError.instance(loop[:200], None, error, Error) from error
 
     def create_ledger(self, schema: pa.Schema, keys: Sequence[str]) -> None:
         """Check the server and create the ledger for ``keys`` of ``schema`` unless it exists.
