@@ -51,6 +51,8 @@ def spark_session(
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
+        # Its stage progress bar is carriage-return art on stderr: noise in every log.
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(parallelism))
         .config("spark.default.parallelism", str(parallelism))
         .config("spark.sql.streaming.metricsEnabled", "false")
