@@ -64,6 +64,10 @@ class RunConsole:
     Args:
         title: names the run in the log.
         log_path: the log file, appended to.
+
+    Raises:
+        SystemExit: on leaving the block with an exception other than ``SystemExit``: status 1,
+            or 130 for ``KeyboardInterrupt``.
     """
 
     def __init__(self, title: str, log_path: Path) -> None:
