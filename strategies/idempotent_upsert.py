@@ -47,7 +47,10 @@ class IdempotentUpsertSink(BatchStrategy):
     - ``"executors"`` (PostgreSQL only): repartitioned on the key columns and written by each
       executor task in its own transaction;
     - ``"auto"`` (default): executors on PostgreSQL when the batch has at least
-      ``executor_threshold`` rows (counting it costs one Spark job), else the driver. Delta is
+      ``executor_threshold`` rows, else the driver. Counting a batch costs a Spark job, as much
+      as a small batch's write: the first batch is counted, and later ones only while the
+      previous batch had at least half the threshold (batches of one stream have similar
+      sizes; a larger one than foreseen is only written by the driver). Delta is
       always written by the driver: delta-rs must not run in forked worker processes.
 
     With ``transform`` or ``dead_letters`` (see :class:`StrategyOptions`) batches are written
@@ -196,6 +199,9 @@ class IdempotentUpsertSink(BatchStrategy):
     def _use_executors(self, batch_df: DataFrame) -> bool:
         if self.write_path == "auto":
             if self.screens_rows or not self._executors_allowed:
+                return False
+            last = self.last_report
+            if last is not None and last.rows_in < self.executor_threshold // 2:
                 return False
             return batch_df.count() >= self.executor_threshold
         return self.write_path == "executors"

@@ -101,8 +101,12 @@ def test_large_batches_go_through_the_executors(spark: SparkSession, postgres_ur
     small = spark.createDataFrame(records([*pairs[:10], (5, 0)]))
     report = sink(small, 1)
     assert (report.write_path, report.already_applied, report.rows_written) == ("rows", 10, 1)
+    # After a small batch the next one is not counted (a Spark job): the driver writes it.
     report = sink(df, 0)
-    assert (report.already_applied, report.rows_written) == (120, 0)
+    assert (report.write_path, report.already_applied, report.rows_written) == ("copy", 120, 0)
+    # After a large one it is, and a large batch goes through the executors again.
+    report = sink(df, 2)
+    assert (report.write_path, report.already_applied, report.rows_written) == ("executors", 120, 0)
     expected = sorted({("t", p, o, f"{p}:{o}".encode()) for p, o in [*pairs, (5, 0)]})
     assert sql_identities(postgres_url) == expected
     sink.close()
