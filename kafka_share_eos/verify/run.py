@@ -276,9 +276,11 @@ class _Supervisor:
         crash_at = None
         kill_after = None
         if armed and point != RANDOM_KILL:
-            # With other applications in the group, this one runs about its share of batches.
+            # Beside other applications this one runs about its share of the batches; it
+            # crashes after its first, so that it applied records before the others took over.
             share = max(1, self._batches_left() // self.spec.mix.pipelines)
-            crash_at = faults.crash_spec(point, self.rng.randint(1, share))
+            first = 2 if self.spec.mix.pipelines > 1 and share > 1 else 1
+            crash_at = faults.crash_spec(point, self.rng.randint(first, share))
         if armed and (point == RANDOM_KILL or self.spec.mix.random_kills):
             kill_after = self.rng.uniform(*KILL_WINDOW_S)
         self.result.starts += 1
