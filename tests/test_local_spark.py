@@ -13,7 +13,7 @@ import pyspark
 import pytest
 
 from kafka_share_eos.testing import jvm
-from kafka_share_eos.testing.spark import SOURCE_RUNNER_MODULE, _source_runners
+from kafka_share_eos.testing.spark import SOURCE_RUNNER_MODULE, source_runners
 
 
 @pytest.fixture
@@ -72,10 +72,10 @@ def test_source_runners_are_found_among_the_children_until_they_exit() -> None:
     )
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        assert _source_runners(os.getpid()) == [runner.pid]
+        assert source_runners(os.getpid()) == [runner.pid]
         runner.kill()
         runner.wait()
-        assert _source_runners(os.getpid()) == []
+        assert source_runners(os.getpid()) == []
     finally:
         for child in (runner, other):
             child.kill()

@@ -20,6 +20,7 @@ from kafka_share_eos.bench.ratios import (
     Ratio,
     consumers_ratios,
     dedup_ratios,
+    end_to_end_ratios,
     source_ratios,
     two_phase_ratios,
     upsert_ratios,
@@ -41,6 +42,10 @@ class Sizes:
     consumers_partitions: int
     consumers_per_trigger: int
     consumers_rounds: int
+    end_to_end_records: int
+    end_to_end_per_trigger: int
+    end_to_end_rounds: int
+    memory_batches: int
     upsert_rows: int
     upsert_repeats: int
     delta_base_rows: int
@@ -64,6 +69,10 @@ FULL = Sizes(
     consumers_partitions=8,
     consumers_per_trigger=40_000,
     consumers_rounds=3,
+    end_to_end_records=100_000,
+    end_to_end_per_trigger=10_000,
+    end_to_end_rounds=3,
+    memory_batches=200,
     upsert_rows=200_000,
     upsert_repeats=3,
     delta_base_rows=1_000_000,
@@ -88,6 +97,10 @@ QUICK = Sizes(
     consumers_partitions=8,
     consumers_per_trigger=2_000,
     consumers_rounds=1,
+    end_to_end_records=40_000,
+    end_to_end_per_trigger=10_000,
+    end_to_end_rounds=1,
+    memory_batches=60,
     upsert_rows=50_000,
     upsert_repeats=2,
     delta_base_rows=100_000,
@@ -102,7 +115,8 @@ QUICK = Sizes(
     dedup_batch_sizes=(1_000, 10_000),
 )
 """Sizes for a run of under three minutes: batches as large as the full run's where the ratio
-depends on it, fewer of them and one round each, a smaller ledger and no 10M one."""
+depends on it, fewer of them and one round each, a smaller ledger and no 10M one, a memory run
+of 60 batches."""
 
 
 @dataclass
@@ -175,6 +189,19 @@ def _run_consumers(sizes: Sizes, _: _Databases) -> dict[str, Any]:
     )
 
 
+def _run_end_to_end(sizes: Sizes, databases: _Databases) -> dict[str, Any]:
+    from kafka_share_eos.bench import end_to_end
+
+    with databases.database() as url:
+        return end_to_end.run(
+            records=sizes.end_to_end_records,
+            per_trigger=sizes.end_to_end_per_trigger,
+            rounds=sizes.end_to_end_rounds,
+            postgres_url=url,
+            memory_batches=sizes.memory_batches,
+        )
+
+
 def _run_upsert(sizes: Sizes, databases: _Databases) -> dict[str, Any]:
     from kafka_share_eos.bench import upsert
 
@@ -217,6 +244,7 @@ Reducer = Callable[[Mapping[str, Any]], list[Ratio]]
 BENCHMARKS: dict[str, tuple[Runner, Reducer]] = {
     "source": (_run_source, source_ratios),
     "consumers": (_run_consumers, consumers_ratios),
+    "end-to-end": (_run_end_to_end, end_to_end_ratios),
     "upsert": (_run_upsert, upsert_ratios),
     "two-phase commit": (_run_two_phase, two_phase_ratios),
     "dedup": (_run_dedup, dedup_ratios),

@@ -90,14 +90,16 @@ def wait_for_source_runners(spark: SparkSession, timeout_s: float = 60.0) -> Non
         return
     jvm = gateway.proc.pid
     deadline = time.monotonic() + timeout_s
-    while running := _source_runners(jvm):
+    while running := source_runners(jvm):
         if time.monotonic() >= deadline:
             raise TimeoutError(f"kafka-share source runners {running} still alive after "
                                f"{timeout_s:.0f} s")
         time.sleep(0.05)
 
 
-def _source_runners(parent: int) -> list[int]:
+def source_runners(parent: int) -> list[int]:
+    """Pids of the ``kafka-share`` source runners that process ``parent`` (a Spark driver JVM)
+    started and that are still alive (Linux ``/proc``)."""
     runners = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
