@@ -92,7 +92,7 @@ def claim(
 
     claimed_now = 0
     for attempt in range(1, max_attempts + 1):
-        table = _open(ledger, batch)
+        table = _open(ledger, batch, fresh=attempt > 1)
         batch_order(table, ledger.app_id, batch_id, f"ledger {ledger.uri!r}")
         seen = ledger.read(
             [*ledger.identity, APP_COLUMN, BATCH_COLUMN],
@@ -106,6 +106,7 @@ def claim(
                 _commit_claims(ledger, table, fresh, batch_id)
             except CommitFailedError:
                 # Someone committed since our snapshot: re-read and claim what is still free.
+                ledger.location.contended()
                 time.sleep(random.uniform(0, backoff_seconds * min(attempt, 10)))
                 continue
             claimed_now += fresh.num_rows
@@ -118,13 +119,19 @@ def claim(
     )
 
 
-def _open(ledger: IdentityLedger, batch: pa.Table) -> DeltaTable:
-    """The ledger at its latest snapshot, created (empty) or given the application column when
-    it lacks them."""
+def _open(ledger: IdentityLedger, batch: pa.Table, *, fresh: bool) -> DeltaTable:
+    """The ledger at its latest snapshot (``fresh``), or as this process last saw it unless
+    other writers were seen lately; created (empty) or given the application column when it
+    lacks them.
+
+    A stale snapshot is safe: an identity it shows claimed is claimed (claims are only removed
+    once they cannot come back), and a claim of one it shows free commits only if nothing was
+    committed since.
+    """
     from deltalake import DeltaTable, Field
     from deltalake.schema import PrimitiveType
 
-    table = ledger.location.table()
+    table = ledger.location.table() if fresh else ledger.location.snapshot()
     if table is None:
         DeltaTable.create(
             ledger.uri,

@@ -2,8 +2,9 @@
 
 A Delta commit can carry an application transaction ``(app_id, version)``; the table remembers the
 highest version per application id. delta-rs records whatever version it is given and never refuses
-a repeated or lower one, so the check "was this batch already committed?" is made here, against
-the table's latest snapshot, right before the append.
+a repeated or lower one, so the check "was this batch already committed?" is made here, right
+before the append, against the snapshot that holds this process's own last commit (a failed
+append makes the next check read the table afresh).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class DeltaLocation:
     uri: str
     storage_options: Mapping[str, str] | None = None
     _table: DeltaTable | None = field(default=None, init=False, repr=False)
+    _contended: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Every Delta ledger, append sink and dead-letter table starts here: fail at
@@ -58,6 +60,23 @@ class DeltaLocation:
         elif refresh:
             self._table.update_incremental()
         return self._table
+
+    def snapshot(self) -> DeltaTable | None:
+        """The table as this process last saw or wrote it; caught up with other writers'
+        commits only for a while after :meth:`contended`.
+
+        For writers whose commit fails when anything landed since their snapshot (and for
+        checks of their own application's commits): a stale snapshot then costs a retry, not a
+        mistake, and reading the log for every batch costs as much as a small batch's write.
+        """
+        if self._table is None or self._contended:
+            self._contended = max(self._contended - 1, 0)
+            return self.table()
+        return self._table
+
+    def contended(self, batches: int = 16) -> None:
+        """Another writer won a commit race: the next ``batches`` snapshots are refreshed."""
+        self._contended = batches
 
     def forget(self) -> None:
         """Drop the cached handle, e.g. after another process rewrote the table."""
@@ -91,18 +110,25 @@ def append_once(
 
     if batch_id < 0:
         raise ConfigurationError(f"batch_id must be >= 0, got {batch_id}")
-    table = location.table()
+    # This application's own commits are all in the snapshot this process wrote; others'
+    # appends do not matter to the check, and delta-rs rebases the append over them.
+    table = location.snapshot()
     if table is not None:
         done = table.transaction_version(app_id)
         if done is not None and done >= batch_id:
             return False
-    write_deltalake(
-        table if table is not None else location.uri,
-        data,
-        mode="append",
-        partition_by=list(partition_by) if partition_by else None,
-        configuration=configuration if table is None else None,
-        storage_options=location.options() if table is None else None,
-        commit_properties=CommitProperties(app_transactions=[Transaction(app_id, batch_id)]),
-    )
+    try:
+        write_deltalake(
+            table if table is not None else location.uri,
+            data,
+            mode="append",
+            partition_by=list(partition_by) if partition_by else None,
+            configuration=configuration if table is None else None,
+            storage_options=location.options() if table is None else None,
+            commit_properties=CommitProperties(app_transactions=[Transaction(app_id, batch_id)]),
+        )
+    except BaseException:
+        # The commit may have landed all the same: the next check reads the table afresh.
+        location.forget()
+        raise
     return True
