@@ -9,6 +9,7 @@ with its error; the others still run.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -19,6 +20,7 @@ from kafka_share_eos.bench.machine import machine_details, postgres_version
 from kafka_share_eos.bench.ratios import (
     Ratio,
     consumers_ratios,
+    count,
     dedup_ratios,
     end_to_end_ratios,
     source_ratios,
@@ -59,6 +61,25 @@ class Sizes:
     dedup_batches: int
     dedup_batch_sizes: tuple[int, ...]
 
+    def summary(self) -> str:
+        """The workload in one line, as a table caption states it."""
+        ledgers = "/".join(count(n) for n in self.dedup_ledger_sizes)
+        batch_sizes = "/".join(count(n) for n in self.dedup_batch_sizes)
+        return (
+            f"source {count(self.source_records)} records over {self.source_partitions} "
+            f"partitions, {count(self.source_poll_records)}-record polls, "
+            f"{self.source_rounds} round(s); consumers {count(self.consumers_records)} records, "
+            f"{count(self.consumers_per_trigger)} per batch, {self.consumers_rounds} round(s); "
+            f"end-to-end {count(self.end_to_end_records)} records, "
+            f"{count(self.end_to_end_per_trigger)} per batch, {self.end_to_end_rounds} round(s), "
+            f"memory over {self.memory_batches} batches; upsert {count(self.upsert_rows)} rows, "
+            f"best of {self.upsert_repeats}, Delta {count(self.delta_batch_rows)}-row batches "
+            f"into {count(self.delta_base_rows)}, median of {self.delta_batches}; two-phase "
+            f"{self.two_phase_batches} x {count(self.two_phase_rows_per_batch)} rows, best of "
+            f"{self.two_phase_repeats}; dedup {batch_sizes}-row batches, median of "
+            f"{self.dedup_batches}, ledgers of {ledgers}"
+        )
+
 
 FULL = Sizes(
     source_records=600_000,
@@ -89,9 +110,9 @@ FULL = Sizes(
 """The sizes the numbers in the docs were measured with (about half an hour on 2 cores)."""
 
 QUICK = Sizes(
-    source_records=60_000,
-    source_partitions=8,
-    source_poll_records=10_000,
+    source_records=150_000,
+    source_partitions=16,
+    source_poll_records=50_000,
     source_rounds=1,
     consumers_records=8_000,
     consumers_partitions=8,
@@ -101,22 +122,22 @@ QUICK = Sizes(
     end_to_end_per_trigger=10_000,
     end_to_end_rounds=1,
     memory_batches=60,
-    upsert_rows=50_000,
-    upsert_repeats=2,
-    delta_base_rows=100_000,
+    upsert_rows=100_000,
+    upsert_repeats=3,
+    delta_base_rows=200_000,
     delta_batch_rows=20_000,
-    delta_batches=7,
-    two_phase_rows_per_batch=10_000,
-    two_phase_batches=3,
-    two_phase_repeats=1,
+    delta_batches=15,
+    two_phase_rows_per_batch=20_000,
+    two_phase_batches=5,
+    two_phase_repeats=2,
     dedup_ledger_sizes=(10_000, 100_000),
     dedup_batch_rows=10_000,
-    dedup_batches=9,
+    dedup_batches=15,
     dedup_batch_sizes=(1_000, 10_000),
 )
-"""Sizes for a run of under three minutes: batches as large as the full run's where the ratio
-depends on it, fewer of them and one round each, a smaller ledger and no 10M one, a memory run
-of 60 batches."""
+"""Sizes for a run of a few minutes: batches and polls as large as the full run's where a ratio
+depends on them, fewer records and rounds, smaller ledgers (no 10M one), a memory run of 60
+batches."""
 
 
 @dataclass
@@ -128,14 +149,17 @@ class SuiteResult:
     ratios: list[Ratio] = field(default_factory=list)
     results: dict[str, Any] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """Everything as plain JSON values: machine, sizes, rows, raw results, failures."""
+        """Everything as plain JSON values: machine, sizes, rows, failures, each benchmark's
+        duration, raw results."""
         return {
             "machine": self.machine,
             "sizes": asdict(self.sizes),
             "ratios": [ratio.to_json() for ratio in self.ratios],
             "failures": self.failures,
+            "seconds": self.seconds,
             "results": self.results,
         }
 
@@ -267,14 +291,19 @@ def run_suite(
     results: dict[str, Any] = {}
     ratios: list[Ratio] = []
     failures: dict[str, str] = {}
+    seconds: dict[str, float] = {}
     with ExitStack() as stack:
         databases = _Databases(stack, postgres_url)
         for name, (runner, reduce) in BENCHMARKS.items():
             on_start(name)
+            started = time.monotonic()
             try:
                 results[name] = runner(sizes, databases)
                 ratios += reduce(results[name])
             except Exception as exc:  # one broken benchmark must not hide the others' numbers
                 logger.warning("benchmark %s failed", name, exc_info=True)
                 failures[name] = f"{type(exc).__name__}: {exc}"
-    return SuiteResult(sizes, machine_details(databases.version), ratios, results, failures)
+            seconds[name] = round(time.monotonic() - started, 1)
+    return SuiteResult(
+        sizes, machine_details(databases.version), ratios, results, failures, seconds
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -27,20 +28,25 @@ def _verdict(ratio: Ratio) -> str:
     return "[green]yes[/]" if ratio.meets else "[red]no[/]"
 
 
-def render(result: SuiteResult) -> Table:
-    """The ratios as one table, captioned with the machine they were measured on."""
+def _title(result: SuiteResult) -> str:
+    quick = " (--quick)" if result.sizes == QUICK else ""
+    return f"kafka-share-eos benchmarks{quick}"
+
+
+def _caption(result: SuiteResult) -> str:
+    """The machine, the versions and the sizes the ratios were measured with."""
     machine = result.machine
-    quick = " (--quick: sizes too small for the targets)" if result.sizes == QUICK else ""
-    table = Table(
-        title=f"kafka-share-eos benchmarks{quick}",
-        caption=(
-            f"{machine['cpus']} CPUs ({machine['cpu model']}), {machine['memory']}, "
-            f"{machine['os']}; Python {machine['python']}, Spark {machine['spark']}, "
-            f"librdkafka {machine['librdkafka']}, deltalake {machine['deltalake']}, "
-            f"PostgreSQL {machine['postgres']}"
-        ),
-        caption_justify="left",
+    return (
+        f"{machine['cpus']} CPUs ({machine['cpu model']}), {machine['memory']}, "
+        f"{machine['os']}; Python {machine['python']}, Spark {machine['spark']}, "
+        f"librdkafka {machine['librdkafka']}, deltalake {machine['deltalake']}, "
+        f"PostgreSQL {machine['postgres']}. Sizes: {result.sizes.summary()}."
     )
+
+
+def render(result: SuiteResult) -> Table:
+    """The ratios as one table, captioned with the machine, versions and sizes."""
+    table = Table(title=_title(result), caption=_caption(result), caption_justify="left")
     for column, justify in (
         ("benchmark", "left"),
         ("comparison", "left"),
@@ -64,9 +70,35 @@ def render(result: SuiteResult) -> Table:
     return table
 
 
+def markdown(result: SuiteResult) -> str:
+    """The same table in Markdown, for docs/results/."""
+    lines = [
+        f"# {_title(result)}",
+        "",
+        _caption(result),
+        "",
+        "| benchmark | comparison | measured | target | met | detail |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for ratio in result.ratios:
+        met = "" if ratio.meets is None else ("yes" if ratio.meets else "**no**")
+        cells = (ratio.benchmark, ratio.name, _with_unit(f"{ratio.value:.2f}", ratio.unit),
+                 _target(ratio), met, ratio.detail)
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    for name, error in result.failures.items():
+        lines.append(f"| {name} | failed | | | **no** | {error} |")
+    durations = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in result.seconds.items())
+    lines += ["", f"Duration: {durations}.", ""]
+    return "\n".join(lines)
+
+
 def bench(
     quick: Annotated[
-        bool, typer.Option("--quick", help="Tiny sizes: checks every benchmark runs (~1 min).")
+        bool,
+        typer.Option(
+            "--quick",
+            help="Smaller sizes and one round each (a few minutes): indicative ratios.",
+        ),
     ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the results as JSON instead of a table.")
@@ -76,6 +108,13 @@ def bench(
         typer.Option(
             help="SQLAlchemy URL of a superuser on an existing PostgreSQL server; each benchmark "
             "creates and drops its own database there (default: a throwaway local server)."
+        ),
+    ] = None,
+    save: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the results to SAVE.json and the table to SAVE.md "
+            "(e.g. docs/results/benchmarks)."
         ),
     ] = None,
 ) -> None:
@@ -92,6 +131,12 @@ def bench(
             postgres_url,
             on_start=lambda name: status.update(f"running the {name} benchmark"),
         )
+    if save is not None:
+        save.parent.mkdir(parents=True, exist_ok=True)
+        save.with_suffix(".json").write_text(
+            json.dumps(result.to_json(), indent=2, default=str) + "\n"
+        )
+        save.with_suffix(".md").write_text(markdown(result))
     if as_json:
         print(json.dumps(result.to_json(), indent=2, default=str))
     else:
