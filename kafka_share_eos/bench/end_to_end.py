@@ -158,7 +158,7 @@ def _memory(
     write = sampling(contest.exactly_once("memory"), jvm, lambda: source_runners(jvm), samples)
     _pipeline(spark, bootstrap, work, write, "memory", batches * per_trigger, per_trigger,
               MEMORY_TOPIC)
-    return samples.growth(min(MEMORY_WARM_UP, batches // 4))
+    return samples.growth(min(MEMORY_WARM_UP, batches // 3))
 
 
 def run(

@@ -97,6 +97,7 @@ class DeltaParticipant:
         self._max_commit_attempts = max(1, max_commit_attempts)
         self._retry_backoff_seconds = retry_backoff_seconds
         self._staging = StagingArea(*open_location(self._uri))
+        self._delta: DeltaTable | None = None
 
     @property
     def name(self) -> str:
@@ -183,7 +184,7 @@ class DeltaParticipant:
         return tokens
 
     def _commit_staged(self, token: Token) -> _Committed:
-        from deltalake import CommitProperties, DeltaTable
+        from deltalake import CommitProperties
         from deltalake import Transaction as DeltaTxn
         from deltalake.exceptions import CommitFailedError
         from deltalake.transaction import AddAction
@@ -195,7 +196,7 @@ class DeltaParticipant:
         last_error: Exception | None = None
         delay = self._retry_backoff_seconds
         for attempt in range(1, self._max_commit_attempts + 1):
-            table = DeltaTable(self._uri, storage_options=self._storage_options)
+            table = self._latest()
             if (table.transaction_version(app_id) or 0) >= version:
                 own = self._own_commit(table, token)
                 if own is not None:
@@ -273,7 +274,9 @@ class DeltaParticipant:
         from deltalake import DeltaTable
         from deltalake.exceptions import DeltaError
 
-        if not DeltaTable.is_deltatable(self._uri, storage_options=self._storage_options):
+        if self._delta is None and not DeltaTable.is_deltatable(
+            self._uri, storage_options=self._storage_options
+        ):
             try:
                 DeltaTable.create(self._uri, schema, mode="ignore",
                                   storage_options=self._storage_options)
@@ -282,7 +285,18 @@ class DeltaParticipant:
                 if not DeltaTable.is_deltatable(self._uri,
                                                 storage_options=self._storage_options):
                     raise
-        return DeltaTable(self._uri, storage_options=self._storage_options)
+        return self._latest()
+
+    def _latest(self) -> DeltaTable:
+        """The table at its latest version, through a handle kept between batches: bringing it
+        up to date reads the commits since, where opening the table replays its log."""
+        from deltalake import DeltaTable
+
+        if self._delta is None:
+            self._delta = DeltaTable(self._uri, storage_options=self._storage_options)
+        else:
+            self._delta.update_incremental()
+        return self._delta
 
 
 def staged_participants(
