@@ -3,12 +3,14 @@
 Nothing is polled in the source runner: a batch is one journal sequence number and N slots
 (:mod:`~kafka_share_eos.source.slots`), and the records exist only once the slots' tasks ran.
 ``latestOffset(start=end_N)`` therefore plans the next batch unconditionally, except in an
-``availableNow`` drain, which ends once every slot of the last batch found nothing for
-``availableNowIdleMs``, every executor consumer still in the group found nothing in its last
-poll (with more Python workers than slots the workers take turns, and one that got no slot keeps
-its partitions from the others until it polls again or leaves), and no consumer of a previous
-run may still hold records locked (:mod:`~kafka_share_eos.source.leases`). An idle query runs
-an empty micro-batch per ``pollTimeoutMs``, the time its slots wait for records.
+``availableNow`` drain. There a batch's slots poll as usual, for ``pollTimeoutMs`` at most, until
+a batch comes back empty; the next one *listens*: its slots wait up to ``availableNowIdleMs``
+for records. The drain ends once every slot of a listening batch found nothing, every executor
+consumer still in the group found nothing in its last poll (with more Python workers than slots
+the workers take turns, and one that got no slot keeps its partitions from the others until it
+polls again or leaves), and no consumer of a previous run may still hold records locked
+(:mod:`~kafka_share_eos.source.leases`). An idle query runs an empty micro-batch per
+``pollTimeoutMs``, the time its slots wait for records.
 
 Batch N's metrics are gathered from its slots' reports when the next batch is planned (Spark has
 committed N by then), measured against the lock budget and written like a runner batch's, with
@@ -59,6 +61,8 @@ class SlotPlanner:
         # Batches of this run every slot of which reported an empty poll: only such a batch
         # can end a drain (a slot that did not report may have found records).
         self._empty: set[int] = set()
+        # Batches of a drain whose slots wait availableNowIdleMs for records.
+        self._listening: set[int] = set()
         self._purged_through = -1
         # What each executor consumer found in its latest poll reported: records or nothing.
         self._last_found: dict[str, int] = {}
@@ -83,7 +87,7 @@ class SlotPlanner:
             # Journaled in a run that died before Spark logged the offset (a runner's segment
             # from a run with one consumer): the journal is the records' only copy.
             return present[-1]
-        if self._draining and start in self._empty:
+        if self._draining and start in self._empty and start in self._listening:
             unknown = [member for member in members_in_group(self._journal.location)
                        if self._last_found.get(member) != 0]
             if unknown:
@@ -93,6 +97,9 @@ class SlotPlanner:
             else:
                 log_wait(self._unlocked_at)
         self._planned[start + 1] = time.time()
+        if self._draining and start in self._empty:
+            # Slots that found records did not wait: only now may each wait the idle time.
+            self._listening.add(start + 1)
         return start + 1
 
     def _log_unknown_members(self, members: int) -> None:
@@ -110,12 +117,12 @@ class SlotPlanner:
         """The slots of each batch in ``(start, end]``; a sequence journaled whole (by a
         runner consumer of an earlier run) stays one partition, given as its number."""
         whole = {seq for seq, slot in self._journal.entries() if slot is None}
-        idle_ms = self._options.available_now_idle_ms if self._draining else 0
         planned: list[SlotPartition | int] = []
         for seq in range(start + 1, end + 1):
             if seq in whole:
                 planned.append(seq)
             else:
+                idle_ms = self._options.available_now_idle_ms if seq in self._listening else 0
                 planned.extend(
                     SlotPartition(seq, slot, self.run, idle_ms)
                     for slot in range(self._options.consumers)
@@ -152,6 +159,7 @@ class SlotPlanner:
                     delete_if_present(fs, path)
         self._planned = {seq: at for seq, at in self._planned.items() if seq >= committed}
         self._empty = {seq for seq in self._empty if seq >= committed}
+        self._listening = {seq for seq in self._listening if seq >= committed}
 
     def _combine(self, slots: list[BatchMetrics]) -> BatchMetrics:
         """One batch's metrics from its slots' reports, measured against the lock budget."""
