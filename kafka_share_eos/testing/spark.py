@@ -56,9 +56,6 @@ def spark_session(
         .config("spark.sql.shuffle.partitions", str(parallelism))
         .config("spark.default.parallelism", str(parallelism))
         .config("spark.sql.streaming.metricsEnabled", "false")
-        # A Python process Spark starts (a streaming source runner) must connect back within
-        # this; its imports alone took longer than the default 15 s on a loaded machine.
-        .config("spark.python.authenticate.socketTimeout", "120s")
         .config(
             "spark.driver.extraJavaOptions",
             " ".join(["-Dlog4j.rootLogger=ERROR,console", *java_options]),
