@@ -9,10 +9,10 @@ round, each time in a share group of its own, with ``trigger(availableNow=True)`
   that polls, journals and acknowledges its share.
 
 Every contender's micro-batches hold up to the same number of records and its polls at most half
-of that. Each contender runs in a Spark application of its own, ``local-cluster`` with one
-single-core executor per consumer: as many task slots as consumers, as the docs advise (with
-more, the slots rotate over more Python workers than consumers, each a member of the group), and
-executors that are processes apart from the driver, as on a cluster. The embedded broker runs
+of that. Each contender runs in a Spark application of its own, ``local-cluster`` with as many
+task slots as consumers, as the docs advise (with more, the slots rotate over more Python
+workers than consumers, each a member of the group), and executors that are processes apart
+from the driver, as on a cluster. The embedded broker runs
 in a process of its own, so that its serving thread is nobody's CPU.
 
 Measured per contender, as medians over its rounds (ratios are taken between the medians, the
@@ -162,9 +162,11 @@ def _warm_up(spark: Any, bootstrap: str, work: Path, consumers: int) -> None:
 def _contender(
     bootstrap: str, work: Path, consumers: int, records: int, per_trigger: int, rounds: int
 ) -> list[dict[str, Any]]:
-    """Every round of one contender, in a Spark application of its own sized to it."""
-    spark = local_spark_session(f"kafka-share-eos-bench-consumers-{consumers}", cores=1,
-                                executors=consumers)
+    """Every round of one contender, in a Spark application of its own with one task slot per
+    consumer (executors of two cores: fewer JVMs on a small machine)."""
+    executors = max(1, consumers // 2)
+    spark = local_spark_session(f"kafka-share-eos-bench-consumers-{consumers}",
+                                cores=consumers // executors, executors=executors)
     try:
         # Every micro-batch's progress is counted, not only Spark's last 100.
         spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
