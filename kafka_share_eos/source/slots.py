@@ -166,7 +166,9 @@ def _leave_when_idle() -> None:
     while True:
         time.sleep(IDLE_CHECK_S)
         with _consumers_lock:
-            idle = [key for key, consumer in _consumers.items() if consumer.idle]
+            # Only this process's own: a copy inherited through a fork is not to be touched.
+            idle = [key for key, consumer in _consumers.items()
+                    if key[0] == os.getpid() and consumer.idle]
             leaving = [_consumers.pop(key) for key in idle]
         _close(leaving)
 
