@@ -34,6 +34,11 @@ class FailsOnceAfterWriting:
         self.inner = inner
         self.fail_on: int | None = fail_on
 
+    def bind_streaming_query(self, query_id: str) -> None:
+        # The wrapped sink records batches under the query's id, as it does unwrapped after the
+        # restart: otherwise the replayed batch would be new to it.
+        self.inner.bind_streaming_query(query_id)
+
     def __call__(self, table: pa.Table, batch_id: int) -> bool:
         applied = self.inner(table, batch_id)
         if batch_id == self.fail_on:
