@@ -48,6 +48,7 @@ def test_driver_cpu_counts_the_process_tree_without_executors() -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.full
 @pytest.mark.timeout(600)
 def test_every_contender_reads_every_record_and_rows_are_well_formed() -> None:
     result = run(records=4_000, per_trigger=1_000, rounds=1)

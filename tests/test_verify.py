@@ -87,6 +87,7 @@ def test_verifier_catches_a_sink_without_deduplication() -> None:
     assert report["ok"] is False
 
 
+@pytest.mark.full
 def test_bad_records_are_applied_or_dead_lettered_never_lost(
     postgres_server: PostgresDatabases,
 ) -> None:
@@ -107,6 +108,7 @@ def test_bad_records_are_applied_or_dead_lettered_never_lost(
     assert summary == {cell: (44, 0, 0, 1, []) for cell in cells}
 
 
+@pytest.mark.full
 def test_polling_ahead_under_after_journal_is_exactly_once() -> None:
     # The pump ACCEPTs each poll right after its journal write while Spark runs a batch: crashed
     # halfway through a poll's acknowledgements, then SIGKILLed at random moments.
