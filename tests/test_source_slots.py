@@ -1,8 +1,9 @@
 """Executor-side slots and their planning, against a real embedded broker, without Spark.
 
-A slot's task polls, journals first-writer-wins and ACCEPTs; a task that finds its slot's
-segment reads it; one that loses the race RELEASEs what it fetched; a consumer no slot used for
-the session timeout leaves the group. The planner plans without a consumer and ends a drain only
+A slot's task polls, journals first-writer-wins and ACCEPTs, poll after poll until its share is
+filled; a task that finds its slot complete reads it, one that finds it unfinished carries it
+on; one that loses the race RELEASEs what it fetched; a consumer no slot used for the session
+timeout leaves the group. The planner plans without a consumer and ends a drain only
 on a batch whose every slot found nothing and for which every consumer still in the group polled.
 """
 
@@ -83,6 +84,63 @@ def test_the_first_writer_of_a_slot_wins(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp")] == []
 
 
+def journal_rows(offsets_: list[int]) -> pa.RecordBatch:
+    return pa.record_batch([
+        pa.array([None] * len(offsets_), pa.binary()), pa.array([b"x"] * len(offsets_)),
+        pa.array([TOPIC] * len(offsets_)), pa.array([0] * len(offsets_), pa.int32()),
+        pa.array(offsets_, pa.int64()), pa.array([0] * len(offsets_), JOURNAL_SCHEMA[5].type),
+        pa.array([0] * len(offsets_), pa.int32()), pa.array([[]] * len(offsets_),
+                                                            JOURNAL_SCHEMA[7].type),
+        pa.array([1] * len(offsets_), pa.int32()),
+    ], schema=JOURNAL_SCHEMA)
+
+
+def test_a_slot_is_a_chain_of_parts_complete_once_its_last_part_exists(tmp_path: Path) -> None:
+    journal = Journal(str(tmp_path))
+    assert journal.write_slot(1, 0, journal_rows([0, 1]), part=0, last=False)
+    assert journal.read_slot(1, 0) is None  # unfinished: a reader must not take it as whole
+    parts, complete = journal.slot_parts(1, 0)
+    assert (len(parts), complete) == (1, False)
+    assert not journal.write_slot(1, 0, journal_rows([7]), part=0, last=True)
+    assert journal.write_slot(1, 0, journal_rows([2]), part=1, last=True)
+    assert journal.read_slot(1, 0)["offset"].to_pylist() == [0, 1, 2]
+    assert journal.read(1, 0).num_rows == 3
+    assert journal.entries() == [(1, 0)]
+    assert journal.write_slot(2, 1, journal_rows([]), part=0, last=False)
+    assert journal.purge(1) == [1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{2:020d}-0001.arrow"]
+
+
+def test_a_slot_polls_until_its_share_is_filled(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    opts = options(broker.bootstrap_servers, tmp_path / "journal", maxRecordsPerTrigger="40",
+                   **{"kafka.max.poll.records": "5"})
+    journal = Journal(opts.journal_path)
+    part = SlotPartition(1, 0, "run", idle_ms=5000)
+    polled = read_slot(opts, journal, part)
+    assert polled.num_rows == 20  # the slot's share of 40 over two consumers, 5 per poll
+    written = sorted(p.name for p in (tmp_path / "journal").glob("*.arrow"))
+    assert f"{1:020d}-0000.arrow" in written and len(written) >= 4
+    assert offsets(read_slot(opts, journal, part)) == offsets(polled)
+    with share_consumer(broker.bootstrap_servers, GROUP, [TOPIC]) as other:
+        rest = consume(other, until=count_at_least(20), timeout=30)
+    assert {(d.partition, d.offset) for d in rest}.isdisjoint(offsets(polled))
+    assert len({(d.partition, d.offset) for d in rest}) == 20
+
+
+def test_a_task_carries_on_a_slot_its_dead_writer_left_unfinished(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    opts = options(broker.bootstrap_servers, tmp_path / "journal", maxRecordsPerTrigger="20")
+    journal = Journal(opts.journal_path)
+    # Part 0 of a writer that died before the slot's next part (its records ACCEPTed).
+    assert journal.write_slot(1, 0, journal_rows([1000, 1001]), part=0, last=False)
+    slot = read_slot(opts, journal, SlotPartition(1, 0, "run", idle_ms=5000))
+    assert slot["offset"].to_pylist()[:2] == [1000, 1001]
+    assert 2 < slot.num_rows <= 12
+    assert journal.read_slot(1, 0) is not None
+    assert offsets(journal.read(1, 0)) == offsets(slot)
+
+
 def test_a_slot_polls_journals_and_accepts_then_reads_its_segment(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
@@ -113,7 +171,7 @@ def test_an_attempt_that_loses_the_race_releases_its_records(
     loser = SlotConsumer(opts)
     try:
         # Called past the segment check, as an attempt racing the winner would be.
-        got = loser.fill(journal, SlotPartition(1, 0, "run", idle_ms=5000))
+        got = loser.fill(journal, SlotPartition(1, 0, "run", idle_ms=5000), [])
         assert got.num_rows == 0
         assert loser.session.stats.released > 0
     finally:

@@ -8,11 +8,15 @@ Executors read segments in ``read(partition)``: the first run of a batch and its
 crash read the same bytes. Only segment files are listed: the ``_metrics`` directory and temp
 files next to them are never segments.
 
-With ``consumers=N`` a batch is one sequence number and N *slot segments*
-``<seq>-<slot, 4 digits>.arrow``, each written by the executor task that polled it. A slot
-segment is created first-writer-wins (:func:`~kafka_share_eos.storage.write_if_absent`): a
-retried or speculative task of the same slot, or a second Spark action over the same batch,
-finds it and reads it instead of polling, so every reader of a batch sees the same records.
+With ``consumers=N`` a batch is one sequence number and N *slots*, each written by the executor
+task that polled it, one *part* per poll: ``<seq>-<slot, 4 digits>.arrow`` for the first,
+``<seq>-<slot>-<part, 4 digits>.arrow`` for the next ones. Every part but the slot's last says so
+in its schema metadata (a part without the mark ends the slot), so a slot is a chain that a
+reader either finds complete or knows to be unfinished. Each part is created first-writer-wins
+(:func:`~kafka_share_eos.storage.write_if_absent`) and only after the part before it, which did
+not end the chain, so the chain is one and the same for every writer: a retried or speculative
+task of the same slot, or a second Spark action over the same batch, reads the complete chain
+instead of polling, and a task that finds it unfinished (its writer died) carries it on.
 """
 
 from __future__ import annotations
@@ -27,16 +31,22 @@ from kafka_share_eos.errors import KafkaShareEosError
 from kafka_share_eos.source.schema import JOURNAL_SCHEMA
 from kafka_share_eos.storage import open_location, write_atomically, write_if_absent
 
-_SEGMENT = re.compile(r"^(\d{20})(?:-(\d{4}))?\.arrow$")
+_SEGMENT = re.compile(r"^(\d{20})(?:-(\d{4})(?:-(\d{4}))?)?\.arrow$")
+# The schema metadata of a slot part after which the slot's chain goes on.
+_MORE = {b"kafka_share_eos.more": b"true"}
 
 
 class JournalError(KafkaShareEosError, RuntimeError):
     """A journal segment is missing or unreadable."""
 
 
-def segment_name(seq: int, slot: int | None = None) -> str:
-    """The file name of segment ``seq`` (of its slot ``slot``, with ``consumers=N``)."""
-    return f"{seq:020d}.arrow" if slot is None else f"{seq:020d}-{slot:04d}.arrow"
+def segment_name(seq: int, slot: int | None = None, part: int = 0) -> str:
+    """The file name of segment ``seq`` (of part ``part`` of its slot ``slot``, with
+    ``consumers=N``)."""
+    if slot is None:
+        return f"{seq:020d}.arrow"
+    suffix = "" if part == 0 else f"-{part:04d}"
+    return f"{seq:020d}-{slot:04d}{suffix}.arrow"
 
 
 def _which(seq: int, slot: int | None) -> str:
@@ -69,58 +79,92 @@ class Journal:
             self._fs, self._root = open_location(self.location, create=True)
         return self._fs, self._root
 
-    def _path(self, seq: int, slot: int | None = None) -> str:
-        return f"{self._filesystem()[1]}/{segment_name(seq, slot)}"
+    def _path(self, seq: int, slot: int | None = None, part: int = 0) -> str:
+        return f"{self._filesystem()[1]}/{segment_name(seq, slot, part)}"
 
     def write(self, seq: int, batch: pa.RecordBatch) -> None:
         """Make segment ``seq`` durable and visible atomically."""
         fs, _ = self._filesystem()
         write_atomically(fs, self._path(seq), _ipc_file(batch))
 
-    def write_slot(self, seq: int, slot: int, batch: pa.RecordBatch) -> bool:
-        """Make slot ``slot`` of batch ``seq`` durable unless it exists; return whether this
-        call wrote it (False: another writer did first, read theirs)."""
+    def write_slot(
+        self, seq: int, slot: int, batch: pa.RecordBatch, part: int = 0, last: bool = True
+    ) -> bool:
+        """Make part ``part`` of slot ``slot`` of batch ``seq`` durable unless it exists, marked
+        as the slot's ``last`` or not; return whether this call wrote it (False: another writer
+        did first, read theirs)."""
         fs, _ = self._filesystem()
-        return write_if_absent(fs, self._path(seq, slot), _ipc_file(batch))
+        marked = batch if last else batch.replace_schema_metadata(_MORE)
+        return write_if_absent(fs, self._path(seq, slot, part), _ipc_file(marked))
 
     def read(self, seq: int, slot: int | None = None) -> pa.Table:
-        """Read segment ``seq`` (its slot ``slot``); raise :class:`JournalError` if it is gone."""
-        table = self._read(seq, slot)
+        """Read segment ``seq`` (its slot ``slot``, complete); raise :class:`JournalError` if it
+        is gone or unfinished."""
+        if slot is None:
+            table = self._read(self._path(seq), _which(seq, slot))
+        else:
+            table = self.read_slot(seq, slot)
         if table is None:
             raise JournalError(
-                f"journal segment {_which(seq, slot)} ({self._path(seq, slot)}) is missing: "
-                f"the journal at "
+                f"journal segment {_which(seq, slot)} ({self._path(seq, slot)}) is missing or "
+                f"unfinished: the journal at "
                 f"{self.location!r} was changed outside this query, or is shared by two queries"
             )
         return table
 
     def read_slot(self, seq: int, slot: int) -> pa.Table | None:
-        """Read slot ``slot`` of batch ``seq``; None when no task wrote it yet."""
-        return self._read(seq, slot)
+        """Read slot ``slot`` of batch ``seq``; None until a task completed it."""
+        parts, complete = self.slot_parts(seq, slot)
+        return pa.concat_tables(parts) if complete else None
 
-    def _read(self, seq: int, slot: int | None) -> pa.Table | None:
+    def slot_parts(self, seq: int, slot: int) -> tuple[list[pa.Table], bool]:
+        """The parts of slot ``slot`` of batch ``seq`` written so far, and whether they end
+        the slot."""
+        parts: list[pa.Table] = []
+        while True:
+            found = self.slot_part(seq, slot, len(parts))
+            if found is None:
+                return parts, False
+            table, last = found
+            parts.append(table)
+            if last:
+                return parts, True
+
+    def slot_part(self, seq: int, slot: int, part: int) -> tuple[pa.Table, bool] | None:
+        """Part ``part`` of slot ``slot`` of batch ``seq`` and whether it ends the slot; None
+        when no task wrote it yet."""
+        table = self._read(self._path(seq, slot, part), f"{_which(seq, slot)} part {part}")
+        if table is None:
+            return None
+        metadata = table.schema.metadata or {}
+        last = not all(metadata.get(key) == value for key, value in _MORE.items())
+        return table.replace_schema_metadata(JOURNAL_SCHEMA.metadata), last
+
+    def _read(self, path: str, which: str) -> pa.Table | None:
         fs, _ = self._filesystem()
-        path = self._path(seq, slot)
         try:
             with fs.open_input_file(path) as source:
                 table = pa.ipc.open_file(source).read_all()
         except FileNotFoundError:
             return None
         if not table.schema.equals(JOURNAL_SCHEMA):
-            raise JournalError(
-                f"journal segment {_which(seq, slot)} ({path}) has an unexpected schema"
-            )
+            raise JournalError(f"journal segment {which} ({path}) has an unexpected schema")
         return table
 
-    def entries(self) -> list[tuple[int, int | None]]:
-        """``(seq, slot)`` of every segment present, ascending; ``slot`` is None for a whole
-        batch's segment."""
+    def _files(self) -> list[tuple[int, int | None, str]]:
         fs, root = self._filesystem()
         found = []
         for info in fs.get_file_info(pafs.FileSelector(root)):
             match = _SEGMENT.match(info.base_name)
             if match is not None:
-                found.append((int(match[1]), None if match[2] is None else int(match[2])))
+                slot = None if match[2] is None else int(match[2])
+                found.append((int(match[1]), slot, info.path))
+        return found
+
+    def entries(self) -> list[tuple[int, int | None]]:
+        """``(seq, slot)`` of every segment present, ascending; ``slot`` is None for a whole
+        batch's segment."""
+        found = {(seq, slot) for seq, slot, _ in self._files()}
         return sorted(found, key=lambda entry: (entry[0], -1 if entry[1] is None else entry[1]))
 
     def sequences(self) -> list[int]:
@@ -130,8 +174,7 @@ class Journal:
     def purge(self, through: int) -> list[int]:
         """Delete the segments numbered ``through`` or lower; return the numbers deleted."""
         fs, _ = self._filesystem()
-        doomed = [(seq, slot) for seq, slot in self.entries() if seq <= through]
-        for seq, slot in doomed:
-            fs.delete_file(self._path(seq, slot))
+        doomed = [(seq, path) for seq, _, path in self._files() if seq <= through]
+        for _, path in doomed:
+            fs.delete_file(path)
         return sorted({seq for seq, _ in doomed})
-

@@ -91,8 +91,8 @@ class BatchTally:
         self.held_ms = 0.0
         self.planned_at = ""
 
-    def polled(self, seq: int, batch: pa.RecordBatch) -> None:
-        """Count journal segment ``seq`` holding ``batch``."""
+    def polled(self, seq: int, batch: pa.RecordBatch | pa.Table) -> None:
+        """Count journal segment ``seq`` (or a part of it) holding ``batch``."""
         if self.first_seq is None:
             self.first_seq = seq
             self.planned_at = _now()

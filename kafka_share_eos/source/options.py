@@ -177,6 +177,14 @@ class SourceOptions:
         return int(self.consumer_config["max.poll.records"])
 
     @property
+    def slot_records(self) -> int:
+        """Records one slot takes per micro-batch at most, over one poll or several: its share
+        of ``maxRecordsPerTrigger``, or one poll's when that is not set."""
+        if self.max_records_per_trigger is None:
+            return self.max_poll_records
+        return -(-self.max_records_per_trigger // self.consumers)
+
+    @property
     def on_executors(self) -> bool:
         """Whether the share consumers run in executor tasks (``consumers`` above 1) rather
         than one in Spark's source runner."""
@@ -275,8 +283,8 @@ def _poll_size(
     Under afterCommit a batch is exactly one poll (explicit acknowledgement forbids polling again
     before every record of the last poll is acknowledged), so ``maxRecordsPerTrigger`` *is* the poll
     size. Under afterJournal a batch spans several polls, so a poll never exceeds the batch limit.
-    With ``consumers`` above 1 each consumer's share of a batch is one poll, so a poll is at most
-    that share.
+    With ``consumers`` above 1 a poll is at most a consumer's share of a batch, which it fills
+    over one poll or several.
     """
     client = None if client_value is None else _positive_int("kafka.max.poll.records", client_value)
     if consumers > 1:

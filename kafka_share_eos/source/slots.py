@@ -3,12 +3,15 @@ whose task polls, journals and acknowledges its own records.
 
 A share group accepts an acknowledgement only from the member that acquired the record, and a
 Spark task is not guaranteed to land on the same Python worker twice, so a slot's task does it
-all in one ``read(partition)``: poll once (up to the slot's share of ``maxRecordsPerTrigger``),
-write the slot's journal segment first-writer-wins, ACCEPT, commit. A task that finds its slot's
-segment (a replay after a crash, a retried or speculative attempt, a second Spark action over the
-same batch) reads it and never polls; one that loses the race to write it RELEASEs what it
-fetched and reads the winner's. An empty poll is journaled too, so every reader of a batch sees
-the same records.
+all in one ``read(partition)``, poll after poll until it has the slot's share of
+``maxRecordsPerTrigger``, a poll comes back empty or ``pollTimeoutMs`` has passed: poll, write
+the poll's part of the slot's journal segment first-writer-wins (marked last or not), ACCEPT,
+commit. One fetch of a broker rarely fills a share, and a part per poll keeps every record's
+lock held only from its poll to its part's write. A task that finds its slot complete (a replay
+after a crash, a retried or speculative attempt, a second Spark action over the same batch)
+reads it and never polls; one that finds it unfinished (its writer died) carries it on; one that
+loses the race for a part RELEASEs what it fetched and takes the winner's. An empty poll is
+journaled too, so every reader of a batch sees the same records.
 
 The consumer lives in a module-level cache of the Python worker: Spark reuses workers across
 tasks (``spark.python.worker.reuse``, the default), so one member with its share session serves
@@ -31,7 +34,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from kafka_share_eos import faults
-from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.source.journal import Journal, JournalError
 from kafka_share_eos.source.leases import EXECUTOR, Lease
 from kafka_share_eos.source.metrics import BatchMetrics, BatchTally
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
@@ -43,6 +46,8 @@ log = logging.getLogger("kafka_share_eos.source")
 
 SLOT_METRICS_DIR = "_metrics/slots"
 IDLE_CHECK_S = 0.5
+# A poll after the first that carries on a slot only takes what the fetches in flight bring.
+FOLLOW_UP_POLL_MS = 200
 
 
 class SlotPartition(InputPartition):
@@ -81,36 +86,73 @@ class SlotConsumer:
         idle_s = time.monotonic() - self.last_used
         return not self.busy and idle_s * 1000 >= self.options.session_timeout_ms
 
-    def fill(self, journal: Journal, part: SlotPartition) -> pa.Table:
-        """Poll the slot's records, journal them first-writer-wins, ACCEPT them; return the
-        slot's records (the winner's, if another attempt wrote the slot first)."""
+    def fill(self, journal: Journal, part: SlotPartition, done: list[pa.Table]) -> pa.Table:
+        """Poll the slot's records after the parts ``done`` already journaled, each poll's
+        into the next part first-writer-wins, ACCEPT them; return the whole slot (with other
+        attempts' parts where they wrote first)."""
         session = self.session
         if session.held:
             # Left by an attempt that failed before journaling them in this worker.
             session.settle(RELEASE)
         tally = BatchTally(AckPolicy.AFTER_JOURNAL, session.stats)
-        records = self._poll(part)
-        faults.maybe_crash(faults.SLOT_AFTER_POLL)
-        batch = to_record_batch(records)
-        try:
-            won = journal.write_slot(part.seq, part.slot, batch)
-        except BaseException:
-            session.settle(RELEASE)
-            raise
-        if not won:
-            session.settle(RELEASE)
-            faults.maybe_crash(faults.SLOT_READING_OTHER)
-            return journal.read(part.seq, part.slot)
-        faults.maybe_crash(faults.SLOT_AFTER_SEGMENT)
-        tally.polled(part.seq, batch)
-        acquired_at = session.acquired_at
-        session.settle(ACCEPT)
-        if batch.num_rows:
-            tally.settled((time.monotonic() - acquired_at) * 1000)
-        self._report(part, tally.finish(session.stats, lock_budget_used=0.0))
-        return pa.Table.from_batches([batch])
+        parts = list(done)
+        for table in parts:
+            tally.polled(part.seq, table)
+        taken = sum(table.num_rows for table in parts)
+        until = time.monotonic() + self.options.poll_timeout_ms / 1000.0
+        while True:
+            records = self._poll(part, first=len(parts) == len(done))
+            faults.maybe_crash(faults.SLOT_AFTER_POLL)
+            batch = to_record_batch(records)
+            last = (not records or taken + batch.num_rows >= self.options.slot_records
+                    or time.monotonic() >= until)
+            won = self._journal_part(journal, part, len(parts), batch, last)
+            if won:
+                faults.maybe_crash(faults.SLOT_AFTER_SEGMENT)
+                tally.polled(part.seq, batch)
+                acquired_at = session.acquired_at
+                session.settle(ACCEPT)
+                if batch.num_rows:
+                    tally.settled((time.monotonic() - acquired_at) * 1000)
+                table = pa.Table.from_batches([batch])
+            else:
+                session.settle(RELEASE)
+                faults.maybe_crash(faults.SLOT_READING_OTHER)
+                table, last = self._others_part(journal, part, len(parts))
+                tally.polled(part.seq, table)
+            parts.append(table)
+            taken += table.num_rows
+            if last:
+                break
+        if won:
+            # The writer of the last part reports for the slot.
+            self._report(part, tally.finish(session.stats, lock_budget_used=0.0))
+        return pa.concat_tables(parts)
 
-    def _poll(self, part: SlotPartition) -> list[object]:
+    def _journal_part(
+        self, journal: Journal, part: SlotPartition, index: int, batch: pa.RecordBatch, last: bool
+    ) -> bool:
+        try:
+            return journal.write_slot(part.seq, part.slot, batch, part=index, last=last)
+        except BaseException:
+            self.session.settle(RELEASE)
+            raise
+
+    @staticmethod
+    def _others_part(journal: Journal, part: SlotPartition, index: int) -> tuple[pa.Table, bool]:
+        found = journal.slot_part(part.seq, part.slot, index)
+        if found is None:
+            raise JournalError(
+                f"part {index} of slot {part.slot} of journal segment {part.seq} vanished after "
+                f"another task wrote it: the journal at {journal.location!r} was changed "
+                "outside this query"
+            )
+        return found
+
+    def _poll(self, part: SlotPartition, first: bool) -> list[object]:
+        if not first:
+            self.lease.renew(part.run, FOLLOW_UP_POLL_MS / 1000.0)
+            return self.session.poll(min(FOLLOW_UP_POLL_MS, self.options.poll_timeout_ms))
         timeout_ms = self.options.poll_timeout_ms
         idle_until = time.monotonic() + part.idle_ms / 1000.0
         while True:
@@ -183,11 +225,11 @@ def _watch_idle_consumers() -> None:
 
 
 def read_slot(options: SourceOptions, journal: Journal, part: SlotPartition) -> pa.Table:
-    """The records of one slot: from its segment when one exists, else polled into it."""
-    table = journal.read_slot(part.seq, part.slot)
-    if table is not None:
+    """The records of one slot: from its segment when complete, else polled into it."""
+    done, complete = journal.slot_parts(part.seq, part.slot)
+    if complete:
         faults.maybe_crash(faults.SLOT_READING_OTHER)
-        return table
+        return pa.concat_tables(done)
     # The process id is part of the key: a consumer must never cross a fork.
     key = (os.getpid(), options.journal_path, options.topics,
            tuple(sorted(options.consumer_config.items())))
@@ -198,7 +240,7 @@ def read_slot(options: SourceOptions, journal: Journal, part: SlotPartition) -> 
         consumer.busy = True
         _watch_idle_consumers()
     try:
-        return consumer.fill(journal, part)
+        return consumer.fill(journal, part, done)
     except BaseException:
         # A consumer that failed mid-way may hold records or a broken session: start afresh
         # (closing RELEASEs what it holds, so the broker hands it out again at once).
