@@ -121,6 +121,7 @@ def test_a_slot_polls_until_its_share_is_filled(broker: EmbeddedBroker, tmp_path
     written = sorted(p.name for p in (tmp_path / "journal").glob("*.arrow"))
     assert f"{1:020d}-0000.arrow" in written and len(written) >= 4
     assert offsets(read_slot(opts, journal, part)) == offsets(polled)
+    close_consumers()  # the embedded broker never gives two members one partition
     with share_consumer(broker.bootstrap_servers, GROUP, [TOPIC]) as other:
         rest = consume(other, until=count_at_least(20), timeout=30)
     assert {(d.partition, d.offset) for d in rest}.isdisjoint(offsets(polled))
@@ -151,10 +152,13 @@ def test_a_slot_polls_journals_and_accepts_then_reads_its_segment(
     assert 0 < polled.num_rows <= 10
     # A second action, a retried or a speculative attempt reads the same records.
     assert offsets(read_slot(opts, journal, part)) == offsets(polled)
-    # ACCEPTed: another member never sees them again.
+    # ACCEPTed: another member never sees them again (once the slot's consumer left: the
+    # embedded broker never gives two members one partition).
+    close_consumers()
     with share_consumer(broker.bootstrap_servers, GROUP, [TOPIC]) as other:
         rest = consume(other, until=count_at_least(40 - polled.num_rows), timeout=30)
     assert not {(d.partition, d.offset) for d in rest} & set(offsets(polled))
+    assert len({(d.partition, d.offset) for d in rest}) == 40 - polled.num_rows
     report = json.loads(
         (tmp_path / "journal" / "_metrics" / "slots" / f"{1:020d}-0000.json").read_text()
     )

@@ -117,7 +117,9 @@ def test_recover_command_refuses_a_missing_decision_log(tmp_path: Path) -> None:
         [sys.executable, "-m", "kafka_share_eos.cli.main", "twophase", "recover",
          "--app-id", "A", "--decision-log", str(tmp_path / "nowhere"),
          "--delta", str(tmp_path / "table")],
+        # Wide enough that the usage box never wraps the path in the message.
         capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "COLUMNS": "400"},
     )
     assert command.returncode == 2
     assert "nowhere" in command.stderr and "--decision-log" in command.stderr
