@@ -30,10 +30,16 @@ def test_a_signal_during_the_block_reaches_its_handler_after_the_block() -> None
 
 
 def test_an_interrupt_is_raised_after_the_block() -> None:
+    # Python's own SIGINT handler, whatever the test runner installed (a pytest-xdist worker
+    # ignores SIGINT, and an ignored signal stays ignored).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     completed = False
-    with pytest.raises(KeyboardInterrupt), deferred_signals():
-        os.kill(os.getpid(), signal.SIGINT)
-        completed = True
+    try:
+        with pytest.raises(KeyboardInterrupt), deferred_signals():
+            os.kill(os.getpid(), signal.SIGINT)
+            completed = True
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert completed
 
 

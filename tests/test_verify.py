@@ -1,8 +1,10 @@
 """The chaos verifier, for real: Spark pipelines SIGKILLed at crash points, restarted, counted.
 
-A small matrix (one strategy per family of crash points, one run each) must come out exactly
-once, counted from the sinks' data; a sink without deduplication, crashed after its write, must
-be caught duplicating, with a non-zero exit code.
+A small matrix (the source's and the dedup store's points and a random kill, one run each; the
+sinks' and the coordinator's points run in the two-application matrix, and alone with one
+application under the ``full`` marker) must come out exactly once, counted from the sinks' data;
+a sink without deduplication, crashed after its write, must be caught duplicating, with a
+non-zero exit code.
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ pytestmark = pytest.mark.timeout(900)
 
 CI_CELLS = [
     ("upsert-sqlite", "source.during_ack"),
+    ("dedup-delta", "dedup.after_sink"),
+    ("upsert-sqlite", "random-kill"),
+]
+# Points the two-application CI matrix below crashes too (with a second application beside).
+ONE_APPLICATION_CELLS = [
     ("upsert-postgres", "sink.mid_write"),
     ("upsert-delta", "strategy.after_write"),
     ("two-phase", "2pc.after_decision"),
-    ("dedup-delta", "dedup.after_sink"),
-    ("upsert-sqlite", "random-kill"),
 ]
 
 
@@ -52,6 +57,17 @@ def test_small_matrix_is_exactly_once(postgres_server: PostgresDatabases, tmp_pa
     assert resumed.ok
     assert [len(cell.runs) for cell in resumed.cells] == [1] * len(CI_CELLS)
     assert len(runs.read_text().splitlines()) == len(CI_CELLS)
+
+
+@pytest.mark.full
+def test_one_application_at_the_sinks_and_coordinators_points_is_exactly_once(
+    postgres_server: PostgresDatabases, tmp_path: Path
+) -> None:
+    result = run_matrix(MatrixOptions(
+        only=ONE_APPLICATION_CELLS, crashes=1, parallel=2, seed=8,
+        postgres_url=postgres_server.url, workdir=tmp_path / "work",
+    ))
+    assert summary(result) == {cell: (1, True, 40, 0, 0, []) for cell in ONE_APPLICATION_CELLS}
 
 
 def summary(result: MatrixResult) -> dict[tuple[str, str], tuple[Any, ...]]:
