@@ -89,7 +89,7 @@ class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         """ACCEPT the committed batch (afterCommit), then poll and journal the next one."""
         planner = self._running_planner()
         if isinstance(planner, SlotPlanner):
-            # Each slot polls its share of maxRecordsPerTrigger (the poll size).
+            # Each slot polls its share of maxRecordsPerTrigger itself.
             return _offset(planner.latest(_seq(start)))
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         return _offset(planner.latest(_seq(start), max_rows))
