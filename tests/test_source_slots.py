@@ -74,25 +74,22 @@ def test_consumers_choose_after_journal_and_split_the_batch_limit(tmp_path: Path
         options("localhost:1", tmp_path, journalPath="s3://bucket/journal")
 
 
+def journal_rows(offsets_: list[int]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([
+        {"value": b"x", "topic": TOPIC, "partition": 0, "offset": offset, "timestamp": 0,
+         "timestampType": 0, "headers": [], "deliveryCount": 1}
+        for offset in offsets_
+    ], schema=JOURNAL_SCHEMA)
+
+
 def test_the_first_writer_of_a_slot_wins(tmp_path: Path) -> None:
     journal = Journal(str(tmp_path))
-    first = pa.record_batch([pa.array([], t.type) for t in JOURNAL_SCHEMA], schema=JOURNAL_SCHEMA)
+    first = journal_rows([])
     assert journal.write_slot(1, 0, first)
     assert not journal.write_slot(1, 0, first)
     assert journal.read_slot(1, 1) is None
     assert journal.entries() == [(1, 0)]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp")] == []
-
-
-def journal_rows(offsets_: list[int]) -> pa.RecordBatch:
-    return pa.record_batch([
-        pa.array([None] * len(offsets_), pa.binary()), pa.array([b"x"] * len(offsets_)),
-        pa.array([TOPIC] * len(offsets_)), pa.array([0] * len(offsets_), pa.int32()),
-        pa.array(offsets_, pa.int64()), pa.array([0] * len(offsets_), JOURNAL_SCHEMA[5].type),
-        pa.array([0] * len(offsets_), pa.int32()), pa.array([[]] * len(offsets_),
-                                                            JOURNAL_SCHEMA[7].type),
-        pa.array([1] * len(offsets_), pa.int32()),
-    ], schema=JOURNAL_SCHEMA)
 
 
 def test_a_slot_is_a_chain_of_parts_complete_once_its_last_part_exists(tmp_path: Path) -> None:
@@ -170,7 +167,7 @@ def test_an_attempt_that_loses_the_race_releases_its_records(
 ) -> None:
     opts = options(broker.bootstrap_servers, tmp_path / "journal", maxRecordsPerTrigger="20")
     journal = Journal(opts.journal_path)
-    empty = pa.record_batch([pa.array([], t.type) for t in JOURNAL_SCHEMA], schema=JOURNAL_SCHEMA)
+    empty = journal_rows([])
     assert journal.write_slot(1, 0, empty)  # the winner, which found nothing
     loser = SlotConsumer(opts)
     try:

@@ -32,8 +32,8 @@ from kafka_share_eos.source.schema import JOURNAL_SCHEMA
 from kafka_share_eos.storage import open_location, write_atomically, write_if_absent
 
 _SEGMENT = re.compile(r"^(\d{20})(?:-(\d{4})(?:-(\d{4}))?)?\.arrow$")
-# The schema metadata of a slot part after which the slot's chain goes on.
-_MORE = {b"kafka_share_eos.more": b"true"}
+# The schema metadata key of a slot part after which the slot's chain goes on.
+_MORE = b"kafka_share_eos.more"
 
 
 class JournalError(KafkaShareEosError, RuntimeError):
@@ -94,7 +94,7 @@ class Journal:
         as the slot's ``last`` or not; return whether this call wrote it (False: another writer
         did first, read theirs)."""
         fs, _ = self._filesystem()
-        marked = batch if last else batch.replace_schema_metadata(_MORE)
+        marked = batch if last else batch.replace_schema_metadata({_MORE: b"true"})
         return write_if_absent(fs, self._path(seq, slot, part), _ipc_file(marked))
 
     def read(self, seq: int, slot: int | None = None) -> pa.Table:
@@ -136,8 +136,7 @@ class Journal:
         table = self._read(self._path(seq, slot, part), f"{_which(seq, slot)} part {part}")
         if table is None:
             return None
-        metadata = table.schema.metadata or {}
-        last = not all(metadata.get(key) == value for key, value in _MORE.items())
+        last = _MORE not in (table.schema.metadata or {})
         return table.replace_schema_metadata(JOURNAL_SCHEMA.metadata), last
 
     def _read(self, path: str, which: str) -> pa.Table | None:

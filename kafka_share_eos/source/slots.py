@@ -150,11 +150,12 @@ class SlotConsumer:
         return found
 
     def _poll(self, part: SlotPartition, first: bool) -> list[object]:
-        if not first:
-            self.lease.renew(part.run, FOLLOW_UP_POLL_MS / 1000.0)
-            return self.session.poll(min(FOLLOW_UP_POLL_MS, self.options.poll_timeout_ms))
         timeout_ms = self.options.poll_timeout_ms
-        idle_until = time.monotonic() + part.idle_ms / 1000.0
+        idle_until = time.monotonic()
+        if first:
+            idle_until += part.idle_ms / 1000.0
+        else:
+            timeout_ms = min(FOLLOW_UP_POLL_MS, timeout_ms)
         while True:
             self.lease.renew(part.run, timeout_ms / 1000.0)
             records = self.session.poll(timeout_ms)
