@@ -193,7 +193,8 @@ def test_two_applications_sharing_the_targets_are_exactly_once(
                       workdir=tmp_path / "work")
     )
     assert summary(result) == {cell: (1, True, 60, 0, 0, [])}
-    # Both applications applied records, and batches of both held the same records.
-    (ran,) = result.cells
-    assert ran.applications_applying() == [2], ran.runs[0].applied
-    assert ran.total("handoffs") > 0
+    # Both applications consumed records, and batches of both held the same records; which of
+    # them applied a record depends on the broker's timing (one may apply them all).
+    (run,) = result.cells[0].runs
+    assert set(run.held) == {"a", "b"} and min(run.held.values()) > 0, run.held
+    assert run.handoffs > 0

@@ -181,6 +181,7 @@ def _run_json(run: RunResult) -> dict[str, Any]:
         "seconds": round(run.seconds, 1),
         "consumers": run.consumers,
         "applied_by_application": run.applied,
+        "held_by_application": run.held,
         "handoffs": run.handoffs,
         "error": run.error,
     }

@@ -119,6 +119,8 @@ class RunResult:
     """Records journaled per consumer slot by the crashed pipeline, over its runs."""
     applied: dict[str, int] = field(default_factory=dict)
     """Records each pipeline (application) applied, by pipeline name."""
+    held: dict[str, int] = field(default_factory=dict)
+    """Distinct records each pipeline's batches held, applied or not, by pipeline name."""
     handoffs: int = 0
     """Records that batches of more than one pipeline held."""
     error: str | None = None
@@ -384,6 +386,8 @@ class _Supervisor:
             for line in own:
                 for partition, offset in line.get("records", []):
                     held_by.setdefault((partition, offset), set()).add(name)
+        for name in self.names:
+            self.result.held[name] = sum(1 for names in held_by.values() if name in names)
         self.result.handoffs = sum(1 for names in held_by.values() if len(names) > 1)
 
     def _tail(self, name: str) -> str:
