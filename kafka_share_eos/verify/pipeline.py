@@ -156,8 +156,9 @@ def run(config: PipelineConfig, name: str) -> None:
 
 
 def _wait_for_the_others(name: str) -> None:
-    """On a first start beside other applications, join the share group together with them:
-    one that started its JVM faster would otherwise take every record before the others join."""
+    """Beside other applications, join the share group once every one of them arrived here (at
+    least once): one that started its JVM faster would otherwise take every record before the
+    others join."""
     barrier = os.environ.get(START_BARRIER_ENV)
     if not barrier:
         return

@@ -237,7 +237,6 @@ class _Supervisor:
         self.names = [chr(ord("a") + i) for i in range(spec.mix.pipelines)]
         self._others: dict[str, PipelineProcess | None] = dict.fromkeys(self.names[1:])
         self._kills_left = dict.fromkeys(self.names[1:], spec.crashes)
-        self._started: set[str] = set()
 
     def run(self) -> RunResult:
         result = self.result
@@ -308,11 +307,12 @@ class _Supervisor:
         directory = self.config.pipeline_dir(name)
         directory.mkdir(parents=True, exist_ok=True)
         env = {}
-        if self.spec.mix.pipelines > 1 and name not in self._started:
-            # First starts join the group together, so every application gets records.
+        if self.spec.mix.pipelines > 1:
+            # The applications join the group together, so every one gets records. Every start
+            # passes the barrier: one killed before it reached it holds the others there until
+            # its restart arrives (later starts find everyone arrived and go straight on).
             env[START_BARRIER_ENV] = f"{self.ctx.run_dir / 'started'}:{self.spec.mix.pipelines}"
             (self.ctx.run_dir / "started").mkdir(exist_ok=True)
-        self._started.add(name)
         if self.spec.mix.handoffs:
             gate = directory / "hold-gate"
             shutil.rmtree(gate, ignore_errors=True)
