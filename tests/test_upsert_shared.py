@@ -3,8 +3,9 @@
 Application A (a separate process) holds records 0-5 and is paused at ``sink.mid_write``: its
 write is staged (Postgres: inserted, not committed; Delta: the snapshot read, the MERGE not
 committed). Meanwhile application B, to which records 3-7 were redelivered, upserts them. When A
-resumes, the target decides: Postgres made B wait for A's row locks and then conflict; Delta
-refuses A's commit (B's landed since A's snapshot) and A merges again, finding 3-5 present.
+resumes, the target decides: Postgres made B wait for A's row locks and then conflict (SQLite,
+for its one write lock); Delta refuses A's commit (B's landed since A's snapshot) and A merges
+again, finding 3-5 present.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from kafka_share_eos.faults import SINK_MID_WRITE
 from kafka_share_eos.strategies import BatchReport, IdempotentUpsertSink
 
 pytestmark = pytest.mark.timeout(180)
+
+PYSQLITE_DEFAULT_TIMEOUT_S = 5.0
 
 APPLICATION = """
 import json, sys
@@ -56,6 +59,10 @@ def held_application(kind: str, target: str, gate: HoldGate) -> list[int]:
     other.start()
     if kind == "delta":
         other.join(60)  # Delta writers never wait for each other: B lands first
+    elif kind == "sqlite":
+        # SQLite's one write lock is A's: B waits longer than pysqlite's own 5 s would let it.
+        other.join(PYSQLITE_DEFAULT_TIMEOUT_S + 1)
+        assert other.is_alive() and not reports
     gate.release()
     [a] = finish(held)
     other.join(60)
@@ -97,3 +104,32 @@ def test_postgres_upsert_held_past_a_handoff_writes_each_key_once(
     assert [tuple(r) for r in rows] == [
         *((o, "app-a") for o in range(6)), *((o, "b") for o in range(6, 8)), (100, "setup")
     ]
+
+
+def test_sqlite_upsert_held_past_a_handoff_writes_each_key_once(tmp_path: Path) -> None:
+    target = f"sqlite:///{tmp_path / 'effects.db'}"
+    IdempotentUpsertSink.sql(target, "events", create_table=True).apply(
+        records(range(100, 101), "setup"), 0
+    )
+    a_written, a_applied, b_written = held_application(
+        "sqlite", target, HoldGate(tmp_path / "gate", SINK_MID_WRITE)
+    )
+    assert (a_written, a_applied, b_written) == (6, 0, 2)
+    engine = sa.create_engine(target)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text('SELECT "offset", value FROM events ORDER BY "offset"')).all()
+    engine.dispose()
+    assert [tuple(r) for r in rows] == [
+        *((o, "app-a") for o in range(6)), *((o, "b") for o in range(6, 8)), (100, "setup")
+    ]
+
+
+def test_a_sqlite_url_timeout_is_kept() -> None:
+    from kafka_share_eos.sinks.sql_engine import SQLITE_BUSY_TIMEOUT_S, create_sql_engine
+
+    cases = [("sqlite://", SQLITE_BUSY_TIMEOUT_S * 1000), ("sqlite://?timeout=2", 2000)]
+    for url, busy_ms in cases:
+        engine = create_sql_engine(url)
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == busy_ms
+        engine.dispose()

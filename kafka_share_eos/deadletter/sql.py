@@ -38,10 +38,10 @@ class SqlDeadLetters(DeadLetterSink):
         self, engine: Engine | str, table: str = DEFAULT_TABLE, *, db_schema: str | None = None
     ) -> None:
         require_sql(engine, "SqlDeadLetters")
-        import sqlalchemy as sa
+        from kafka_share_eos.sinks.sql_engine import create_sql_engine
 
         self._owns_engine = isinstance(engine, str)
-        self.engine = sa.create_engine(engine) if isinstance(engine, str) else engine
+        self.engine = create_sql_engine(engine) if isinstance(engine, str) else engine
         dialect = self.engine.dialect.name
         if dialect not in ("postgresql", "sqlite"):
             raise ConfigurationError(

@@ -31,6 +31,7 @@ from .dedup import contained
 from .errors import SinkConfigurationError, TargetTableError
 from .outcome import UpsertOutcome
 from .sql_bulk import CopyUpsert
+from .sql_engine import create_sql_engine
 from .sql_schema import open_target
 from .sql_values import python_rows as python_rows
 
@@ -136,9 +137,9 @@ class SqlUpsertWriter:
         """The engine, created from the URL on first use (also after unpickling)."""
         if self._engine is None:
             if self._pool_connections:
-                self._engine = sa.create_engine(self._url)
+                self._engine = create_sql_engine(self._url)
             else:
-                self._engine = sa.create_engine(self._url, poolclass=NullPool)
+                self._engine = create_sql_engine(self._url, poolclass=NullPool)
         return self._engine
 
     def __getstate__(self) -> dict[str, Any]:
