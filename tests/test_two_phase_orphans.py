@@ -89,7 +89,7 @@ def test_recover_command_unblocks_the_others_and_every_effect_lands_once(
     command = subprocess.run(
         [sys.executable, "-m", "kafka_share_eos.cli.main", "twophase", "recover",
          "--app-id", "A", "--decision-log", a_log, "--postgres", postgres_url,
-         "--delta", delta_path],
+         "--delta", delta_path, "--storage-option", "timeout=120s"],
         capture_output=True, text=True, timeout=120, check=False,
     )
     assert command.returncode == 0, command.stderr
@@ -124,6 +124,18 @@ def test_recover_command_refuses_a_missing_decision_log(tmp_path: Path) -> None:
     assert command.returncode == 2
     assert "nowhere" in command.stderr and "--decision-log" in command.stderr
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_recover_command_names_a_storage_option_that_is_no_pair(tmp_path: Path) -> None:
+    command = subprocess.run(
+        [sys.executable, "-m", "kafka_share_eos.cli.main", "twophase", "recover",
+         "--app-id", "A", "--decision-log", str(tmp_path), "--delta", str(tmp_path / "table"),
+         "-o", "region"],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "COLUMNS": "400"},
+    )
+    assert command.returncode == 2
+    assert "'region'" in command.stderr and "--storage-option" in command.stderr
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kafka_share_eos.cli.options import StorageOpt, storage_options
 from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION, compact
 from kafka_share_eos.ledger.identity_ledger import DEFAULT_APP_ID, IdentityLedger
 from kafka_share_eos.ledger.retention import RetentionPolicy, prune
@@ -21,28 +22,14 @@ dedup = typer.Typer(
 )
 
 LedgerArg = Annotated[str, typer.Argument(help="Ledger table: a path or an object-store URI.")]
-StorageOpt = Annotated[
-    list[str],
-    typer.Option("--storage-option", "-o", help="delta-rs storage option KEY=VALUE; repeatable."),
-]
 AppIdOpt = Annotated[str, typer.Option(help="Application id the ledger records batches under.")]
-
-
-def _options(pairs: list[str]) -> dict[str, str] | None:
-    options: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise typer.BadParameter(
-                f"expected KEY=VALUE, got {pair!r}", param_hint="--storage-option"
-            )
-        options[key] = value
-    return options or None
 
 
 def _open(uri: str, storage_option: list[str], app_id: str) -> IdentityLedger:
     try:
-        return IdentityLedger.existing(uri, app_id=app_id, storage_options=_options(storage_option))
+        return IdentityLedger.existing(
+            uri, app_id=app_id, storage_options=storage_options(storage_option)
+        )
     except (FileNotFoundError, ValueError) as exc:
         raise typer.BadParameter(str(exc), param_hint="LEDGER") from exc
 

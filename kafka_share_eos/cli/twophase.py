@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from kafka_share_eos.cli.options import StorageOpt, storage_options
 from kafka_share_eos.errors import LocationNotFoundError
 from kafka_share_eos.storage import open_existing
 from kafka_share_eos.twophase import (
@@ -54,7 +55,9 @@ def _decision_log(location: str, table: str) -> DecisionLog:
     return log
 
 
-def _participants(prefix: str, postgres: list[str], delta: list[str]) -> list[Participant]:
+def _participants(
+    prefix: str, postgres: list[str], delta: list[str], options: dict[str, str] | None
+) -> list[Participant]:
     from kafka_share_eos.twophase.delta import staged_participants
     from kafka_share_eos.twophase.postgres import prepared_participants
 
@@ -62,7 +65,7 @@ def _participants(prefix: str, postgres: list[str], delta: list[str]) -> list[Pa
     for url in postgres:
         found.extend(prepared_participants(url, prefix))
     for uri in delta:
-        found.extend(staged_participants(uri, prefix))
+        found.extend(staged_participants(uri, prefix, options))
     return found
 
 
@@ -88,6 +91,7 @@ def recover_command(
     decision_table: Annotated[
         str, typer.Option(help="Table of a PostgresDecisionLog.")
     ] = "kse_2pc_decisions",
+    storage_option: StorageOpt = [],  # noqa: B006 - typer reads the default, never mutated
 ) -> None:
     """Commit or roll back every transaction APP_ID left prepared, fenced by its decision log:
     one line per transaction. Pass every database and Delta table the application writes."""
@@ -98,7 +102,7 @@ def recover_command(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--app-id") from exc
     log = _decision_log(decision_log, decision_table)
-    participants = _participants(prefix, postgres, delta)
+    participants = _participants(prefix, postgres, delta, storage_options(storage_option))
     report = resolve_in_doubt(log, participants, prefix, forget=False)
     outcomes = report.transactions()
     if not outcomes:

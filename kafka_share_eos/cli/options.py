@@ -1,0 +1,29 @@
+"""Command-line options several commands share."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+StorageOpt = Annotated[
+    list[str],
+    typer.Option("--storage-option", "-o", help="delta-rs storage option KEY=VALUE; repeatable."),
+]
+
+
+def storage_options(pairs: list[str]) -> dict[str, str] | None:
+    """``--storage-option`` pairs as delta-rs' ``storage_options`` (None when there are none).
+
+    Raises:
+        typer.BadParameter: a pair is not ``KEY=VALUE``.
+    """
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(
+                f"expected KEY=VALUE, got {pair!r}", param_hint="--storage-option"
+            )
+        options[key] = value
+    return options or None
