@@ -64,6 +64,7 @@ TOPIC = "bench-consumers"
 WARM_UP_TOPIC = "bench-consumers-warm-up"
 CONSUMER_COUNTS = (1, 2, 4)
 DRAIN_IDLE_MS = 5000
+WARM_UP_IDLE_MS = 1000
 QUERY_TIMEOUT_S = 900.0
 WARM_UP_RECORDS = 2000
 BROKER_START_S = 60.0
@@ -105,7 +106,7 @@ def _executor_members(journal: Path) -> int:
 
 def _drain(
     spark: Any, bootstrap: str, work: Path, consumers: int, records: int, per_trigger: int,
-    tag: str,
+    idle_ms: int, tag: str,
 ) -> dict[str, Any]:
     """One contender: drain the topic with ``consumers`` consumers in a group of its own."""
     name = f"c{consumers}-{tag}"
@@ -114,7 +115,7 @@ def _drain(
         bootstrap, f"bench-consumers-{name}", TOPIC, journal,
         consumers=str(consumers), acknowledge="afterJournal",
         maxRecordsPerTrigger=str(per_trigger),
-        availableNowIdleMs=str(DRAIN_IDLE_MS),
+        availableNowIdleMs=str(idle_ms),
         **{"kafka.max.poll.records": str(-(-per_trigger // 2))},
     )
     jvm = spark.sparkContext._gateway.proc.pid
@@ -153,14 +154,16 @@ def _warm_up(spark: Any, bootstrap: str, work: Path, consumers: int) -> None:
     """Start the executors' Python workers (and their consumers) with a small query."""
     options = source_options(bootstrap, f"bench-consumers-warm-up-{consumers}", WARM_UP_TOPIC,
                              work / f"journal-warm-up-{consumers}", consumers=str(consumers),
-                             acknowledge="afterJournal", availableNowIdleMs="2000")
+                             acknowledge="afterJournal",
+                             availableNowIdleMs=str(WARM_UP_IDLE_MS))
     query = start_query(spark, options, work / f"checkpoint-warm-up-{consumers}")
     query.awaitTermination(QUERY_TIMEOUT_S)
     wait_for_source_runners(spark)
 
 
 def _contender(
-    bootstrap: str, work: Path, consumers: int, records: int, per_trigger: int, rounds: int
+    bootstrap: str, work: Path, consumers: int, records: int, per_trigger: int, rounds: int,
+    idle_ms: int,
 ) -> list[dict[str, Any]]:
     """Every round of one contender, in a Spark application of its own with one task slot per
     consumer (executors of two cores: fewer JVMs on a small machine)."""
@@ -172,7 +175,7 @@ def _contender(
         spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
         register(spark)
         _warm_up(spark, bootstrap, work, consumers)
-        return [_drain(spark, bootstrap, work, consumers, records, per_trigger, str(n))
+        return [_drain(spark, bootstrap, work, consumers, records, per_trigger, idle_ms, str(n))
                 for n in range(1, rounds + 1)]
     finally:
         _stop(spark)
@@ -210,8 +213,9 @@ def run(
     value_bytes: int = 100,
     per_trigger: int = 40_000,
     rounds: int = 3,
+    drain_idle_ms: int = DRAIN_IDLE_MS,
 ) -> dict[str, Any]:
-    """Measure ``consumers`` = 1, 2 and 4 against each other in one Spark application.
+    """Measure ``consumers`` = 1, 2 and 4 against each other, each in a Spark application.
 
     Args:
         records: records produced (and read by each contender).
@@ -220,6 +224,7 @@ def run(
         value_bytes: size of each record's value.
         per_trigger: ``maxRecordsPerTrigger`` of every contender.
         rounds: how many times each contender runs; the numbers are medians over the rounds.
+        drain_idle_ms: ``availableNowIdleMs`` of every drain, so the idle end each pays.
 
     Returns:
         Per contender (``"1"``, ``"2"``, ``"4"``) the medians of its numbers and ratios to
@@ -240,7 +245,8 @@ def run(
         with _broker(topics, work) as bootstrap:
             produce(bootstrap, TOPIC, records, partitions, value_bytes)
             produce(bootstrap, WARM_UP_TOPIC, WARM_UP_RECORDS, max(CONSUMER_COUNTS), value_bytes)
-            measured = {str(n): _contender(bootstrap, work, n, records, per_trigger, rounds)
+            measured = {str(n): _contender(bootstrap, work, n, records, per_trigger, rounds,
+                                           drain_idle_ms)
                         for n in CONSUMER_COUNTS}
     result: dict[str, Any] = {"records": records, "partitions": partitions,
                               "per_trigger": per_trigger}

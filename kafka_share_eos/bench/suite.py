@@ -60,16 +60,21 @@ class Sizes:
     dedup_batch_rows: int
     dedup_batches: int
     dedup_batch_sizes: tuple[int, ...]
+    consumers_drain_idle_ms: int | None = None
+    """The consumers drains' ``availableNowIdleMs``; None for the benchmark's default."""
 
     def summary(self) -> str:
         """The workload in one line, as a table caption states it."""
         ledgers = "/".join(count(n) for n in self.dedup_ledger_sizes)
         batch_sizes = "/".join(count(n) for n in self.dedup_batch_sizes)
+        idle = ("" if self.consumers_drain_idle_ms is None
+                else f", {self.consumers_drain_idle_ms / 1000:g} s idle end")
         return (
             f"source {count(self.source_records)} records over {self.source_partitions} "
             f"partitions, {count(self.source_poll_records)}-record polls, "
             f"{self.source_rounds} round(s); consumers {count(self.consumers_records)} records, "
-            f"{count(self.consumers_per_trigger)} per batch, {self.consumers_rounds} round(s); "
+            f"{count(self.consumers_per_trigger)} per batch, {self.consumers_rounds} round(s)"
+            f"{idle}; "
             f"end-to-end {count(self.end_to_end_records)} records, "
             f"{count(self.end_to_end_per_trigger)} per batch, {self.end_to_end_rounds} round(s), "
             f"memory over {self.memory_batches} batches; upsert {count(self.upsert_rows)} rows, "
@@ -121,7 +126,7 @@ QUICK = Sizes(
     end_to_end_records=30_000,
     end_to_end_per_trigger=10_000,
     end_to_end_rounds=1,
-    memory_batches=40,
+    memory_batches=30,
     upsert_rows=100_000,
     upsert_repeats=3,
     delta_base_rows=200_000,
@@ -134,6 +139,7 @@ QUICK = Sizes(
     dedup_batch_rows=10_000,
     dedup_batches=15,
     dedup_batch_sizes=(1_000, 10_000),
+    consumers_drain_idle_ms=2000,
 )
 """Sizes for a run of about three minutes (3 min 18 s on an idle 2-core machine): one round each,
 half the full run's source records, half its records for the consumers (with its 40k-record
@@ -212,6 +218,8 @@ def _run_consumers(sizes: Sizes, _: _Databases) -> dict[str, Any]:
         partitions=sizes.consumers_partitions,
         per_trigger=sizes.consumers_per_trigger,
         rounds=sizes.consumers_rounds,
+        **({} if sizes.consumers_drain_idle_ms is None
+           else {"drain_idle_ms": sizes.consumers_drain_idle_ms}),
     )
 
 
