@@ -270,8 +270,10 @@ def main() -> None:
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--per-trigger", type=int, default=40_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--drain-idle-ms", type=int, default=DRAIN_IDLE_MS)
     args = parser.parse_args()
-    result = run(args.records, args.partitions, args.value_bytes, args.per_trigger, args.rounds)
+    result = run(args.records, args.partitions, args.value_bytes, args.per_trigger, args.rounds,
+                 args.drain_idle_ms)
     print(json.dumps(result, indent=2))
     print(f"medians over {args.rounds} rounds (each round's number in brackets):")
     for n in CONSUMER_COUNTS:

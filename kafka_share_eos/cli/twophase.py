@@ -101,8 +101,9 @@ def recover_command(
         prefix = txid_prefix(app_id)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--app-id") from exc
+    options = storage_options(storage_option)
     log = _decision_log(decision_log, decision_table)
-    participants = _participants(prefix, postgres, delta, storage_options(storage_option))
+    participants = _participants(prefix, postgres, delta, options)
     report = resolve_in_doubt(log, participants, prefix, forget=False)
     outcomes = report.transactions()
     if not outcomes:
