@@ -6,7 +6,8 @@ started with a crash point armed at a seeded random hit (or a seeded random SIGK
 again on the same checkpoint until it has crashed ``crashes`` times, then once more to drain.
 Further pipelines ``b``, ``c``, ... in the same share group, when asked for, run beside it as
 separate applications without crash points, each with its own checkpoint, journal and
-``app_id``, writing the same sinks; their first starts join the group together. With
+``app_id``, writing the same sinks; every start waits until each of them has arrived once,
+so that they join the group together. With
 handoffs, every start stalls once with a batch at the strategy's hold point (see
 :mod:`kafka_share_eos.verify.stall`), so that the broker hands its records to another
 application while it still holds them.
@@ -120,7 +121,7 @@ class RunResult:
     applied: dict[str, int] = field(default_factory=dict)
     """Records each pipeline (application) applied, by pipeline name."""
     held: dict[str, int] = field(default_factory=dict)
-    """Distinct records each pipeline's batches held, applied or not, by pipeline name."""
+    """Distinct records each pipeline held in batches it finished, applied or not, by name."""
     handoffs: int = 0
     """Records that batches of more than one pipeline held."""
     error: str | None = None
@@ -309,8 +310,9 @@ class _Supervisor:
         env = {}
         if self.spec.mix.pipelines > 1:
             # The applications join the group together, so every one gets records. Every start
-            # passes the barrier: one killed before it reached it holds the others there until
-            # its restart arrives (later starts find everyone arrived and go straight on).
+            # passes the barrier: when ``a`` is killed before it arrived, its restart releases
+            # the others (later starts find everyone arrived and go straight on); the others are
+            # killed only after they arrived.
             env[START_BARRIER_ENV] = f"{self.ctx.run_dir / 'started'}:{self.spec.mix.pipelines}"
             (self.ctx.run_dir / "started").mkdir(exist_ok=True)
         if self.spec.mix.handoffs:
@@ -336,9 +338,21 @@ class _Supervisor:
                 self._others[name] = started
                 if self.spec.mix.random_kills and self._kills_left[name] > 0:
                     self._kills_left[name] -= 1
-                    killer = threading.Timer(self.rng.uniform(*KILL_WINDOW_S), started.kill)
-                    killer.daemon = True
-                    killer.start()
+                    delay = self.rng.uniform(*KILL_WINDOW_S)
+                    threading.Thread(target=self._kill_after_arrival, args=(name, started, delay),
+                                     daemon=True).start()
+
+    def _kill_after_arrival(self, name: str, process: PipelineProcess, delay: float) -> None:
+        """SIGKILL ``process`` ``delay`` seconds after it arrived at the start barrier. Killed
+        before, it would hold the others there until its restart, which comes only once
+        pipeline ``a`` exits."""
+        arrived = self.ctx.run_dir / "started" / name
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while process.running and not arrived.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(delay)
+        if process.running:
+            process.kill()
 
     def _drain_others(self) -> None:
         """Let the other pipelines drain too before the sinks are counted."""
