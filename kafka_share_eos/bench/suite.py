@@ -126,7 +126,7 @@ QUICK = Sizes(
     end_to_end_records=30_000,
     end_to_end_per_trigger=10_000,
     end_to_end_rounds=1,
-    memory_batches=30,
+    memory_batches=20,
     upsert_rows=100_000,
     upsert_repeats=3,
     delta_base_rows=200_000,
@@ -141,11 +141,14 @@ QUICK = Sizes(
     dedup_batch_sizes=(1_000, 10_000),
     consumers_drain_idle_ms=2000,
 )
-"""Sizes for a run of about three minutes (3 min 18 s on an idle 2-core machine): one round each,
+"""Sizes for a run of about three minutes (3 min 11 s on an idle 2-core machine): one round each,
 half the full run's source records, half its records for the consumers (with its 40k-record
-batches, so each contender's Spark application start does not dominate), fewer end-to-end
-records, smaller ledgers (no 10M one), a memory run of 40 batches; batches and polls as large as
-the full run's where a ratio depends on them. Every ratio came within 15 % of the full run's."""
+batches, so each contender's Spark application start does not dominate) and a 2 s idle end to
+their drains, fewer end-to-end records, smaller ledgers (no 10M one), a memory run of 20
+batches; batches and polls as large as the full run's where a ratio depends on them. In that
+run every ratio but two came within 15 % of the full run's: runner CPU per record +47 % and
+consumers=2 records per second -25 %, one round of each being that noisy; fewer records put
+more rows past 20 %."""
 
 
 @dataclass
