@@ -33,7 +33,7 @@ TINY = Sizes(
     delta_batches=3,
     two_phase_rows_per_batch=1_000, two_phase_batches=2, two_phase_repeats=1,
     dedup_ledger_sizes=(1_000, 10_000), dedup_batch_rows=1_000, dedup_batches=3,
-    dedup_batch_sizes=(1_000,),
+    dedup_batch_sizes=(1_000,), consumers_drain_idle_ms=2000,
 )
 
 SUITE = """
@@ -107,6 +107,7 @@ def test_table_and_markdown_show_every_row_with_its_target(
     for shown in (" ".join(text.split()), page):
         assert f"PostgreSQL {tiny_run['machine']['postgres']}" in shown
         assert "Sizes: source 6k records over 4 partitions" in shown
+        assert "1 round(s), 2 s idle end; end-to-end" in shown
     assert page.count("\n| ") == len(ratios) + 2  # the header, its rule, one line per row
 
 
