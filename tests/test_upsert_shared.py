@@ -84,35 +84,15 @@ def test_delta_upsert_held_past_a_handoff_writes_each_key_once(
     ]
 
 
-@pytest.mark.postgres
-def test_postgres_upsert_held_past_a_handoff_writes_each_key_once(
-    postgres_url: str, tmp_path: Path
-) -> None:
+def sql_upserts_held_past_a_handoff(kind: str, target: str, tmp_path: Path) -> None:
+    """A inserts first; B waits for A's commit (the row locks, or SQLite's write lock), then
+    finds 3-5 taken."""
     # The table exists before A starts, so B does not wait on A's CREATE TABLE.
-    IdempotentUpsertSink.sql(postgres_url, "events", create_table=True).apply(
-        records(range(100, 101), "setup"), 0
-    )
-    a_written, a_applied, b_written = held_application(
-        "postgres", postgres_url, HoldGate(tmp_path / "gate", SINK_MID_WRITE)
-    )
-    # A inserted first; B waited for A's commit, then found 3-5 taken.
-    assert (a_written, a_applied, b_written) == (6, 0, 2)
-    engine = sa.create_engine(postgres_url)
-    with engine.connect() as conn:
-        rows = conn.execute(sa.text('SELECT "offset", value FROM events ORDER BY "offset"')).all()
-    engine.dispose()
-    assert [tuple(r) for r in rows] == [
-        *((o, "app-a") for o in range(6)), *((o, "b") for o in range(6, 8)), (100, "setup")
-    ]
-
-
-def test_sqlite_upsert_held_past_a_handoff_writes_each_key_once(tmp_path: Path) -> None:
-    target = f"sqlite:///{tmp_path / 'effects.db'}"
     IdempotentUpsertSink.sql(target, "events", create_table=True).apply(
         records(range(100, 101), "setup"), 0
     )
     a_written, a_applied, b_written = held_application(
-        "sqlite", target, HoldGate(tmp_path / "gate", SINK_MID_WRITE)
+        kind, target, HoldGate(tmp_path / "gate", SINK_MID_WRITE)
     )
     assert (a_written, a_applied, b_written) == (6, 0, 2)
     engine = sa.create_engine(target)
@@ -122,6 +102,17 @@ def test_sqlite_upsert_held_past_a_handoff_writes_each_key_once(tmp_path: Path) 
     assert [tuple(r) for r in rows] == [
         *((o, "app-a") for o in range(6)), *((o, "b") for o in range(6, 8)), (100, "setup")
     ]
+
+
+@pytest.mark.postgres
+def test_postgres_upsert_held_past_a_handoff_writes_each_key_once(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    sql_upserts_held_past_a_handoff("postgres", postgres_url, tmp_path)
+
+
+def test_sqlite_upsert_held_past_a_handoff_writes_each_key_once(tmp_path: Path) -> None:
+    sql_upserts_held_past_a_handoff("sqlite", f"sqlite:///{tmp_path / 'effects.db'}", tmp_path)
 
 
 def test_a_sqlite_url_timeout_is_kept() -> None:

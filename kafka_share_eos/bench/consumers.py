@@ -213,7 +213,7 @@ def run(
     value_bytes: int = 100,
     per_trigger: int = 40_000,
     rounds: int = 3,
-    drain_idle_ms: int = DRAIN_IDLE_MS,
+    drain_idle_ms: int | None = None,
 ) -> dict[str, Any]:
     """Measure ``consumers`` = 1, 2 and 4 against each other, each in a Spark application.
 
@@ -224,7 +224,8 @@ def run(
         value_bytes: size of each record's value.
         per_trigger: ``maxRecordsPerTrigger`` of every contender.
         rounds: how many times each contender runs; the numbers are medians over the rounds.
-        drain_idle_ms: ``availableNowIdleMs`` of every drain, so the idle end each pays.
+        drain_idle_ms: ``availableNowIdleMs`` of every drain, so the idle end each pays
+            (None: :data:`DRAIN_IDLE_MS`).
 
     Returns:
         Per contender (``"1"``, ``"2"``, ``"4"``) the medians of its numbers and ratios to
@@ -245,8 +246,9 @@ def run(
         with _broker(topics, work) as bootstrap:
             produce(bootstrap, TOPIC, records, partitions, value_bytes)
             produce(bootstrap, WARM_UP_TOPIC, WARM_UP_RECORDS, max(CONSUMER_COUNTS), value_bytes)
+            idle_ms = DRAIN_IDLE_MS if drain_idle_ms is None else drain_idle_ms
             measured = {str(n): _contender(bootstrap, work, n, records, per_trigger, rounds,
-                                           drain_idle_ms)
+                                           idle_ms)
                         for n in CONSUMER_COUNTS}
     result: dict[str, Any] = {"records": records, "partitions": partitions,
                               "per_trigger": per_trigger}

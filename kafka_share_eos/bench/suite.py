@@ -221,8 +221,7 @@ def _run_consumers(sizes: Sizes, _: _Databases) -> dict[str, Any]:
         partitions=sizes.consumers_partitions,
         per_trigger=sizes.consumers_per_trigger,
         rounds=sizes.consumers_rounds,
-        **({} if sizes.consumers_drain_idle_ms is None
-           else {"drain_idle_ms": sizes.consumers_drain_idle_ms}),
+        drain_idle_ms=sizes.consumers_drain_idle_ms,
     )
 
 

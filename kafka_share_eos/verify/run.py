@@ -238,6 +238,8 @@ class _Supervisor:
         self.names = [chr(ord("a") + i) for i in range(spec.mix.pipelines)]
         self._others: dict[str, PipelineProcess | None] = dict.fromkeys(self.names[1:])
         self._kills_left = dict.fromkeys(self.names[1:], spec.crashes)
+        # The start barrier: one file per application that arrived at it.
+        self._arrivals = ctx.run_dir / "started"
 
     def run(self) -> RunResult:
         result = self.result
@@ -313,8 +315,8 @@ class _Supervisor:
             # passes the barrier: when ``a`` is killed before it arrived, its restart releases
             # the others (later starts find everyone arrived and go straight on); the others are
             # killed only after they arrived.
-            env[START_BARRIER_ENV] = f"{self.ctx.run_dir / 'started'}:{self.spec.mix.pipelines}"
-            (self.ctx.run_dir / "started").mkdir(exist_ok=True)
+            env[START_BARRIER_ENV] = f"{self._arrivals}:{self.spec.mix.pipelines}"
+            self._arrivals.mkdir(exist_ok=True)
         if self.spec.mix.handoffs:
             gate = directory / "hold-gate"
             shutil.rmtree(gate, ignore_errors=True)
@@ -346,7 +348,7 @@ class _Supervisor:
         """SIGKILL ``process`` ``delay`` seconds after it arrived at the start barrier. Killed
         before, it would hold the others there until its restart, which comes only once
         pipeline ``a`` exits."""
-        arrived = self.ctx.run_dir / "started" / name
+        arrived = self._arrivals / name
         deadline = time.monotonic() + START_TIMEOUT_S
         while process.running and not arrived.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
