@@ -49,13 +49,19 @@ def open_existing(location: str) -> tuple[pafs.FileSystem, str]:
     return fs, root
 
 
-def write_atomically(fs: pafs.FileSystem, path: str, payload: bytes | pa.Buffer) -> None:
+def write_atomically(
+    fs: pafs.FileSystem, path: str, payload: bytes | pa.Buffer, *, durable: bool = True
+) -> None:
     """Make the file at ``path`` durable and visible at once: a reader sees all of it or
     nothing (temp file + fsync + rename locally, one put on object stores, temp + move on
-    HDFS-like stores)."""
+    HDFS-like stores).
+
+    ``durable=False`` skips the local fsyncs: the file survives the death of the process but
+    not of the machine, as files written through delta-rs on a local disk do.
+    """
     directory = path.rsplit("/", 1)[0]
     if isinstance(fs, pafs.LocalFileSystem):
-        _write_local(directory, path, payload)
+        _write_local(directory, path, payload, durable)
     elif fs.type_name in _ATOMIC_PUT_FILESYSTEMS:
         with fs.open_output_stream(path) as out:
             out.write(payload)
@@ -105,19 +111,21 @@ def delete_if_present(fs: pafs.FileSystem, path: str) -> None:
         return
 
 
-def _durable_temp(directory: str, payload: bytes | pa.Buffer) -> str:
+def _durable_temp(directory: str, payload: bytes | pa.Buffer, durable: bool = True) -> str:
     temp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
     with open(temp, "wb") as out:
         out.write(memoryview(payload))
-        out.flush()
-        os.fsync(out.fileno())
+        if durable:
+            out.flush()
+            os.fsync(out.fileno())
     return temp
 
 
-def _write_local(directory: str, final: str, payload: bytes | pa.Buffer) -> None:
-    os.replace(_durable_temp(directory, payload), final)
-    # The rename itself must survive a crash too.
-    _fsync_directory(directory)
+def _write_local(directory: str, final: str, payload: bytes | pa.Buffer, durable: bool) -> None:
+    os.replace(_durable_temp(directory, payload, durable), final)
+    if durable:
+        # The rename itself must survive a crash too.
+        _fsync_directory(directory)
 
 
 def _fsync_directory(directory: str) -> None:

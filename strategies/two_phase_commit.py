@@ -135,7 +135,8 @@ class TwoPhaseCommitCoordinator(BatchStrategy):
             self.transactions.recover()
 
     def recover(self) -> RecoveryReport:
-        """Resolve transactions a crashed run left prepared (also done before every batch)."""
+        """Resolve transactions a crashed run left prepared (also done before a batch that
+        follows one which did not finish, and before every batch prepared on the executors)."""
         return self.transactions.recover()
 
     def apply_dataframe(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
@@ -163,7 +164,7 @@ class TwoPhaseCommitCoordinator(BatchStrategy):
 
     def _prepare(self, schema: pa.Schema) -> None:
         # Nothing to check up front: participants create their ledgers and tables from the
-        # first batch they prepare, and every batch starts with a recovery pass.
+        # first batch they prepare, after the coordinator's recovery pass.
         return
 
     def _applied(self, keys: pa.Table) -> list[bool] | None:

@@ -23,13 +23,15 @@ from helpers.accounts import (
 from sqlalchemy import create_engine, text
 
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
-from kafka_share_eos.twophase import Transaction
+from kafka_share_eos.twophase import Token, Transaction, TwoPhaseCommitError
 from kafka_share_eos.twophase.delta import DeltaParticipant
 from kafka_share_eos.twophase.outbox import OutboxParticipant
 from kafka_share_eos.twophase.postgres import PostgresParticipant
 from kafka_share_eos.twophase.postgres_log import PostgresDecisionLog
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
+
+KEYS = ["topic", "partition", "offset"]
 
 
 def test_balances_exact_under_redeliveries_replays_and_in_batch_duplicates(
@@ -178,3 +180,64 @@ def test_retried_partition_rolls_back_only_its_earlier_attempts(postgres_url: st
 
     assert balances(postgres_url) == expected_balances(records)
     assert prepared_gids(postgres_url) == []
+
+
+def _rolled_back_by_hand(url: str, gid: str) -> None:
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.exec_driver_sql(f"ROLLBACK PREPARED '{gid}'")
+    engine.dispose()
+
+
+def test_commit_of_a_transaction_rolled_back_after_the_decision_is_an_error(
+    postgres_url: str,
+) -> None:
+    """Postgres tells a repeated commit (fine) from a rollback by someone else (an error)."""
+    create_accounts(postgres_url)
+    participant = PostgresParticipant(postgres_url, INCREMENT)
+    records = payments(6)
+    committed = participant.prepare(records.slice(0, 3), Transaction.new("hand", 0, KEYS))
+    participant.commit(committed)
+    participant.commit(committed)
+    rolled_back = participant.prepare(records.slice(3, 3), Transaction.new("hand", 1, KEYS))
+    _rolled_back_by_hand(postgres_url, str(rolled_back.data["gid"]))
+
+    with pytest.raises(TwoPhaseCommitError, match=r"rolled back.*ROLLBACK PREPARED by hand"):
+        participant.commit(rolled_back)
+    assert balances(postgres_url) == expected_balances(records.slice(0, 3))
+
+
+def test_a_ledger_with_a_transaction_column_keeps_it_filled(postgres_url: str) -> None:
+    """Ledgers of earlier releases name each key's transaction, and their decisions' tokens
+    carry no transaction id: the ledger tells a commit from a rollback for them."""
+    create_accounts(postgres_url)
+    engine = create_engine(postgres_url)
+    with engine.begin() as conn:
+        conn.execute(text(
+            'CREATE TABLE kse_ledger_postgres (topic text NOT NULL, partition int NOT NULL,'
+            ' "offset" bigint NOT NULL, txid text NOT NULL, applied_at timestamptz NOT NULL'
+            ' DEFAULT now(), PRIMARY KEY (topic, partition, "offset"))'
+        ))
+    participant = PostgresParticipant(postgres_url, INCREMENT)
+    records = payments(12)
+    first, second = Transaction.new("old", 0, KEYS), Transaction.new("old", 1, KEYS)
+    participant.commit(participant.prepare(records.slice(0, 6), first))
+    # Keys 3-5 are known: the claim takes the ON CONFLICT path, which must fill txid too.
+    applied = participant.prepare(records.slice(3, 6), second)
+    participant.commit(applied)
+    rolled_back = participant.prepare(records.slice(9, 3), Transaction.new("old", 2, KEYS))
+    _rolled_back_by_hand(postgres_url, str(rolled_back.data["gid"]))
+
+    def without_xid(token: Token) -> Token:
+        return Token(token.participant, token.txid, token.rows_written, {"gid": token.data["gid"]})
+
+    participant.commit(without_xid(applied))
+    with pytest.raises(TwoPhaseCommitError, match="rolled back"):
+        participant.commit(without_xid(rolled_back))
+    with engine.connect() as conn:
+        txids = conn.execute(
+            text("SELECT txid, count(*) FROM kse_ledger_postgres GROUP BY txid")
+        ).all()
+    engine.dispose()
+    assert sorted(txids) == sorted([(first.txid, 6), (second.txid, 3)])
+    assert balances(postgres_url) == expected_balances(records.slice(0, 9))

@@ -111,6 +111,56 @@ def test_nothing_to_apply_writes_no_decision(tmp_path: Path) -> None:
     assert log.txids("kse:") == []
 
 
+class CountingParticipant(MemoryParticipant):
+    """Counts recovery passes; its commit fails while ``fail_commits`` is set."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.passes = 0
+        self.fail_commits = False
+
+    def commit(self, token: Token) -> None:
+        if self.fail_commits:
+            raise ConnectionError("the participant went away")
+        super().commit(token)
+
+    def recover(self, prefix: str) -> list[Token]:
+        self.passes += 1
+        return super().recover(prefix)
+
+
+def test_a_batch_after_one_that_did_not_finish_recovers_first(tmp_path: Path) -> None:
+    """Batches that finish leave nothing in doubt: the next one skips the recovery pass."""
+    participant = CountingParticipant("m")
+    coordinator = TransactionCoordinator(FileDecisionLog(str(tmp_path)), [participant], "app")
+    rows = pa.table({"k": [1]})
+    coordinator.run(rows, 0, ["k"])
+    coordinator.run(rows, 1, ["k"])
+    assert participant.passes == 1  # before the first batch only
+
+    participant.fail_commits = True
+    with pytest.raises(ConnectionError):
+        coordinator.run(rows, 2, ["k"])
+    participant.fail_commits = False
+    [stuck] = participant.prepared.values()
+    result = coordinator.run(rows, 3, ["k"])
+
+    assert participant.passes == 2
+    assert [t.txid for t in result.recovery.committed] == [stuck.txid]
+    assert participant.committed[-2:] == [stuck.txid, result.txid]
+    coordinator.run(rows, 4, ["k"])
+    assert participant.passes == 2
+
+
+def test_batches_prepared_elsewhere_always_recover_first(tmp_path: Path) -> None:
+    participant = CountingParticipant("m")
+    coordinator = TransactionCoordinator(FileDecisionLog(str(tmp_path)), [participant], "app")
+    rows = pa.table({"k": [1]})
+    for batch_id in range(3):
+        coordinator.run_with(batch_id, ["k"], lambda p, txn: [p.prepare(rows, txn)])
+    assert participant.passes == 3
+
+
 @pytest.mark.postgres
 @pytest.mark.timeout(120)
 def test_server_without_prepared_transactions_gives_a_clear_error() -> None:

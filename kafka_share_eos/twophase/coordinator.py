@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -70,6 +71,10 @@ class TransactionCoordinator:
         self.participants = tuple(participants)
         self.app_id = check_name("app_id", app_id)
         self.prefix = txid_prefix(app_id)
+        # Whether work of this application may be in doubt without a recovery pass having
+        # seen it: before the first pass, after a batch that did not finish, and while batches
+        # prepare elsewhere (a task still running after its job failed may prepare late).
+        self._maybe_in_doubt = True
 
     def recover(self) -> RecoveryReport:
         """Resolve every transaction of this application left in doubt by an earlier run.
@@ -79,6 +84,7 @@ class TransactionCoordinator:
                 stay in the log for the next pass.
         """
         report = resolve_in_doubt(self.log, self.participants, self.prefix)
+        self._maybe_in_doubt = False
         if report.resolved:
             logger.warning(
                 "%s: recovered %d in-doubt transaction part(s): %d committed, %d rolled back",
@@ -89,11 +95,14 @@ class TransactionCoordinator:
     def run(self, rows: pa.Table, batch_id: int, key_columns: Sequence[str]) -> CommitResult:
         """Apply ``rows`` (unique on ``key_columns``) to every participant, all or nothing.
 
+        A recovery pass runs first unless every earlier batch of this coordinator finished.
+
         Raises:
             DecisionOverruledError: another process stored an ABORT decision for this
                 transaction first; nothing of the batch was applied.
         """
-        return self.run_with(batch_id, key_columns, lambda p, txn: [p.prepare(rows, txn)])
+        return self._run(batch_id, key_columns, lambda p, txn: [p.prepare(rows, txn)],
+                         prepared_here=True)
 
     def run_with(self, batch_id: int, key_columns: Sequence[str], prepare: Prepare) -> CommitResult:
         """Like :meth:`run`, with ``prepare(participant, txn)`` producing each one's tokens.
@@ -101,12 +110,30 @@ class TransactionCoordinator:
         This lets a participant prepare somewhere else than in this process, e.g. one token
         per Spark partition prepared on the executors.
 
+        Every batch starts with a recovery pass: work prepared elsewhere may outlive the batch
+        that asked for it.
+
         Raises:
             DecisionOverruledError: another process stored an ABORT decision for this
                 transaction first; nothing of the batch was applied.
         """
-        recovery = self.recover()
-        txn = Transaction.new(self.app_id, batch_id, key_columns)
+        return self._run(batch_id, key_columns, prepare, prepared_here=False)
+
+    def _run(
+        self, batch_id: int, key_columns: Sequence[str], prepare: Prepare, *, prepared_here: bool
+    ) -> CommitResult:
+        recovery = self.recover() if self._maybe_in_doubt else RecoveryReport()
+        self._maybe_in_doubt = True
+        result = self._decide(recovery, Transaction.new(self.app_id, batch_id, key_columns),
+                              prepare)
+        self._maybe_in_doubt = not prepared_here
+        return result
+
+    def _decide(
+        self, recovery: RecoveryReport, txn: Transaction, prepare: Prepare
+    ) -> CommitResult:
+        """Prepare ``txn`` everywhere, store the decision and commit."""
+        batch_id = txn.batch_id
         tokens = self._prepare_all(txn, prepare)
         if all(t.rows_written == 0 for t in tokens):
             # Nothing prepared anywhere (e.g. a replayed batch): there is nothing to decide.
@@ -136,12 +163,22 @@ class TransactionCoordinator:
         return CommitResult(txn.txid, tokens, recovery, skipped)
 
     def _prepare_all(self, txn: Transaction, prepare: Prepare) -> tuple[Token, ...]:
-        tokens: list[Token] = []
+        """Every participant prepares at the same time, the first one on this thread.
+
+        Their work is independent and mostly waits on something else (a database server,
+        Arrow writing files), so a batch takes about as long as its slowest prepare.
+        """
+        first, *others = self.participants
         try:
-            for index, participant in enumerate(self.participants):
-                if index == 1:
+            with ThreadPoolExecutor(max(len(others), 1), "kse-2pc-prepare") as pool:
+                # Leaving the block waits for every prepare, also when one failed: the
+                # rollback below must come after all of them.
+                started = [pool.submit(prepare, participant, txn) for participant in others]
+                tokens = list(prepare(first, txn))
+                if others:
                     faults.maybe_crash("2pc.between_prepares")
-                tokens.extend(prepare(participant, txn))
+                for future in started:
+                    tokens.extend(future.result())
         except BaseException:
             # Presumed abort: roll back everything prepared under this transaction, including
             # work whose token never came back (a failed Spark job).

@@ -184,14 +184,20 @@ class DeltaParticipant:
         return tokens
 
     def _commit_staged(self, token: Token) -> _Committed:
-        from deltalake import CommitProperties
-        from deltalake import Transaction as DeltaTxn
         from deltalake.exceptions import CommitFailedError
-        from deltalake.transaction import AddAction
 
         app_id, version = str(token.data["app_id"]), int(token.data["version"])
         snapshot = int(token.data["snapshot"])
         actions: list[dict[str, Any]] = list(token.data["actions"])
+        held = self._delta
+        if held is not None and held.version() == snapshot and self._staging.holds(token.txid):
+            # The handle the prepare read is still at its snapshot: commit on it without
+            # re-reading the log. If any commit landed since, this one fails on its version and
+            # the loop below re-reads the table.
+            try:
+                return self._add(held, token, actions, version)
+            except CommitFailedError:
+                pass
         version_taken = False
         last_error: Exception | None = None
         delay = self._retry_backoff_seconds
@@ -213,24 +219,8 @@ class DeltaParticipant:
             if table.version() != snapshot:
                 actions = self._restage(table, token, actions)
                 snapshot = table.version()
-            files = [a["path"] for a in actions]
-            rows = sum(action_rows(a) for a in actions)
             try:
-                # No retries inside delta-rs: a retry would land on a later version without
-                # checking the keys again, which is exactly the blind append to avoid.
-                table.create_write_transaction(
-                    [AddAction(a["path"], int(a["size"]), {}, int(a["modification_time"]), True,
-                               str(a["stats"])) for a in actions],
-                    mode="append",
-                    schema=table.schema(),
-                    commit_properties=CommitProperties(
-                        max_commit_retries=0,
-                        app_transactions=[DeltaTxn(app_id, version)],
-                        custom_metadata={_TXID_KEY: token.txid, _FILES_KEY: files,
-                                         _ROWS_KEY: rows},
-                    ),
-                )
-                return _Committed(frozenset(files), rows, version_taken)
+                return self._add(table, token, actions, version, version_taken)
             except CommitFailedError as error:
                 last_error = error
             if attempt < self._max_commit_attempts:
@@ -242,6 +232,34 @@ class DeltaParticipant:
             f"{self._max_commit_attempts} times in a row; the commit decision stays and the "
             f"next recovery pass commits them. Last error: {last_error}"
         )
+
+    def _add(
+        self, table: DeltaTable, token: Token, actions: list[dict[str, Any]], version: int,
+        version_taken: bool = False,
+    ) -> _Committed:
+        """Commit ``actions`` as the version after ``table``'s, with the application
+        transaction ``(app_id, version)``; raises ``CommitFailedError`` if that version exists.
+        """
+        from deltalake import CommitProperties
+        from deltalake import Transaction as DeltaTxn
+        from deltalake.transaction import AddAction
+
+        files = [a["path"] for a in actions]
+        rows = sum(action_rows(a) for a in actions)
+        # No retries inside delta-rs: a retry would land on a later version without checking
+        # the keys again, which is exactly the blind append to avoid.
+        table.create_write_transaction(
+            [AddAction(a["path"], int(a["size"]), {}, int(a["modification_time"]), True,
+                       str(a["stats"])) for a in actions],
+            mode="append",
+            schema=table.schema(),
+            commit_properties=CommitProperties(
+                max_commit_retries=0,
+                app_transactions=[DeltaTxn(str(token.data["app_id"]), version)],
+                custom_metadata={_TXID_KEY: token.txid, _FILES_KEY: files, _ROWS_KEY: rows},
+            ),
+        )
+        return _Committed(frozenset(files), rows, version_taken)
 
     def _own_commit(self, table: DeltaTable, token: Token) -> _Committed | None:
         """This token's commit among those since its prepare's snapshot, if it landed."""

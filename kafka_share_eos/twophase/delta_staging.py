@@ -4,6 +4,11 @@ Delta log does not list yet, and one manifest per transaction naming them.
 The manifest ``<table>/_kse_2pc/<txid>.json`` is written (atomically) before each file it names,
 so every staged file is listed in a manifest: recovery finds them all, and a commit or an abort
 deletes exactly those not committed. Files outside the Delta log are invisible to readers.
+
+Nothing here is fsynced: on a local disk, delta-rs writes the table's data files and log entries
+without fsync, so the staged files and manifests are as durable as the commits they lead to
+(they survive the death of the process, not of the machine); on object stores every write is
+one durable put.
 """
 
 from __future__ import annotations
@@ -96,7 +101,7 @@ class StagingArea:
         """Store ``txid``'s manifest atomically."""
         self._fs.create_dir(self._dir, recursive=True)
         write_atomically(self._fs, f"{self._dir}/{_manifest_name(txid)}",
-                         json.dumps(manifest).encode())
+                         json.dumps(manifest).encode(), durable=False)
 
     def read(self, txid: str) -> Manifest | None:
         """``txid``'s manifest, or ``None`` once its transaction was committed or rolled back."""

@@ -26,7 +26,9 @@ from kafka_share_eos.twophase.protocol import Token, Transaction
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-_RESULT_SCHEMA = "part string, gid string, rows_in long, duplicates long, written long"
+_RESULT_SCHEMA = (
+    "part string, gid string, xid string, rows_in long, duplicates long, written long"
+)
 
 
 class Deduplication(Protocol):
@@ -64,17 +66,19 @@ class _PreparePartition:
             self.participant.rollback_parts(self.txn.txid, f"p{partition}a")
         collected = list(batches)
         table = pa.Table.from_batches(collected) if collected else None
-        part, gid, rows_in, duplicates, written = f"p{partition}a{attempt}", None, 0, 0, 0
+        part, rows_in, duplicates, written = f"p{partition}a{attempt}", 0, 0, 0
+        prepared: dict[str, str | None] = {"gid": None, "xid": None}
         if table is not None and table.num_rows:
             unique = self.identity.unique_rows(table, self.txn.batch_id)
             token = self.participant.prepare(unique, self.txn, part=part)
-            gid = token.data.get("gid")
+            prepared.update(token.data)
             rows_in, duplicates = table.num_rows, table.num_rows - unique.num_rows
             written = token.rows_written
         yield pa.RecordBatch.from_pydict(
             {
                 "part": pa.array([part]),
-                "gid": pa.array([gid], pa.string()),
+                "gid": pa.array([prepared["gid"]], pa.string()),
+                "xid": pa.array([prepared["xid"]], pa.string()),
                 "rows_in": pa.array([rows_in], pa.int64()),
                 "duplicates": pa.array([duplicates], pa.int64()),
                 "written": pa.array([written], pa.int64()),
@@ -94,7 +98,8 @@ def prepare_on_executors(
         .collect()
     )
     tokens = tuple(
-        Token(participant.name, txn.txid, int(row["written"]), {"gid": row["gid"]}, row["part"])
+        Token(participant.name, txn.txid, int(row["written"]),
+              {"gid": row["gid"], "xid": row["xid"]}, row["part"])
         for row in results
         if row["gid"] is not None
     )

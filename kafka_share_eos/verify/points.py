@@ -30,7 +30,7 @@ SLOT_POINTS: dict[str, str] = {
 
 OWN_POINTS: dict[str, str] = {
     "2pc.postgres.before_prepare": "2PC: Postgres effect run, PREPARE TRANSACTION not issued",
-    "2pc.between_prepares": "2PC: one participant prepared, the next not",
+    "2pc.between_prepares": "2PC: the first participant prepared, the others at any stage",
     "2pc.delta.after_stage": "2PC: Delta files staged, not committed",
     "2pc.after_prepare": "2PC: every participant prepared, no decision logged",
     "2pc.after_decision": "2PC: commit decision logged, nothing committed",
