@@ -88,18 +88,23 @@ def claim(
     from deltalake.exceptions import CommitFailedError
 
     # Imported here: sinks.delta loads deltalake, which the ledger loads only when used.
-    from kafka_share_eos.sinks.delta import batch_order
+    from kafka_share_eos.sinks.delta import check_batch_order
 
     claimed_now = 0
+    known = ledger.known_claims()
     for attempt in range(1, max_attempts + 1):
         table = _open(ledger, batch, fresh=attempt > 1)
-        batch_order(table, ledger.app_id, batch_id, f"ledger {ledger.uri!r}")
-        seen = ledger.read(
-            [*ledger.identity, APP_COLUMN, BATCH_COLUMN],
-            ledger.lookup_predicate(batch),
-            refresh=False,
-        )
-        own, fresh = _split(ledger, batch, seen, batch_id)
+        check_batch_order(ledger.location.transaction_version(table, ledger.app_id),
+                          ledger.app_id, batch_id, f"ledger {ledger.uri!r}")
+        split = known.split(table, batch, ledger.app_id, batch_id) if known is not None else None
+        if split is None:
+            seen = ledger.read(
+                [*ledger.identity, APP_COLUMN, BATCH_COLUMN],
+                ledger.lookup_predicate(batch),
+                refresh=False,
+            )
+            split = _split(ledger, batch, seen, batch_id)
+        own, fresh = split
         faults.maybe_crash(BEFORE_CLAIM)
         if fresh.num_rows:
             try:
@@ -110,6 +115,8 @@ def claim(
                 time.sleep(random.uniform(0, backoff_seconds * min(attempt, 10)))
                 continue
             claimed_now += fresh.num_rows
+            if known is not None:
+                known.claimed(table, fresh, ledger.app_id, batch_id)
         # Without claims of an earlier attempt, the fresh rows are the batch's, in its order.
         rows = fresh if own.num_rows == 0 else select_in_order(batch, ledger.identity, own, fresh)
         return Claim(rows, claimed_now, batch.num_rows - rows.num_rows, attempt)
@@ -207,3 +214,4 @@ def _commit_claims(
             max_commit_retries=0,
         ),
     )
+    ledger.location.committed(table, ledger.app_id, batch_id)

@@ -35,6 +35,8 @@ class DeltaLocation:
     storage_options: Mapping[str, str] | None = None
     _table: DeltaTable | None = field(default=None, init=False, repr=False)
     _contended: int = field(default=0, init=False, repr=False)
+    # app_id -> (table version, batch id) of this process's last commit for that app_id.
+    _own_commits: dict[str, tuple[int, int]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Every Delta ledger, append sink and dead-letter table starts here: fail at
@@ -81,6 +83,21 @@ class DeltaLocation:
     def forget(self) -> None:
         """Drop the cached handle, e.g. after another process rewrote the table."""
         self._table = None
+        self._own_commits.clear()
+
+    def transaction_version(self, table: DeltaTable, app_id: str) -> int | None:
+        """``table.transaction_version(app_id)``, known without reading the log (which costs
+        more with every commit since the last checkpoint) while ``table`` is still at this
+        process's last commit for ``app_id``."""
+        own = self._own_commits.get(app_id)
+        if own is not None and own[0] == table.version():
+            return own[1]
+        return table.transaction_version(app_id)
+
+    def committed(self, table: DeltaTable, app_id: str, batch_id: int) -> None:
+        """Note that this process just committed ``(app_id, batch_id)`` through ``table``,
+        which delta-rs left at that commit's version."""
+        self._own_commits[app_id] = (table.version(), batch_id)
 
 
 def committed_version(location: DeltaLocation, app_id: str) -> int | None:
@@ -114,7 +131,7 @@ def append_once(
     # appends do not matter to the check, and delta-rs rebases the append over them.
     table = location.snapshot()
     if table is not None:
-        done = table.transaction_version(app_id)
+        done = location.transaction_version(table, app_id)
         if done is not None and done >= batch_id:
             return False
     try:
@@ -131,4 +148,6 @@ def append_once(
         # The commit may have landed all the same: the next check reads the table afresh.
         location.forget()
         raise
+    if table is not None:
+        location.committed(table, app_id, batch_id)
     return True

@@ -105,7 +105,11 @@ def batch_order(delta: DeltaTable, app_id: str, batch_id: int, where: str) -> in
     Raises:
         AppIdConflictError: ``batch_id`` is below the recorded batch; ``where`` names the table.
     """
-    recorded = delta.transaction_version(app_id)
+    return check_batch_order(delta.transaction_version(app_id), app_id, batch_id, where)
+
+
+def check_batch_order(recorded: int | None, app_id: str, batch_id: int, where: str) -> int | None:
+    """:func:`batch_order` with the recorded batch already known."""
     if recorded is not None and recorded > batch_id:
         raise AppIdConflictError(
             f"{where} already holds batch {recorded} of app_id {app_id!r}, and this query is at "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,13 +16,25 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
+# Sessions the format is registered with. Registering again while another thread's query runs
+# replaces the data source under it; tests that run queries side by side register once.
+_registered: weakref.WeakSet[SparkSession] = weakref.WeakSet()
+_registering = threading.Lock()
+
+
+def _register_once(spark: SparkSession) -> None:
+    with _registering:
+        if spark not in _registered:
+            kafka_share_eos.register(spark)
+            _registered.add(spark)
+
 
 def share_stream(
     spark: SparkSession, topic: ShareTopic, journal: Path | None, **options: str
 ) -> DataFrame:
     """The kafka-share source on ``topic``'s share group; ``journal=None`` leaves out
     ``journalPath`` so that its absence can be tested."""
-    kafka_share_eos.register(spark)
+    _register_once(spark)
     reader = (
         spark.readStream.format("kafka-share")
         .option("kafka.bootstrap.servers", topic.bootstrap_servers)
