@@ -16,13 +16,12 @@ upper bound.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from kafka_share_eos.sinks.dedup import contained
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -32,12 +31,12 @@ _KEYS = ["topic", "partition", "offset"]
 
 @dataclass
 class KnownClaims:
-    """The highest claimed offset per ``(topic, partition)`` and this process's last claim, both
-    exact at ledger version ``version`` (None: nothing known)."""
+    """The highest claimed offset per ``(topic, partition)`` and the offsets of this process's
+    last claim, both exact at ledger version ``version`` (None: nothing known)."""
 
     version: int | None = None
     highest: dict[tuple[str, int], int] = field(default_factory=dict)
-    last: pa.Table | None = None
+    last: dict[tuple[str, int], pa.Array] | None = None
     last_owner: tuple[str, int] | None = None
 
     def split(
@@ -49,14 +48,19 @@ class KnownClaims:
         if table.version() != self.version and not self._learn(table):
             return None
         keys = batch.select(_KEYS)
-        above = self._above(keys)
-        if pc.all(above).as_py():
+        below = pa.array([False] * keys.num_rows)
+        for pair, offsets, here in _by_partition(keys):
+            top = self.highest.get(pair)
+            if top is None or pc.min(offsets).as_py() > top:
+                continue  # none of the partition's rows can be claimed
+            if not self._in_last(pair, pc.filter(offsets, pc.less_equal(offsets, top))):
+                return None
+            below = pc.or_(below, pc.and_(here, pc.less_equal(keys["offset"], top)))
+        if not pc.any(below).as_py():
             return keys.slice(0, 0), batch
-        rest = keys.filter(pc.invert(above))
-        if self.last is None or not all(contained(rest, self.last)):
-            return None
+        rest = keys.filter(below)
         own = rest if self.last_owner == (app_id, batch_id) else rest.slice(0, 0)
-        return own, batch.filter(above)
+        return own, batch.filter(pc.invert(below))
 
     def claimed(self, table: DeltaTable, rows: pa.Table, app_id: str, batch_id: int) -> None:
         """Take in the claims of ``rows`` that batch ``batch_id`` of ``app_id`` just committed
@@ -66,18 +70,22 @@ class KnownClaims:
             # What was known is not the snapshot this claim landed on.
             self.version = None
             return
-        keys = rows.select(_KEYS)
-        for (topic, partition), top in _highest(keys).items():
-            self.highest[(topic, partition)] = max(top, self.highest.get((topic, partition), -1))
-        self.version, self.last, self.last_owner = committed, keys, (app_id, batch_id)
+        self.last = {}
+        for pair, offsets, _ in _by_partition(rows.select(_KEYS)):
+            self.highest[pair] = max(pc.max(offsets).as_py(), self.highest.get(pair, -1))
+            self.last[pair] = offsets
+        self.version, self.last_owner = committed, (app_id, batch_id)
+
+    def _in_last(self, pair: tuple[str, int], offsets: pa.Array) -> bool:
+        last = self.last.get(pair) if self.last is not None else None
+        return last is not None and bool(pc.all(pc.is_in(offsets, value_set=last)).as_py())
 
     def _learn(self, table: DeltaTable) -> bool:
         """Read the highest offsets from the log's file statistics; False when a file has none."""
         actions = pa.table(table.get_add_actions(flatten=True))
         self.version, self.last, self.last_owner = None, None, None
-        if actions.num_rows == 0:
-            self.highest = {}
-        else:
+        self.highest = {}
+        if actions.num_rows:
             names = ("partition.topic", "partition.partition", "max.offset")
             if not set(names) <= set(actions.column_names) or actions["max.offset"].null_count:
                 return False
@@ -85,27 +93,17 @@ class KnownClaims:
                 pa.schema([("topic", pa.string()), ("partition", pa.int64()),
                            ("offset", pa.int64())])
             )
-            self.highest = _highest(tops)
+            self.highest = {pair: pc.max(offsets).as_py()
+                            for pair, offsets, _ in _by_partition(tops)}
         self.version = table.version()
         return True
 
-    def _above(self, keys: pa.Table) -> pa.Array:
-        """For each row, whether its offset lies above every claim in its partition."""
-        above = pa.array([True] * keys.num_rows)
-        topic, partition, offset = (keys.column(c) for c in _KEYS)
-        for (name, number), top in self.highest.items():
-            here = pc.and_(pc.equal(topic, name), pc.equal(partition, number))
-            above = pc.and_(above, pc.or_(pc.invert(here), pc.greater(offset, top)))
-        return above.combine_chunks() if isinstance(above, pa.ChunkedArray) else above
 
-
-def _highest(keys: pa.Table) -> dict[tuple[str, int], int]:
-    """The highest offset of each ``(topic, partition)`` in ``keys``."""
-    grouped = keys.group_by(["topic", "partition"], use_threads=False).aggregate(
-        [("offset", "max")]
-    )
-    return {
-        (str(t), int(p)): int(o)
-        for t, p, o in zip(grouped["topic"].to_pylist(), grouped["partition"].to_pylist(),
-                           grouped["offset_max"].to_pylist(), strict=True)
-    }
+def _by_partition(keys: pa.Table) -> Iterator[tuple[tuple[str, int], pa.Array, pa.Array]]:
+    """Each ``(topic, partition)`` of ``keys`` with its offsets and the mask of its rows."""
+    topic, partition, offset = (keys.column(c) for c in _KEYS)
+    for name in pc.unique(topic).to_pylist():
+        of_topic = pc.equal(topic, name)
+        for number in pc.unique(pc.filter(partition, of_topic)).to_pylist():
+            here = pc.and_(of_topic, pc.equal(partition, number))
+            yield (str(name), int(number)), pc.filter(offset, here).combine_chunks(), here
