@@ -125,16 +125,16 @@ class TransactionCoordinator:
         recovery = self.recover() if self._maybe_in_doubt else RecoveryReport()
         self._maybe_in_doubt = True
         result = self._decide(recovery, Transaction.new(self.app_id, batch_id, key_columns),
-                              prepare)
+                              prepare, at_once=prepared_here)
         self._maybe_in_doubt = not prepared_here
         return result
 
     def _decide(
-        self, recovery: RecoveryReport, txn: Transaction, prepare: Prepare
+        self, recovery: RecoveryReport, txn: Transaction, prepare: Prepare, *, at_once: bool
     ) -> CommitResult:
         """Prepare ``txn`` everywhere, store the decision and commit."""
         batch_id = txn.batch_id
-        tokens = self._prepare_all(txn, prepare)
+        tokens = self._prepare_all(txn, prepare, at_once)
         if all(t.rows_written == 0 for t in tokens):
             # Nothing prepared anywhere (e.g. a replayed batch): there is nothing to decide.
             return CommitResult(txn.txid, tokens, recovery)
@@ -162,23 +162,28 @@ class TransactionCoordinator:
         self.log.delete(txn.txid)
         return CommitResult(txn.txid, tokens, recovery, skipped)
 
-    def _prepare_all(self, txn: Transaction, prepare: Prepare) -> tuple[Token, ...]:
-        """Every participant prepares at the same time, the first one on this thread.
+    def _prepare_all(self, txn: Transaction, prepare: Prepare, at_once: bool) -> tuple[Token, ...]:
+        """Every participant prepares, the first one on this thread; ``at_once``, the others at
+        the same time on threads of their own.
 
-        Their work is independent and mostly waits on something else (a database server,
-        Arrow writing files), so a batch takes about as long as its slowest prepare.
+        Prepared here, their work is independent and mostly waits on something else (a database
+        server, Arrow writing files), so a batch takes about as long as its slowest prepare.
+        Prepares that run Spark jobs go one after the other: a job started from another thread
+        would lose the streaming query's job properties.
         """
         first, *others = self.participants
         try:
             with ThreadPoolExecutor(max(len(others), 1), "kse-2pc-prepare") as pool:
                 # Leaving the block waits for every prepare, also when one failed: the
                 # rollback below must come after all of them.
-                started = [pool.submit(prepare, participant, txn) for participant in others]
+                started = [pool.submit(prepare, p, txn) for p in others] if at_once else []
                 tokens = list(prepare(first, txn))
                 if others:
                     faults.maybe_crash("2pc.between_prepares")
                 for future in started:
                     tokens.extend(future.result())
+                for participant in () if at_once else others:
+                    tokens.extend(prepare(participant, txn))
         except BaseException:
             # Presumed abort: roll back everything prepared under this transaction, including
             # work whose token never came back (a failed Spark job).
