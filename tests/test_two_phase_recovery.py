@@ -6,6 +6,7 @@ same rules run end to end against Postgres and Delta in ``test_two_phase_crash.p
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -159,6 +160,52 @@ def test_batches_prepared_elsewhere_always_recover_first(tmp_path: Path) -> None
     for batch_id in range(3):
         coordinator.run_with(batch_id, ["k"], lambda p, txn: [p.prepare(rows, txn)])
     assert participant.passes == 3
+
+
+class MeetingParticipant(MemoryParticipant):
+    """Prepares only once every participant of the batch is preparing too."""
+
+    def __init__(self, name: str, barrier: threading.Barrier) -> None:
+        super().__init__(name)
+        self.barrier = barrier
+
+    def prepare(self, rows: pa.Table, txn: Transaction) -> Token:
+        self.barrier.wait()
+        return super().prepare(rows, txn)
+
+
+def test_participants_prepare_at_the_same_time(tmp_path: Path) -> None:
+    barrier = threading.Barrier(3, timeout=30)
+    participants = [MeetingParticipant(name, barrier) for name in ("a", "b", "c")]
+    coordinator = TransactionCoordinator(FileDecisionLog(str(tmp_path)), participants, "app")
+    result = coordinator.run(pa.table({"k": [1, 2]}), 0, ["k"])
+    assert [t.participant for t in result.tokens] == ["a", "b", "c"]
+    assert all(p.committed == [result.txid] for p in participants)
+
+
+def test_a_failed_prepare_rolls_back_the_others_after_they_finished(tmp_path: Path) -> None:
+    """The first participant fails while the second is still preparing."""
+    second_started, first_failed = threading.Event(), threading.Event()
+
+    class Failing(MemoryParticipant):
+        def prepare(self, rows: pa.Table, txn: Transaction) -> Token:
+            second_started.wait(timeout=30)
+            first_failed.set()
+            raise ConnectionError("the database went away")
+
+    class Slow(MemoryParticipant):
+        def prepare(self, rows: pa.Table, txn: Transaction) -> Token:
+            second_started.set()
+            first_failed.wait(timeout=30)
+            return super().prepare(rows, txn)
+
+    slow = Slow("slow")
+    coordinator = TransactionCoordinator(
+        FileDecisionLog(str(tmp_path)), [Failing("failing"), slow], "app"
+    )
+    with pytest.raises(ConnectionError):
+        coordinator.run(pa.table({"k": [1]}), 0, ["k"])
+    assert slow.prepared == {} and len(slow.aborted) == 1
 
 
 @pytest.mark.postgres
