@@ -142,7 +142,7 @@ def _open(ledger: IdentityLedger, batch: pa.Table, *, fresh: bool) -> DeltaTable
     if table is None:
         DeltaTable.create(
             ledger.uri,
-            claim_rows(ledger, batch.slice(0, 0), 0).schema,
+            _stored_schema(claim_rows(ledger, batch.slice(0, 0), 0).schema),
             mode="ignore",
             partition_by=ledger.partition_by or None,
             configuration=dict(LEDGER_TABLE_CONFIGURATION),
@@ -179,6 +179,15 @@ def _split(
     return own, ledger.new_rows_among(batch, seen_keys)
 
 
+def _stored_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with its dictionary-encoded columns as their values' type: the table's."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in schema]
+    )
+
+
 def claim_rows(ledger: IdentityLedger, rows: pa.Table, batch_id: int) -> pa.Table:
     """Ledger rows claiming the identities of ``rows`` for ``batch_id`` of the ledger's app."""
     import pyarrow as pa
@@ -189,7 +198,9 @@ def claim_rows(ledger: IdentityLedger, rows: pa.Table, batch_id: int) -> pa.Tabl
     return (
         claims.append_column(BATCH_COLUMN, pa.repeat(pa.scalar(batch_id, pa.int64()), n))
         .append_column(APPLIED_AT_COLUMN, pa.repeat(pa.scalar(now, pa.timestamp("us", "UTC")), n))
-        .append_column(APP_COLUMN, pa.repeat(pa.scalar(ledger.app_id, pa.string()), n))
+        .append_column(APP_COLUMN, pa.DictionaryArray.from_arrays(
+            pa.repeat(pa.scalar(0, pa.int32()), n), pa.array([ledger.app_id], pa.string())
+        ))
     )
 
 
@@ -202,8 +213,11 @@ def _commit_claims(
     from deltalake import CommitProperties, Transaction, write_deltalake
 
     rows = claim_rows(ledger, fresh, batch_id)
-    # an int64 partition from pandas must land in the int32 column Spark created
-    rows = rows.cast(pa.schema(table.schema().to_arrow()))
+    # an int64 partition from pandas must land in the int32 column Spark created; the
+    # application id stays dictionary-encoded (one value per batch: a fifth less to write)
+    stored = pa.schema(table.schema().to_arrow())
+    rows = rows.cast(stored.set(stored.get_field_index(APP_COLUMN),
+                                rows.schema.field(APP_COLUMN)))
     write_deltalake(
         table,
         rows,

@@ -268,11 +268,23 @@ def _rows_joined(
     kept = own.append_column(_ROW, numbers).join(
         keys, keys=list(identity), join_type=join_type
     ).column(_ROW)
-    if len(kept) == batch.num_rows:
-        return batch
-    # A mask keeps the batch's order and copies the kept values in runs; gathering them by
-    # index costs several times more for wide rows.
-    return batch.filter(pc.is_in(numbers, value_set=kept.combine_chunks()))
+    return rows_where(batch, pc.is_in(numbers, value_set=kept.combine_chunks()))
+
+
+def rows_where(batch: pa.Table, mask: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """The rows of ``batch`` where ``mask`` is true, in order: a zero-copy slice when they are
+    one run (the batch whole, or all but redeliveries gathered at one end), else a filter,
+    which copies the kept values in runs (gathering them by index costs several times more
+    for wide rows)."""
+    import pyarrow.compute as pc
+
+    kept = pc.indices_nonzero(mask)
+    if len(kept) == 0:
+        return batch.slice(0, 0)
+    first, last = kept[0].as_py(), kept[-1].as_py()
+    if last - first + 1 == len(kept):
+        return batch.slice(first, len(kept))
+    return batch.filter(mask)
 
 
 def sql_literal(value: str | int) -> str:

@@ -16,12 +16,13 @@ upper bound.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from kafka_share_eos.ledger.identity_ledger import rows_where
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -29,14 +30,21 @@ if TYPE_CHECKING:
 _KEYS = ["topic", "partition", "offset"]
 
 
+# Identities packed into one int64 per topic: partition above bit 44, offset below (offsets up
+# to 1.7e13, partitions up to 2**19); a batch beyond that is read.
+_OFFSET_BITS = 44
+_PARTITION_LIMIT = 1 << (63 - _OFFSET_BITS)
+
+
 @dataclass
 class KnownClaims:
-    """The highest claimed offset per ``(topic, partition)`` and the offsets of this process's
-    last claim, both exact at ledger version ``version`` (None: nothing known)."""
+    """The highest claimed offset per ``(topic, partition)`` and the identities of this
+    process's last claim (packed per topic), both exact at ledger version ``version`` (None:
+    nothing known)."""
 
     version: int | None = None
     highest: dict[tuple[str, int], int] = field(default_factory=dict)
-    last: dict[tuple[str, int], pa.Array] | None = None
+    last: dict[str, pa.Array] | None = None
     last_owner: tuple[str, int] | None = None
 
     def split(
@@ -48,37 +56,54 @@ class KnownClaims:
         if table.version() != self.version and not self._learn(table):
             return None
         keys = batch.select(_KEYS)
-        below = pa.array([False] * keys.num_rows)
-        for pair, offsets, here in _by_partition(keys):
-            top = self.highest.get(pair)
-            if top is None or pc.min(offsets).as_py() > top:
-                continue  # none of the partition's rows can be claimed
-            if not self._in_last(pair, pc.filter(offsets, pc.less_equal(offsets, top))):
-                return None
-            below = pc.or_(below, pc.and_(here, pc.less_equal(keys["offset"], top)))
+        if keys.num_rows == 0:
+            return keys, batch
+        below = pc.less_equal(keys["offset"], self._tops(keys))
         if not pc.any(below).as_py():
             return keys.slice(0, 0), batch
         rest = keys.filter(below)
+        if not self._all_in_last(rest):
+            return None
         own = rest if self.last_owner == (app_id, batch_id) else rest.slice(0, 0)
-        return own, batch.filter(pc.invert(below))
+        return own, rows_where(batch, pc.invert(below))
 
     def claimed(self, table: DeltaTable, rows: pa.Table, app_id: str, batch_id: int) -> None:
         """Take in the claims of ``rows`` that batch ``batch_id`` of ``app_id`` just committed
         through ``table`` (which delta-rs left at that commit's version)."""
         committed = table.version()
-        if self.version != committed - 1:
-            # What was known is not the snapshot this claim landed on.
+        keys = rows.select(_KEYS)
+        last = _packed(keys)
+        if self.version != committed - 1 or last is None:
+            # What was known is not the snapshot this claim landed on, or cannot be packed.
             self.version = None
             return
-        self.last = {}
-        for pair, offsets, _ in _by_partition(rows.select(_KEYS)):
-            self.highest[pair] = max(pc.max(offsets).as_py(), self.highest.get(pair, -1))
-            self.last[pair] = offsets
-        self.version, self.last_owner = committed, (app_id, batch_id)
+        self.highest.update(
+            (pair, max(top, self.highest.get(pair, -1))) for pair, top in _highest(keys).items()
+        )
+        self.version, self.last, self.last_owner = committed, last, (app_id, batch_id)
 
-    def _in_last(self, pair: tuple[str, int], offsets: pa.Array) -> bool:
-        last = self.last.get(pair) if self.last is not None else None
-        return last is not None and bool(pc.all(pc.is_in(offsets, value_set=last)).as_py())
+    def _tops(self, keys: pa.Table) -> pa.ChunkedArray:
+        """Each row's partition's highest claimed offset; -1 where the ledger holds none."""
+        topic, partition = keys["topic"], keys["partition"]
+        tops: pa.ChunkedArray | None = None
+        for name in pc.unique(topic).to_pylist():
+            numbers = [p for t, p in self.highest if t == name]
+            of_topic = pa.array([*(self.highest[(name, p)] for p in numbers), -1], pa.int64())
+            where = pc.index_in(partition, value_set=pa.array(numbers, partition.type))
+            found = pc.take(of_topic, pc.fill_null(where, len(numbers)))
+            tops = found if tops is None else pc.if_else(pc.equal(topic, name), found, tops)
+        assert tops is not None
+        return tops
+
+    def _all_in_last(self, rest: pa.Table) -> bool:
+        """Whether every identity of ``rest`` is one of the last claim's."""
+        packed = _packed(rest)
+        if self.last is None or packed is None:
+            return False
+        return all(
+            name in self.last and pc.all(pc.is_in(codes, value_set=self.last[name])).as_py()
+            for name, codes in packed.items()
+        )
 
     def _learn(self, table: DeltaTable) -> bool:
         """Read the highest offsets from the log's file statistics; False when a file has none."""
@@ -89,21 +114,38 @@ class KnownClaims:
             names = ("partition.topic", "partition.partition", "max.offset")
             if not set(names) <= set(actions.column_names) or actions["max.offset"].null_count:
                 return False
-            tops = actions.select(list(names)).rename_columns(_KEYS).cast(
+            self.highest = _highest(actions.select(list(names)).rename_columns(_KEYS).cast(
                 pa.schema([("topic", pa.string()), ("partition", pa.int64()),
                            ("offset", pa.int64())])
-            )
-            self.highest = {pair: pc.max(offsets).as_py()
-                            for pair, offsets, _ in _by_partition(tops)}
+            ))
         self.version = table.version()
         return True
 
 
-def _by_partition(keys: pa.Table) -> Iterator[tuple[tuple[str, int], pa.Array, pa.Array]]:
-    """Each ``(topic, partition)`` of ``keys`` with its offsets and the mask of its rows."""
-    topic, partition, offset = (keys.column(c) for c in _KEYS)
-    for name in pc.unique(topic).to_pylist():
-        of_topic = pc.equal(topic, name)
-        for number in pc.unique(pc.filter(partition, of_topic)).to_pylist():
-            here = pc.and_(of_topic, pc.equal(partition, number))
-            yield (str(name), int(number)), pc.filter(offset, here).combine_chunks(), here
+def _highest(keys: pa.Table) -> dict[tuple[str, int], int]:
+    """The highest offset of each ``(topic, partition)`` in ``keys``."""
+    grouped = keys.group_by(["topic", "partition"], use_threads=False).aggregate(
+        [("offset", "max")]
+    )
+    return {
+        (str(t), int(p)): int(o)
+        for t, p, o in zip(grouped["topic"].to_pylist(), grouped["partition"].to_pylist(),
+                           grouped["offset_max"].to_pylist(), strict=True)
+    }
+
+
+def _packed(keys: pa.Table) -> dict[str, pa.Array] | None:
+    """Per topic, its rows' partition and offset packed into one int64 each; None when one
+    does not fit."""
+    partition, offset = keys["partition"], keys["offset"]
+    bounds = pc.min_max(offset).as_py(), pc.min_max(partition).as_py()
+    if bounds[0]["min"] < 0 or bounds[0]["max"] >= 1 << _OFFSET_BITS or (
+        bounds[1]["min"] < 0 or bounds[1]["max"] >= _PARTITION_LIMIT
+    ):
+        return None
+    codes = pc.add(pc.shift_left(partition.cast(pa.int64()), _OFFSET_BITS), offset)
+    topics = pc.unique(keys["topic"]).to_pylist()
+    if len(topics) == 1:
+        return {topics[0]: codes.combine_chunks()}
+    return {name: pc.filter(codes, pc.equal(keys["topic"], name)).combine_chunks()
+            for name in topics}
