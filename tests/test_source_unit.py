@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -298,16 +299,16 @@ def test_a_cancelled_take_hands_out_nothing_and_the_next_take_gets_it() -> None:
     polls = [[FakeMessage(7, key=b"k", value=b"v")]]
     settled, released = threading.Event(), threading.Event()
 
-    def poll() -> list[Any]:
+    def poll(timeout_ms: int) -> list[Any]:
         if polls:
             return polls.pop()
-        released.wait(10)
+        released.wait(timeout_ms / 1000)
         return []
 
     def journal(tally: BatchTally, records: list[Any]) -> None:
         tally.polled(1, to_record_batch(records))
 
-    pump = JournalPump(poll, journal, lambda tally: settled.set(), AckStats(), 10)
+    pump = JournalPump(poll, journal, lambda tally: settled.set(), AckStats(), 10, 10_000)
     try:
         assert settled.wait(10)
         assert pump.take(None, 10_000, 10_000, cancelled=lambda: True) is None
@@ -317,3 +318,22 @@ def test_a_cancelled_take_hands_out_nothing_and_the_next_take_gets_it() -> None:
     finally:
         released.set()
         pump.stop()
+
+
+def test_stopping_the_pump_does_not_wait_out_a_quiet_poll() -> None:
+    """A stopped query's runner leaves the group at once, not after its poll timeout."""
+    polling = threading.Event()
+
+    def quiet(timeout_ms: int) -> list[Any]:
+        polling.set()
+        time.sleep(timeout_ms / 1000)
+        return []
+
+    def unexpected(*_: Any) -> None:
+        raise AssertionError("nothing was polled")
+
+    pump = JournalPump(quiet, unexpected, unexpected, AckStats(), 10, poll_timeout_ms=3_600_000)
+    assert polling.wait(10)
+    stopped = threading.Event()
+    threading.Thread(target=lambda: (pump.stop(), stopped.set()), daemon=True).start()
+    assert stopped.wait(30), "stop() waited for the hour-long poll"

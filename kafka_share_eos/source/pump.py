@@ -32,10 +32,13 @@ POLLS_AHEAD = 4
 """Polls the pump buffers ahead of Spark when ``maxRecordsPerTrigger`` is not set."""
 CANCEL_CHECK_S = 0.1
 """How often a waiting :meth:`JournalPump.take` asks whether it is cancelled: a SIGTERM handler
-cannot wake the wait (it runs on the waiting thread), so the wait polls the flag."""
+cannot wake the wait (it runs on the waiting thread), so the wait polls the flag. A quiet poll
+is made of polls this long too, so that :meth:`JournalPump.stop` (a stopped query) does not
+wait out a whole poll timeout before the consumer can leave the group."""
 
-Poll = Callable[[], list[Any]]
-"""Poll once; the records returned are held until :data:`Settle` acknowledges them."""
+Poll = Callable[[int], list[Any]]
+"""Poll once for up to the given milliseconds; the records returned are held until
+:data:`Settle` acknowledges them."""
 Journal = Callable[[BatchTally, list[Any]], None]
 """Journal one poll's records as a segment of the tally's batch."""
 Settle = Callable[[BatchTally], None]
@@ -49,12 +52,15 @@ class JournalPump:
         poll, journal, settle: one step each of a poll's way into the journal.
         stats: the session's acknowledgement counters (a batch's share is read at hand-over).
         poll_records: records one poll returns at most.
+        poll_timeout_ms: how long a poll waits for records before it counts as empty.
     """
 
     def __init__(
-        self, poll: Poll, journal: Journal, settle: Settle, stats: AckStats, poll_records: int
+        self, poll: Poll, journal: Journal, settle: Settle, stats: AckStats, poll_records: int,
+        poll_timeout_ms: int,
     ) -> None:
         self._poll = poll
+        self._poll_timeout_s = poll_timeout_ms / 1000.0
         self._journal = journal
         self._settle = settle
         self._stats = stats
@@ -82,7 +88,7 @@ class JournalPump:
                     self._changed.wait_for(lambda: self._stopping or self._has_room())
                     if self._stopping:
                         return
-                records = self._poll()
+                records = self._poll_until_stopped()
                 with self._changed:
                     # An empty poll: the group has nothing more for now, the batch is complete.
                     self._caught_up = not records
@@ -109,6 +115,15 @@ class JournalPump:
             with self._changed:
                 self._error = error
                 self._changed.notify_all()
+
+    def _poll_until_stopped(self) -> list[Any]:
+        """One poll of up to ``poll_timeout_ms``, in slices that end early once stopping."""
+        deadline = time.monotonic() + self._poll_timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            records = self._poll(max(0, round(min(remaining, CANCEL_CHECK_S) * 1000)))
+            if records or self._stopping or remaining <= CANCEL_CHECK_S:
+                return records
 
     def _complete(self) -> bool:
         return self._tally.records > 0 and (self._caught_up or not self._has_room())

@@ -85,8 +85,8 @@ class BatchPlanner:
         locked_ms = max(0.0, self._unlocked_at - time.time()) * 1000
         return int(locked_ms) + self._options.available_now_idle_ms
 
-    def _poll(self, session: ShareSession) -> list[Any]:
-        timeout_ms = self._options.poll_timeout_ms
+    def _poll(self, session: ShareSession, timeout_ms: int | None = None) -> list[Any]:
+        timeout_ms = self._options.poll_timeout_ms if timeout_ms is None else timeout_ms
         self._lease.renew(self._run, timeout_ms / 1000.0)
         return session.poll(timeout_ms)
 
@@ -170,11 +170,12 @@ class BatchPlanner:
         with hook.busy():
             if self._pump is None:
                 self._pump = JournalPump(
-                    poll=lambda: self._poll(session),
+                    poll=lambda timeout_ms: self._poll(session, timeout_ms),
                     journal=self._journal_poll,
                     settle=lambda tally: self._settle(session, tally),
                     stats=session.stats,
                     poll_records=self._options.max_poll_records,
+                    poll_timeout_ms=self._options.poll_timeout_ms,
                 )
             taken = self._pump.take(
                 max_rows, wait_ms, self._options.poll_timeout_ms,
