@@ -126,7 +126,7 @@ def _spark(
     started = time.time()
     query = start_query(spark, options, work / f"checkpoint-{policy}-{tag}")
     # Stopped once every record arrived, as the raw loop stops: nothing after is timed.
-    while not query.awaitTermination(0.5) and rows_read(batches_with_data(query)) < records:
+    while not query.awaitTermination(0.1) and rows_read(batches_with_data(query)) < records:
         pass
     query.stop()
     query.awaitTermination()
