@@ -141,14 +141,14 @@ QUICK = Sizes(
     dedup_batch_sizes=(1_000, 10_000),
     consumers_drain_idle_ms=2000,
 )
-"""Sizes for a run of about three minutes (3 min 11 s on an idle 2-core machine): one round each,
+"""Sizes for a run of about three minutes (3 min 0 s and 3 min 11 s in two runs on an idle 2-core
+machine): one round each,
 half the full run's source records, half its records for the consumers (with its 40k-record
 batches, so each contender's Spark application start does not dominate) and a 2 s idle end to
 their drains, fewer end-to-end records, smaller ledgers (no 10M one), a memory run of 20
-batches; batches and polls as large as the full run's where a ratio depends on them. In that
-run every ratio but two came within 15 % of the full run's: runner CPU per record +47 % and
-consumers=2 records per second -25 %, one round of each being that noisy; fewer records put
-more rows past 20 %."""
+batches; batches and polls as large as the full run's where a ratio depends on them. In those
+runs every ratio came within 19 % of the full run's (one round of each is that noisy); fewer
+records put rows past 20 %."""
 
 
 @dataclass
