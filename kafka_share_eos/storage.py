@@ -87,7 +87,7 @@ def write_if_absent(fs: pafs.FileSystem, path: str, payload: bytes | pa.Buffer) 
             "shared POSIX path"
         )
     directory = path.rsplit("/", 1)[0]
-    temp = _durable_temp(directory, payload)
+    temp = _temp_copy(directory, payload)
     try:
         os.link(temp, path)
     except FileExistsError:
@@ -111,7 +111,7 @@ def delete_if_present(fs: pafs.FileSystem, path: str) -> None:
         return
 
 
-def _durable_temp(directory: str, payload: bytes | pa.Buffer, durable: bool = True) -> str:
+def _temp_copy(directory: str, payload: bytes | pa.Buffer, durable: bool = True) -> str:
     temp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
     with open(temp, "wb") as out:
         out.write(memoryview(payload))
@@ -122,7 +122,7 @@ def _durable_temp(directory: str, payload: bytes | pa.Buffer, durable: bool = Tr
 
 
 def _write_local(directory: str, final: str, payload: bytes | pa.Buffer, durable: bool) -> None:
-    os.replace(_durable_temp(directory, payload, durable), final)
+    os.replace(_temp_copy(directory, payload, durable), final)
     if durable:
         # The rename itself must survive a crash too.
         _fsync_directory(directory)

@@ -238,6 +238,28 @@ def offset_ranges(
     }
 
 
+def highest_offsets(keys: pa.Table) -> dict[tuple[str, int], int]:
+    """The highest offset of each ``(topic, partition)`` of ``keys`` (those columns and
+    ``offset``); a partition whose offsets are all null is left out."""
+    grouped = keys.group_by(["topic", "partition"], use_threads=False).aggregate(
+        [("offset", "max")]
+    )
+    return {
+        (str(t), int(p)): int(o)
+        for t, p, o in zip(grouped["topic"].to_pylist(), grouped["partition"].to_pylist(),
+                           grouped["offset_max"].to_pylist(), strict=True)
+        if o is not None
+    }
+
+
+def file_highest_offsets(actions: pa.Table) -> dict[tuple[str, int], int]:
+    """:func:`highest_offsets` of a record ledger's files, from its flattened add actions'
+    ``max.offset`` statistics (no data read); files without the statistic do not count."""
+    columns = {"partition.topic": "topic", "partition.partition": "partition",
+               "max.offset": "offset"}
+    return highest_offsets(actions.select(list(columns)).rename_columns(list(columns.values())))
+
+
 def select_in_order(
     batch: pa.Table, identity: Sequence[str], *keys: pa.Table
 ) -> pa.Table:

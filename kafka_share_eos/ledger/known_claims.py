@@ -22,7 +22,11 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_share_eos.ledger.identity_ledger import rows_where
+from kafka_share_eos.ledger.identity_ledger import (
+    file_highest_offsets,
+    highest_offsets,
+    rows_where,
+)
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -78,7 +82,8 @@ class KnownClaims:
             self.version = None
             return
         self.highest.update(
-            (pair, max(top, self.highest.get(pair, -1))) for pair, top in _highest(keys).items()
+            (pair, max(top, self.highest.get(pair, -1)))
+            for pair, top in highest_offsets(keys).items()
         )
         self.version, self.last, self.last_owner = committed, last, (app_id, batch_id)
 
@@ -111,27 +116,13 @@ class KnownClaims:
         self.version, self.last, self.last_owner = None, None, None
         self.highest = {}
         if actions.num_rows:
-            names = ("partition.topic", "partition.partition", "max.offset")
-            if not set(names) <= set(actions.column_names) or actions["max.offset"].null_count:
+            # A file without the statistic could hold any offset: nothing is known.
+            names = {"partition.topic", "partition.partition", "max.offset"}
+            if not names <= set(actions.column_names) or actions["max.offset"].null_count:
                 return False
-            self.highest = _highest(actions.select(list(names)).rename_columns(_KEYS).cast(
-                pa.schema([("topic", pa.string()), ("partition", pa.int64()),
-                           ("offset", pa.int64())])
-            ))
+            self.highest = file_highest_offsets(actions)
         self.version = table.version()
         return True
-
-
-def _highest(keys: pa.Table) -> dict[tuple[str, int], int]:
-    """The highest offset of each ``(topic, partition)`` in ``keys``."""
-    grouped = keys.group_by(["topic", "partition"], use_threads=False).aggregate(
-        [("offset", "max")]
-    )
-    return {
-        (str(t), int(p)): int(o)
-        for t, p, o in zip(grouped["topic"].to_pylist(), grouped["partition"].to_pylist(),
-                           grouped["offset_max"].to_pylist(), strict=True)
-    }
 
 
 def _packed(keys: pa.Table) -> dict[str, pa.Array] | None:

@@ -21,6 +21,7 @@ from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.ledger.identity_ledger import (
     APPLIED_AT_COLUMN,
     IdentityLedger,
+    file_highest_offsets,
     sql_literal,
 )
 
@@ -79,11 +80,7 @@ def max_offsets(ledger: IdentityLedger) -> dict[tuple[str, int], int]:
             f"ledger {ledger.uri} has files without offset statistics; "
             "rewrite them with `kafka-share-eos dedup compact` first"
         )
-    grouped = actions.group_by(["partition.topic", "partition.partition"]).aggregate(
-        [("max.offset", "max")]
-    )
-    return {(r["partition.topic"], int(r["partition.partition"])): int(r["max.offset_max"])
-            for r in grouped.to_pylist() if r["max.offset_max"] is not None}
+    return file_highest_offsets(actions)
 
 
 def prune_predicate(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -182,14 +183,13 @@ class TransactionCoordinator:
             with ThreadPoolExecutor(max(len(others), 1), "kse-2pc-prepare") as pool:
                 # Leaving the block waits for every prepare, also when one failed: the
                 # rollback below must come after all of them.
-                started = [pool.submit(prepare, p, txn) for p in others] if at_once else []
+                later = ([pool.submit(prepare, p, txn).result for p in others] if at_once
+                         else [functools.partial(prepare, p, txn) for p in others])
                 tokens = list(prepare(first, txn))
                 if others:
                     faults.maybe_crash("2pc.between_prepares")
-                for future in started:
-                    tokens.extend(future.result())
-                for participant in () if at_once else others:
-                    tokens.extend(prepare(participant, txn))
+                for finish in later:
+                    tokens.extend(finish())
             self._prepared_once = True
         except BaseException:
             # Presumed abort: roll back everything prepared under this transaction, including
