@@ -13,6 +13,7 @@ from __future__ import annotations
 __all__ = [
     "AppIdConflictError",
     "ConfigurationError",
+    "KafkaLauncherError",
     "KafkaShareEosError",
     "LocationNotFoundError",
     "MissingExtraError",
@@ -31,6 +32,12 @@ class AppIdConflictError(KafkaShareEosError, RuntimeError):
 class ConfigurationError(KafkaShareEosError, ValueError):
     """An argument or option has a value the toolkit cannot work with, or a table it was
     pointed at is not what that feature needs."""
+
+
+class KafkaLauncherError(KafkaShareEosError, RuntimeError):
+    """The Apache Kafka launcher of :mod:`kafka_share_eos.testing` could not fetch, start or
+    use a broker: Java or Maven is missing, Maven could not fetch the jars, or a broker did not
+    come up (the message names which, and where its log is)."""
 
 
 class LocationNotFoundError(KafkaShareEosError, FileNotFoundError):

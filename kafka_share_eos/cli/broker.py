@@ -1,9 +1,12 @@
-"""``kafka-share-eos broker``: run the embedded share-group broker in the foreground."""
+"""``kafka-share-eos broker``: run a share-group broker in the foreground, the embedded one or,
+with ``--kafka``, Apache Kafka itself."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +14,10 @@ import typer
 from rich.console import Console
 
 from kafka_share_eos.sharegroup import EmbeddedBroker, TopicSpec
+from kafka_share_eos.sharegroup.group_config import (
+    AUTO_OFFSET_RESET,
+    ISOLATION_LEVEL,
+)
 
 
 def broker(
@@ -42,31 +49,94 @@ def broker(
     addr_file: Annotated[
         Path | None, typer.Option(help="Also write the bootstrap address to this file.")
     ] = None,
+    kafka: Annotated[
+        bool, typer.Option("--kafka", help="Run Apache Kafka (fetched once with Maven) instead "
+                           "of the embedded broker.")
+    ] = False,
+    brokers: Annotated[
+        int, typer.Option(min=1, help="With --kafka: KRaft nodes, each a broker and controller.")
+    ] = 1,
+    group: Annotated[
+        list[str],
+        typer.Option("--group", "-g", help="With --kafka: share group to configure (where it "
+                     "starts, read_committed); repeatable. Kafka's groups start at 'latest' "
+                     "unless configured."),
+    ] = [],  # noqa: B006 - typer reads the default, it is never mutated
 ) -> None:
-    """Run an embedded share-group broker until SIGINT or SIGTERM."""
+    """Run a share-group broker until SIGINT or SIGTERM; its bootstrap servers are the first
+    line printed."""
     if offset_reset not in ("earliest", "latest"):
         raise typer.BadParameter("must be 'earliest' or 'latest'", param_hint="--offset-reset")
+    if not kafka and (brokers != 1 or group):
+        raise typer.BadParameter("needs --kafka", param_hint="--brokers" if brokers != 1
+                                 else "--group")
     console = Console(stderr=True)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    with EmbeddedBroker(
-        topic,
-        record_lock_duration_ms=lock_ms,
-        max_delivery_attempts=max_deliveries,
-        session_timeout_ms=session_timeout_ms,
-        heartbeat_interval_ms=heartbeat_ms,
-        auto_offset_reset="earliest" if offset_reset == "earliest" else "latest",
-    ) as running:
-        address = running.bootstrap_servers
+    settings = _Settings(lock_ms, max_deliveries, session_timeout_ms, heartbeat_ms, offset_reset)
+    running = (_kafka(topic, brokers, group, settings, console) if kafka
+               else _embedded(topic, settings))
+    with running as (name, address):
         if addr_file is not None:
             tmp = addr_file.with_name(addr_file.name + ".tmp")
             tmp.write_text(address + "\n")
             tmp.replace(addr_file)
         print(address, flush=True)
         topics = ", ".join(f"{t.name}:{t.partitions}" for t in topic) or "none"
-        console.print(
-            f"[green]embedded broker[/] at [bold]{address}[/] (topics: {topics}); Ctrl-C to stop"
-        )
+        console.print(f"[green]{name}[/] at [bold]{address}[/] (topics: {topics}); Ctrl-C to stop")
         stop.wait()
-    console.print("embedded broker stopped")
+    console.print(f"{name} stopped")
+
+
+class _Settings:
+    def __init__(self, lock_ms: int | None, max_deliveries: int | None,
+                 session_timeout_ms: int | None, heartbeat_ms: int | None,
+                 offset_reset: str) -> None:
+        self.lock_ms = lock_ms
+        self.max_deliveries = max_deliveries
+        self.session_timeout_ms = session_timeout_ms
+        self.heartbeat_ms = heartbeat_ms
+        self.offset_reset = offset_reset
+
+
+@contextlib.contextmanager
+def _embedded(topics: list[TopicSpec], settings: _Settings) -> Iterator[tuple[str, str]]:
+    with EmbeddedBroker(
+        topics,
+        record_lock_duration_ms=settings.lock_ms,
+        max_delivery_attempts=settings.max_deliveries,
+        session_timeout_ms=settings.session_timeout_ms,
+        heartbeat_interval_ms=settings.heartbeat_ms,
+        auto_offset_reset="earliest" if settings.offset_reset == "earliest" else "latest",
+    ) as running:
+        yield "embedded broker", running.bootstrap_servers
+
+
+# The CLI's knobs are broker-wide defaults of every share group, as on the embedded broker.
+_KAFKA_DEFAULTS = {
+    "lock_ms": "group.share.record.lock.duration.ms",
+    "max_deliveries": "group.share.delivery.count.limit",
+    "session_timeout_ms": "group.share.session.timeout.ms",
+    "heartbeat_ms": "group.share.heartbeat.interval.ms",
+}
+
+
+@contextlib.contextmanager
+def _kafka(
+    topics: list[TopicSpec], brokers: int, groups: list[str], settings: _Settings,
+    console: Console,
+) -> Iterator[tuple[str, str]]:
+    from kafka_share_eos.testing.kafka_cluster import KafkaCluster
+
+    config = {broker_key: str(getattr(settings, name))
+              for name, broker_key in _KAFKA_DEFAULTS.items()
+              if getattr(settings, name) is not None}
+    console.print(f"starting Apache Kafka ({brokers} node{'s' if brokers > 1 else ''})...")
+    with KafkaCluster(brokers, topics=topics, broker_config=config) as cluster:
+        for name in groups:
+            cluster.set_group_config(name, {
+                AUTO_OFFSET_RESET: settings.offset_reset,
+                ISOLATION_LEVEL: "read_committed",
+            })
+        yield f"Apache Kafka {cluster.version}", cluster.bootstrap_servers

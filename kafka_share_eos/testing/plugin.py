@@ -9,6 +9,12 @@
 - ``postgres_server``: a throwaway PostgreSQL server per test session (``KSE_TEST_POSTGRES_URL``
   points the fixtures at an existing server instead); ``postgres_url``: a fresh database per test.
 - ``delta_path``: a fresh location for a Delta table.
+- ``kafka_cluster``: one single-node Apache Kafka per test session (fetched once with Maven,
+  see :mod:`~kafka_share_eos.testing.kafka_cluster`); ``kafka_topic``: a fresh topic on it with
+  a share group configured to start at the earliest offset and read committed records only
+  (``@pytest.mark.record_lock_ms(n)``, ``@pytest.mark.delivery_limit(n)`` and
+  ``@pytest.mark.session_timeout_ms(n)`` set the group's own lock, delivery limit and session
+  timeout).
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from kafka_share_eos.testing.postgres import PostgresDatabases, postgres_for_tes
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from kafka_share_eos.testing.kafka_cluster import KafkaCluster
 
 _topic_counter = itertools.count()
 
@@ -59,7 +67,7 @@ def _partitions(request: pytest.FixtureRequest) -> int:
     return int(marker.args[0]) if marker else 4
 
 
-def _new_topic(broker: EmbeddedBroker, partitions: int) -> ShareTopic:
+def _new_topic(broker: EmbeddedBroker | KafkaCluster, partitions: int) -> ShareTopic:
     name = f"t{next(_topic_counter)}-{uuid.uuid4().hex[:8]}"
     broker.create_topic(name, partitions)
     return ShareTopic(broker.bootstrap_servers, name, partitions, f"g-{name}")
@@ -72,6 +80,44 @@ def private_share_topic(request: pytest.FixtureRequest) -> Iterator[ShareTopic]:
     marker = request.node.get_closest_marker("record_lock_ms")
     with EmbeddedBroker(record_lock_duration_ms=int(marker.args[0]) if marker else None) as broker:
         yield _new_topic(broker, _partitions(request))
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster() -> Iterator[KafkaCluster]:
+    """A single-node Apache Kafka shared by the session; tests isolate themselves by topic and
+    share group."""
+    from kafka_share_eos.testing.kafka_cluster import KafkaCluster
+
+    with KafkaCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def kafka_topic(kafka_cluster: KafkaCluster, request: pytest.FixtureRequest) -> ShareTopic:
+    """A fresh topic (4 partitions, or ``@pytest.mark.partitions(n)``) on Apache Kafka and a
+    share group name, configured to start at the earliest offset and read committed only."""
+    from kafka_share_eos.sharegroup.group_config import (
+        AUTO_OFFSET_RESET,
+        DELIVERY_COUNT_LIMIT,
+        HEARTBEAT_INTERVAL,
+        ISOLATION_LEVEL,
+        LOCK_DURATION,
+        SESSION_TIMEOUT,
+    )
+
+    topic = _new_topic(kafka_cluster, _partitions(request))
+    configs: dict[str, str | int] = {AUTO_OFFSET_RESET: "earliest",
+                                     ISOLATION_LEVEL: "read_committed"}
+    for marker, key in (("record_lock_ms", LOCK_DURATION),
+                        ("delivery_limit", DELIVERY_COUNT_LIMIT),
+                        ("session_timeout_ms", SESSION_TIMEOUT)):
+        found = request.node.get_closest_marker(marker)
+        if found is not None:
+            configs[key] = int(found.args[0])
+    if SESSION_TIMEOUT in configs:
+        configs[HEARTBEAT_INTERVAL] = max(500, int(configs[SESSION_TIMEOUT]) // 3)
+    kafka_cluster.set_group_config(topic.group_id, configs)
+    return topic
 
 
 @pytest.fixture(scope="session")
@@ -108,5 +154,13 @@ def delta_path(tmp_path: Path) -> str:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "partitions(n): partition count of the share_topic fixture")
     config.addinivalue_line(
-        "markers", "record_lock_ms(n): record lock duration of the private_share_topic's broker"
+        "markers", "record_lock_ms(n): record lock duration of the private_share_topic's "
+        "broker, or of the kafka_topic's share group"
     )
+    config.addinivalue_line(
+        "markers", "delivery_limit(n): share.delivery.count.limit of the kafka_topic's group"
+    )
+    config.addinivalue_line(
+        "markers", "session_timeout_ms(n): share.session.timeout.ms of the kafka_topic's group"
+    )
+    config.addinivalue_line("markers", "kafka: starts Apache Kafka (the kafka_cluster fixture)")

@@ -26,9 +26,14 @@ class Delivery(NamedTuple):
 
 
 def produce(
-    bootstrap_servers: str, topic: str, values: Iterable[bytes], *, partitions: int = 1
+    bootstrap_servers: str, topic: str, values: Iterable[bytes], *, partitions: int = 1,
+    batch_records: int | None = None,
 ) -> list[tuple[int, int]]:
     """Produce ``values`` round-robin over ``partitions``; return their ``(partition, offset)``.
+
+    ``batch_records`` writes them in record batches of about that many, as many small
+    producers would: Apache Kafka acquires whole batches for one share-group member, so one
+    big batch would go to one member.
 
     The producer is closed on return, so its disconnect happens before any share session of
     the caller exists (a disconnect drops every share session on the embedded broker).
@@ -40,9 +45,14 @@ def produce(
             raise RuntimeError(f"produce to {topic} failed: {err}")
         written.append((msg.partition(), msg.offset()))
 
-    producer = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 5})
+    config: dict[str, str | int] = {"bootstrap.servers": bootstrap_servers, "linger.ms": 5}
+    if batch_records is not None:
+        config.update({"linger.ms": 0, "batch.num.messages": batch_records})
+    producer = Producer(config)
     for index, value in enumerate(values):
         producer.produce(topic, value=value, partition=index % partitions, on_delivery=record)
+        if batch_records is not None and index % batch_records == batch_records - 1:
+            producer.flush(30)
     remaining = producer.flush(30)
     if remaining:
         raise RuntimeError(f"{remaining} records to {topic} were not delivered within 30 s")

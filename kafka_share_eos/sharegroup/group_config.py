@@ -1,0 +1,177 @@
+"""A share group's own settings, read and written through Kafka's admin API.
+
+Kafka keeps a share group's behaviour in *group configs* (KIP-932): how long a record stays
+locked to its consumer, after how many deliveries it is archived, whether aborted transactions
+are hidden, where a new group starts. They are set by an administrator with
+``kafka-configs.sh --entity-type groups`` or ``incrementalAlterConfigs`` on the GROUP resource,
+and every value falls back to the broker's ``group.share.*`` default. The source reads them at
+start so that its lock budget and drain waits use the cluster's real values instead of
+assuming them.
+
+The embedded broker (librdkafka's mock cluster) has no group configs: :func:`describe_share_group`
+returns None there, and the source keeps its options' values.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
+
+LOCK_DURATION = "share.record.lock.duration.ms"
+DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
+SESSION_TIMEOUT = "share.session.timeout.ms"
+HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
+ISOLATION_LEVEL = "share.isolation.level"
+AUTO_OFFSET_RESET = "share.auto.offset.reset"
+MAX_RECORD_LOCKS = "share.partition.max.record.locks"
+RENEW_ENABLED = "share.renew.acknowledge.enable"
+
+# Settings that make an admin client reach the same cluster as the consumer; the consumer's own
+# settings (max.poll.records, fetch sizes, ...) would only earn warnings from an admin client.
+_CONNECTION_PREFIXES = (
+    "bootstrap.servers", "security.protocol", "ssl.", "sasl.", "client.id", "socket.",
+    "broker.address.", "enable.ssl.", "client.dns.lookup", "metadata.recovery.",
+)
+
+
+class GroupConfigError(KafkaShareEosError, RuntimeError):
+    """The brokers refused to describe or alter a share group's configs."""
+
+
+@dataclass(frozen=True)
+class ShareGroupSettings:
+    """The settings a share group runs with (its own configs, else the broker's defaults).
+
+    A field is None when the brokers' Kafka release does not know the setting.
+    """
+
+    group: str
+    record_lock_duration_ms: int
+    session_timeout_ms: int
+    delivery_count_limit: int | None
+    heartbeat_interval_ms: int | None
+    isolation_level: str | None
+    auto_offset_reset: str | None
+    partition_max_record_locks: int | None
+    renew_acknowledge_enabled: bool | None
+
+    @property
+    def reads_committed(self) -> bool:
+        """Whether the group hides records of aborted transactions (``read_committed``)."""
+        return self.isolation_level == "read_committed"
+
+
+def admin_config(client_config: Mapping[str, Any]) -> dict[str, Any]:
+    """The connection and security part of a client configuration, for an admin client."""
+    return {key: value for key, value in client_config.items()
+            if key.startswith(_CONNECTION_PREFIXES)}
+
+
+def describe_share_group(
+    client_config: Mapping[str, Any], group: str, timeout_s: float = 15.0
+) -> ShareGroupSettings | None:
+    """The settings ``group`` runs with, or None when the brokers keep no group configs.
+
+    Raises:
+        GroupConfigError: the brokers refused the request (for instance no DESCRIBE_CONFIGS
+            permission on the group), or did not answer within ``timeout_s``.
+    """
+    values = _describe(AdminClient(admin_config(client_config)), group, timeout_s)
+    if values is None or LOCK_DURATION not in values:
+        return None
+
+    def number(key: str) -> int | None:
+        return int(values[key]) if values.get(key) not in (None, "") else None
+
+    renew = values.get(RENEW_ENABLED)
+    return ShareGroupSettings(
+        group=group,
+        record_lock_duration_ms=int(values[LOCK_DURATION]),
+        session_timeout_ms=int(values[SESSION_TIMEOUT]),
+        delivery_count_limit=number(DELIVERY_COUNT_LIMIT),
+        heartbeat_interval_ms=number(HEARTBEAT_INTERVAL),
+        isolation_level=values.get(ISOLATION_LEVEL),
+        auto_offset_reset=values.get(AUTO_OFFSET_RESET),
+        partition_max_record_locks=number(MAX_RECORD_LOCKS),
+        renew_acknowledge_enabled=None if renew is None else renew == "true",
+    )
+
+
+def _describe(admin: AdminClient, group: str, timeout_s: float) -> dict[str, str] | None:
+    resource = ConfigResource(ConfigResource.Type.GROUP, group)
+    future = admin.describe_configs([resource], request_timeout=timeout_s)[resource]
+    try:
+        entries = future.result(timeout=timeout_s + 5)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else None
+        if isinstance(error, KafkaError) and error.code() in _NOT_SUPPORTED:
+            return None
+        raise GroupConfigError(f"describing the configs of share group {group!r}: {exc}") from exc
+    except TimeoutError as exc:
+        raise GroupConfigError(
+            f"describing the configs of share group {group!r}: no answer in {timeout_s:.0f} s"
+        ) from exc
+    return {name: entry.value for name, entry in entries.items()}
+
+
+_NOT_SUPPORTED = frozenset({
+    KafkaError.UNSUPPORTED_VERSION,
+    KafkaError.INVALID_REQUEST,
+    KafkaError.INVALID_CONFIG,
+    KafkaError._UNSUPPORTED_FEATURE,
+})
+
+
+def alter_share_group(
+    client_config: Mapping[str, Any],
+    group: str,
+    configs: Mapping[str, str | int],
+    timeout_s: float = 30.0,
+) -> ShareGroupSettings:
+    """Set group configs of ``group`` (names as Kafka spells them, e.g.
+    ``share.record.lock.duration.ms``) and wait until the brokers describe them.
+
+    Raises:
+        ConfigurationError: a name that is not a share-group config, or a value the brokers
+            refuse (the message is theirs).
+        GroupConfigError: the brokers refused or did not apply the change in ``timeout_s``.
+    """
+    unknown = sorted(name for name in configs if not name.startswith("share."))
+    if unknown:
+        raise ConfigurationError(f"not share-group configs: {', '.join(unknown)}")
+    admin = AdminClient(admin_config(client_config))
+    wanted = {name: str(value) for name, value in configs.items()}
+    resource = ConfigResource(
+        ConfigResource.Type.GROUP, group,
+        incremental_configs=[
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+            for name, value in wanted.items()
+        ],
+    )
+    try:
+        admin.incremental_alter_configs([resource])[resource].result(timeout=timeout_s)
+    except KafkaException as exc:
+        raise ConfigurationError(f"share group {group!r} refused {wanted}: {exc}") from exc
+    # Brokers apply group configs through the metadata log: a describe right after the alter
+    # may still answer with the old values.
+    deadline = time.monotonic() + timeout_s
+    while True:
+        values = _describe(admin, group, timeout_s) or {}
+        if all(values.get(name) == value for name, value in wanted.items()):
+            settings = describe_share_group(client_config, group, timeout_s)
+            assert settings is not None
+            return settings
+        if time.monotonic() > deadline:
+            raise GroupConfigError(
+                f"share group {group!r} still describes "
+                f"{ {name: values.get(name) for name in wanted} } {timeout_s:.0f} s after "
+                f"they were set to {wanted}"
+            )
+        time.sleep(0.05)

@@ -1,0 +1,427 @@
+"""A real Apache Kafka cluster on loopback, started and stopped by the toolkit itself.
+
+:class:`KafkaCluster` runs 1 or 3 (or any number of) KRaft nodes, each a JVM that is both broker
+and controller, from the jars :mod:`~kafka_share_eos.testing.kafka_dist` fetches. Every node
+listens on free ports of 127.0.0.1 and keeps its log directory in a temporary directory removed
+at stop. Replicated internal topics (offsets, transactions, share-group state) use
+``min(3, brokers)`` replicas and ``min(2, brokers)`` in-sync replicas, like a production
+cluster scaled down.
+
+The cluster is Kafka's own defaults except where tests need room: the lower bounds of a share
+group's record lock (``group.share.min.record.lock.duration.ms``), session timeout and heartbeat
+are lowered to one second, so that a test can set a group's lock to a few seconds; the
+defaults a group gets without its own configs stay Kafka's (30 s lock, 45 s session, 5
+deliveries).
+
+The JVMs die with the process that started them (Linux ``PR_SET_PDEATHSIG``), even when it is
+killed with SIGKILL: a test run never leaves a broker behind. ``stop()`` also runs at
+interpreter exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from confluent_kafka.admin import AdminClient
+
+from kafka_share_eos.errors import ConfigurationError, KafkaLauncherError
+from kafka_share_eos.sharegroup.embedded import TopicSpec
+from kafka_share_eos.sharegroup.group_config import ShareGroupSettings, alter_share_group
+from kafka_share_eos.signals import deferred_signals
+from kafka_share_eos.testing.kafka_admin import create_topic, registered_brokers
+from kafka_share_eos.testing.kafka_dist import java_binary, kafka_jars, kafka_version
+
+START_TIMEOUT_S = 120.0
+STOP_GRACE_S = 10.0
+_START_ATTEMPTS = 3
+_PR_SET_PDEATHSIG = 1
+
+_LOG4J2 = """\
+status = error
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = ${sys:kse.kafka.log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.state.name = state.change.logger
+logger.state.level = WARN
+"""
+
+
+def _test_friendly_defaults(brokers: int) -> dict[str, str]:
+    replicas, in_sync = str(min(3, brokers)), str(min(2, brokers))
+    return {
+        "offsets.topic.replication.factor": replicas,
+        "offsets.topic.num.partitions": "5",
+        "transaction.state.log.replication.factor": replicas,
+        "transaction.state.log.min.isr": in_sync,
+        "transaction.state.log.num.partitions": "5",
+        "share.coordinator.state.topic.replication.factor": replicas,
+        "share.coordinator.state.topic.min.isr": in_sync,
+        "share.coordinator.state.topic.num.partitions": "5",
+        "default.replication.factor": replicas,
+        "min.insync.replicas": in_sync,
+        "auto.create.topics.enable": "false",
+        "group.initial.rebalance.delay.ms": "0",
+        "group.share.min.record.lock.duration.ms": "1000",
+        "group.share.min.session.timeout.ms": "1000",
+        "group.share.min.heartbeat.interval.ms": "500",
+        "num.partitions": "1",
+    }
+
+
+@dataclass
+class KafkaNode:
+    """One KRaft node of the cluster: broker and controller in one JVM."""
+
+    node_id: int
+    broker_port: int
+    controller_port: int
+    directory: Path
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.broker_port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.directory / "server.log"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class KafkaCluster:
+    """Apache Kafka brokers on loopback for tests, benchmarks and the ``broker --kafka`` command.
+
+    Use it as a context manager::
+
+        with KafkaCluster(brokers=3, topics=["jobs:4"]) as kafka:
+            kafka.set_group_config("jobs-eos", {"share.auto.offset.reset": "earliest"})
+            consumer = ShareConsumer({"bootstrap.servers": kafka.bootstrap_servers, ...})
+
+    Args:
+        brokers: how many KRaft nodes (each a broker and a controller).
+        topics: topics to create at start, as ``TopicSpec`` or ``"name[:partitions]"``.
+        broker_config: broker properties that override the launcher's.
+        version: the Apache Kafka release (default :func:`kafka_version`).
+        heap_mb: maximum heap of each broker JVM.
+
+    Raises:
+        ConfigurationError: ``brokers`` is not a positive integer, or a bad topic spec.
+    """
+
+    def __init__(
+        self,
+        brokers: int = 1,
+        *,
+        topics: Iterable[TopicSpec | str] = (),
+        broker_config: Mapping[str, str] | None = None,
+        version: str | None = None,
+        heap_mb: int = 512,
+    ) -> None:
+        if isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1:
+            raise ConfigurationError(f"brokers must be a positive integer, got {brokers!r}")
+        self.brokers = brokers
+        self.version = version or kafka_version()
+        self._topics = [t if isinstance(t, TopicSpec) else TopicSpec.parse(t) for t in topics]
+        self._config = {**_test_friendly_defaults(brokers), **(broker_config or {})}
+        self._heap_mb = heap_mb
+        self._work: Path | None = None
+        self._admin: AdminClient | None = None
+        self.nodes: list[KafkaNode] = []
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Fetch the jars if needed, format every node's storage, start the nodes, wait until
+        every broker has registered, and create the initial topics.
+
+        Raises:
+            KafkaLauncherError: Java or Maven missing, a failed fetch, or a node that did not
+                come up within :data:`START_TIMEOUT_S` (the message names its log).
+        """
+        if self.nodes:
+            return self
+        java = java_binary()
+        jars = kafka_jars(self.version)
+        for attempt in range(_START_ATTEMPTS):
+            with deferred_signals():
+                self._work = Path(tempfile.mkdtemp(prefix="kse-kafka-"))
+                atexit.register(self.stop)
+                self._layout()
+            try:
+                self._format(java, jars)
+                for node in self.nodes:
+                    self._launch(java, jars, node)
+                self._wait_until_ready()
+                break
+            except _PortTaken:
+                self.stop()
+                if attempt == _START_ATTEMPTS - 1:
+                    raise KafkaLauncherError("no free ports for the Kafka nodes") from None
+            except BaseException:
+                self.stop()
+                raise
+        for topic in self._topics:
+            self.create_topic(topic.name, topic.partitions)
+        return self
+
+    def stop(self) -> None:
+        """Stop every node (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`) and delete the
+        cluster's directory. Safe to call twice."""
+        atexit.unregister(self.stop)
+        # Dropped while the brokers still answer: a client whose brokers are gone logs every
+        # failed reconnection until it is destroyed.
+        self._admin = None
+        nodes, self.nodes = self.nodes, []
+        for node in nodes:
+            if node.running:
+                assert node.process is not None
+                node.process.terminate()
+        deadline = time.monotonic() + STOP_GRACE_S
+        for node in nodes:
+            if node.process is not None:
+                try:
+                    node.process.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    node.process.kill()
+                    node.process.wait()
+        if self._work is not None:
+            shutil.rmtree(self._work, ignore_errors=True)
+            self._work = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- what clients need --------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port,...`` of every broker."""
+        if not self.nodes:
+            raise KafkaLauncherError("the Kafka cluster is not running: call start() or use `with`")
+        return ",".join(node.address for node in self.nodes)
+
+    def client_config(self, **overrides: Any) -> dict[str, Any]:
+        """A confluent-kafka configuration dict pointing at this cluster."""
+        return {"bootstrap.servers": self.bootstrap_servers, **overrides}
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        *,
+        replication_factor: int | None = None,
+        config: Mapping[str, str] | None = None,
+    ) -> None:
+        """Create a topic and wait until every partition has a leader.
+
+        Raises:
+            ConfigurationError: a bad name or partition count.
+            KafkaLauncherError: the brokers refused the topic.
+        """
+        spec = TopicSpec(name, partitions)
+        create_topic(
+            self.admin(), spec.name, spec.partitions,
+            replication_factor or min(3, self.brokers), dict(config or {}),
+        )
+
+    def set_group_config(
+        self, group: str, configs: Mapping[str, str | int]
+    ) -> ShareGroupSettings:
+        """Set share-group configs of ``group`` through the admin API and wait until the brokers
+        apply them (see :func:`~kafka_share_eos.sharegroup.group_config.alter_share_group`)."""
+        return alter_share_group(self.client_config(), group, configs)
+
+    def admin(self) -> AdminClient:
+        """The cluster's admin client (one per cluster, dropped at stop)."""
+        if self._admin is None:
+            self._admin = AdminClient(self.client_config())
+        return self._admin
+
+    # -- faults -------------------------------------------------------------------------------
+
+    def node(self, node_id: int) -> KafkaNode:
+        """The node with this id (1-based)."""
+        for node in self.nodes:
+            if node.node_id == node_id:
+                return node
+        raise KeyError(f"no Kafka node {node_id}")
+
+    def kill_node(self, node_id: int, signum: int = signal.SIGKILL) -> None:
+        """Send ``signum`` to a node's JVM and wait for it to exit."""
+        node = self.node(node_id)
+        if node.process is not None and node.running:
+            node.process.send_signal(signum)
+            node.process.wait()
+
+    def restart_node(self, node_id: int) -> None:
+        """Start a stopped node again on its ports and storage, and wait until it is back."""
+        node = self.node(node_id)
+        if node.running:
+            return
+        self._launch(java_binary(), kafka_jars(self.version), node)
+        self._wait_until_ready()
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _layout(self) -> None:
+        assert self._work is not None
+        ports = _free_ports(2 * self.brokers)
+        self.nodes = [
+            KafkaNode(i + 1, ports[2 * i], ports[2 * i + 1], self._work / f"node-{i + 1}")
+            for i in range(self.brokers)
+        ]
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+        (self._work / "log4j2.properties").write_text(_LOG4J2)
+        for node in self.nodes:
+            node.directory.mkdir()
+            properties = {
+                "process.roles": "broker,controller",
+                "node.id": str(node.node_id),
+                "controller.quorum.voters": voters,
+                "listeners": f"PLAINTEXT://{node.address},"
+                             f"CONTROLLER://127.0.0.1:{node.controller_port}",
+                "advertised.listeners": f"PLAINTEXT://{node.address}",
+                "controller.listener.names": "CONTROLLER",
+                "inter.broker.listener.name": "PLAINTEXT",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "log.dirs": str(node.directory / "data"),
+                **self._config,
+            }
+            (node.directory / "server.properties").write_text(
+                "".join(f"{key}={value}\n" for key, value in properties.items())
+            )
+
+    def _format(self, java: Path, jars: Path) -> None:
+        cluster_id = _cluster_id()
+        formats = {
+            node.node_id: subprocess.Popen(
+                [str(java), *self._jvm_options(node), "-cp", f"{jars}/*",
+                 "kafka.tools.StorageTool", "format", "--ignore-formatted",
+                 "--cluster-id", cluster_id,
+                 "--config", str(node.directory / "server.properties")],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                preexec_fn=_die_with_parent,
+            )
+            for node in self.nodes
+        }
+        for node_id, process in formats.items():
+            output, _ = process.communicate()
+            if process.returncode != 0:
+                last = output.strip().splitlines()[-1:] or ["no output"]
+                raise KafkaLauncherError(
+                    f"formatting the storage of Kafka node {node_id} failed: {last[0]}"
+                )
+
+    def _jvm_options(self, node: KafkaNode) -> list[str]:
+        assert self._work is not None
+        return [
+            f"-Xmx{self._heap_mb}m", "-Xms128m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self._work / 'log4j2.properties'}",
+            f"-Dkse.kafka.log={node.log_file}",
+        ]
+
+    def _launch(self, java: Path, jars: Path, node: KafkaNode) -> None:
+        with deferred_signals(), open(node.directory / "stdout.log", "ab") as out:
+            node.process = subprocess.Popen(
+                [str(java), *self._jvm_options(node), "-cp", f"{jars}/*", "kafka.Kafka",
+                 str(node.directory / "server.properties")],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+            )
+
+    def _wait_until_ready(self) -> None:
+        wanted = {node.node_id for node in self.nodes if node.running}
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            for node in self.nodes:
+                if node.process is not None and not node.running:
+                    if _port_taken(node):
+                        raise _PortTaken
+                    raise KafkaLauncherError(
+                        f"Kafka node {node.node_id} exited with code {node.process.returncode} "
+                        f"while starting: see {node.log_file}"
+                    )
+            # A client started before the brokers listen logs every refused connection.
+            listening = all(_listens(node) for node in self.nodes if node.running)
+            if listening and wanted <= registered_brokers(self.admin(), timeout_s=2.0):
+                return
+            if time.monotonic() > deadline:
+                raise KafkaLauncherError(
+                    f"Kafka brokers {sorted(wanted)} did not all register within "
+                    f"{START_TIMEOUT_S:.0f} s: see {self.nodes[0].log_file}"
+                )
+            time.sleep(0.1)
+
+
+class _PortTaken(Exception):
+    """Another process took a port between its allocation and the node's bind."""
+
+
+def _listens(node: KafkaNode) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", node.broker_port), timeout=1.0).close()
+    except OSError:
+        return False
+    return True
+
+
+def _port_taken(node: KafkaNode) -> bool:
+    with contextlib.suppress(OSError):
+        return "Address already in use" in node.log_file.read_text(errors="replace")
+    return False
+
+
+def _cluster_id() -> str:
+    """A random KRaft cluster id: 16 random bytes in URL-safe base64 without padding."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+

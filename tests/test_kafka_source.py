@@ -1,0 +1,47 @@
+"""The kafka-share source on Apache Kafka: a real broker, share-partitions shared by members."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from helpers import produce
+from helpers.streaming import run_available_now, share_stream
+
+from kafka_share_eos.source.status import journal_status
+from kafka_share_eos.testing.plugin import ShareTopic
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.timeout(300)]
+
+
+class Offsets:
+    def __init__(self) -> None:
+        self.seen: Counter[tuple[int, int]] = Counter()
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        for row in batch.select("partition", "offset").collect():
+            self.seen[(row["partition"], row["offset"])] += 1
+
+
+@pytest.mark.partitions(1)
+@pytest.mark.parametrize("consumers", [1, 4])
+def test_one_partition_is_read_once(
+    spark: SparkSession, kafka_topic: ShareTopic, tmp_path: Path, consumers: int
+) -> None:
+    written = produce(kafka_topic.bootstrap_servers, kafka_topic.topic,
+                      (b"%d" % i for i in range(2000)), batch_records=10)
+    sink = Offsets()
+    df = share_stream(spark, kafka_topic, tmp_path / "journal", consumers=str(consumers),
+                      maxRecordsPerTrigger="400", availableNowIdleMs="3000",
+                      **({"kafka.max.poll.records": "50"} if consumers > 1 else {}))
+    run_available_now(df, tmp_path / "checkpoint", sink)
+    assert sorted(sink.seen) == written
+    assert set(sink.seen.values()) == {1}
+    if consumers > 1:
+        members = journal_status(str(tmp_path / "journal")).consumers
+        print(members)
