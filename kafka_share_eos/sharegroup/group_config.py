@@ -14,13 +14,20 @@ returns None there, and the source keeps its options' values.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+)
 
 from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
 
@@ -32,6 +39,7 @@ ISOLATION_LEVEL = "share.isolation.level"
 AUTO_OFFSET_RESET = "share.auto.offset.reset"
 MAX_RECORD_LOCKS = "share.partition.max.record.locks"
 RENEW_ENABLED = "share.renew.acknowledge.enable"
+ASSIGNMENT_INTERVAL = "share.assignment.interval.ms"
 
 # Settings that make an admin client reach the same cluster as the consumer; the consumer's own
 # settings (max.poll.records, fetch sizes, ...) would only earn warnings from an admin client.
@@ -61,6 +69,16 @@ class ShareGroupSettings:
     auto_offset_reset: str | None
     partition_max_record_locks: int | None
     renew_acknowledge_enabled: bool | None
+    assignment_interval_ms: int | None = None
+    isolation_level_is_own: bool = False
+    """Whether ``isolation_level`` is the group's own config rather than Kafka's default."""
+
+    @property
+    def join_ms(self) -> int:
+        """How long a new member may wait for its first partitions: Kafka hands them out in
+        the answer to a heartbeat after the next assignment, so up to one heartbeat interval
+        plus one assignment interval after it joined."""
+        return (self.heartbeat_interval_ms or 0) + (self.assignment_interval_ms or 0)
 
     @property
     def reads_committed(self) -> bool:
@@ -74,18 +92,51 @@ def admin_config(client_config: Mapping[str, Any]) -> dict[str, Any]:
             if key.startswith(_CONNECTION_PREFIXES)}
 
 
+_admins: dict[tuple[tuple[str, Any], ...], AdminClient] = {}
+_admins_lock = threading.Lock()
+
+
+def _admin(client_config: Mapping[str, Any]) -> AdminClient:
+    """One admin client per cluster and process, kept for the process's life: on the embedded
+    broker a client that disconnects drops every share session of the broker, the consumers'
+    beside it included."""
+    config = admin_config(client_config)
+    key = tuple(sorted(config.items()))
+    with _admins_lock:
+        if key not in _admins:
+            _admins[key] = AdminClient(config)
+        return _admins[key]
+
+
+def _keeps_group_configs(admin: AdminClient, timeout_s: float) -> bool:
+    """Whether the cluster has a controller among its brokers, which group configs need (the
+    embedded broker names none)."""
+    try:
+        metadata = admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        raise GroupConfigError(f"reading the cluster's metadata: {exc}") from exc
+    return metadata.controller_id in metadata.brokers
+
+
 def describe_share_group(
-    client_config: Mapping[str, Any], group: str, timeout_s: float = 15.0
+    client_config: Mapping[str, Any], group: str, timeout_s: float = 15.0,
+    admin: AdminClient | None = None,
 ) -> ShareGroupSettings | None:
     """The settings ``group`` runs with, or None when the brokers keep no group configs.
+
+    ``admin`` is the client to ask; by default one kept for the process's life.
 
     Raises:
         GroupConfigError: the brokers refused the request (for instance no DESCRIBE_CONFIGS
             permission on the group), or did not answer within ``timeout_s``.
     """
-    values = _describe(AdminClient(admin_config(client_config)), group, timeout_s)
-    if values is None or LOCK_DURATION not in values:
+    admin = admin if admin is not None else _admin(client_config)
+    if not _keeps_group_configs(admin, timeout_s):
         return None
+    described = _describe(admin, group, timeout_s)
+    if described is None or LOCK_DURATION not in described:
+        return None
+    values = {name: value for name, (value, _) in described.items()}
 
     def number(key: str) -> int | None:
         return int(values[key]) if values.get(key) not in (None, "") else None
@@ -101,10 +152,15 @@ def describe_share_group(
         auto_offset_reset=values.get(AUTO_OFFSET_RESET),
         partition_max_record_locks=number(MAX_RECORD_LOCKS),
         renew_acknowledge_enabled=None if renew is None else renew == "true",
+        assignment_interval_ms=number(ASSIGNMENT_INTERVAL),
+        isolation_level_is_own=described.get(ISOLATION_LEVEL, ("", False))[1],
     )
 
 
-def _describe(admin: AdminClient, group: str, timeout_s: float) -> dict[str, str] | None:
+def _describe(
+    admin: AdminClient, group: str, timeout_s: float
+) -> dict[str, tuple[str, bool]] | None:
+    """Each config's value, and whether it is the group's own (not a default)."""
     resource = ConfigResource(ConfigResource.Type.GROUP, group)
     future = admin.describe_configs([resource], request_timeout=timeout_s)[resource]
     try:
@@ -118,7 +174,8 @@ def _describe(admin: AdminClient, group: str, timeout_s: float) -> dict[str, str
         raise GroupConfigError(
             f"describing the configs of share group {group!r}: no answer in {timeout_s:.0f} s"
         ) from exc
-    return {name: entry.value for name, entry in entries.items()}
+    return {name: (entry.value, entry.source == ConfigSource.GROUP_CONFIG.value)
+            for name, entry in entries.items()}
 
 
 _NOT_SUPPORTED = frozenset({
@@ -134,6 +191,7 @@ def alter_share_group(
     group: str,
     configs: Mapping[str, str | int],
     timeout_s: float = 30.0,
+    admin: AdminClient | None = None,
 ) -> ShareGroupSettings:
     """Set group configs of ``group`` (names as Kafka spells them, e.g.
     ``share.record.lock.duration.ms``) and wait until the brokers describe them.
@@ -146,7 +204,7 @@ def alter_share_group(
     unknown = sorted(name for name in configs if not name.startswith("share."))
     if unknown:
         raise ConfigurationError(f"not share-group configs: {', '.join(unknown)}")
-    admin = AdminClient(admin_config(client_config))
+    admin = admin if admin is not None else _admin(client_config)
     wanted = {name: str(value) for name, value in configs.items()}
     resource = ConfigResource(
         ConfigResource.Type.GROUP, group,
@@ -163,9 +221,10 @@ def alter_share_group(
     # may still answer with the old values.
     deadline = time.monotonic() + timeout_s
     while True:
-        values = _describe(admin, group, timeout_s) or {}
+        described = _describe(admin, group, timeout_s) or {}
+        values = {name: value for name, (value, _) in described.items()}
         if all(values.get(name) == value for name, value in wanted.items()):
-            settings = describe_share_group(client_config, group, timeout_s)
+            settings = describe_share_group(client_config, group, timeout_s, admin)
             assert settings is not None
             return settings
         if time.monotonic() > deadline:

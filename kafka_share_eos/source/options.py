@@ -163,6 +163,17 @@ class SourceOptions:
     consumer_config: Mapping[str, str] = field(default_factory=dict)
     consumers: int = 1
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    delivery_count_limit: int | None = None
+    """The share group's ``share.delivery.count.limit``, when its brokers told it."""
+    join_ms: int = 0
+    """How long a new consumer may wait for its first partitions, when its brokers told it."""
+    given: frozenset[str] = frozenset()
+    """The optional options the stream set, spelled as in the docs."""
+
+    @property
+    def group_id(self) -> str:
+        """The share group (``kafka.share.group.id``)."""
+        return self.consumer_config["group.id"]
 
     @property
     def dead_member_holds_ms(self) -> int:
@@ -252,6 +263,7 @@ class SourceOptions:
             session_timeout_ms=value(
                 "sessionTimeoutMs", _positive_int, DEFAULT_SESSION_TIMEOUT_MS
             ),
+            given=frozenset(name for name in _OPTIONAL if name.lower() in given),
         )
 
 

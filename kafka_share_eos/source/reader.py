@@ -21,6 +21,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.source.group import resolve_group
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.source.runner import BatchPlanner
@@ -69,10 +70,12 @@ class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def _running_planner(self) -> BatchPlanner | SlotPlanner:
         if self._planner is None:
-            if self._options.on_executors:
-                self._planner = SlotPlanner(self._options, self._journal)
+            # In the runner only: the group is described once per query run.
+            options = resolve_group(self._options)
+            if options.on_executors:
+                self._planner = SlotPlanner(options, self._journal)
             else:
-                self._planner = BatchPlanner(self._options, self._journal)
+                self._planner = BatchPlanner(options, self._journal)
         return self._planner
 
     def initialOffset(self) -> dict[str, int]:

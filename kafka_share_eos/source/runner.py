@@ -69,6 +69,8 @@ class BatchPlanner:
         self._lease = Lease(journal.location, RUNNER)
         # Wall-clock time before which records a crashed earlier run held may still be locked.
         self._unlocked_at = 0.0
+        # Wall-clock time before which the consumer may still wait for its first partitions.
+        self._assigned_by = 0.0
 
     def drain(self) -> None:
         """Switch to ``availableNow`` draining: an empty planning ends the query for good, so
@@ -81,9 +83,10 @@ class BatchPlanner:
         )
 
     def _idle_ms(self) -> int:
-        """How long a drain's planning waits for a first record before the drain ends."""
-        locked_ms = max(0.0, self._unlocked_at - time.time()) * 1000
-        return int(locked_ms) + self._options.available_now_idle_ms
+        """How long a drain's planning waits for a first record before the drain ends: the
+        idle time, counted from when nothing can be locked elsewhere or unassigned here."""
+        waiting_ms = max(0.0, max(self._unlocked_at, self._assigned_by) - time.time()) * 1000
+        return int(waiting_ms) + self._options.available_now_idle_ms
 
     def _poll(self, session: ShareSession, timeout_ms: int | None = None) -> list[Any]:
         timeout_ms = self._options.poll_timeout_ms if timeout_ms is None else timeout_ms
@@ -108,6 +111,7 @@ class BatchPlanner:
             )
             # Left the group (also on SIGTERM): the next run need not wait for its records.
             self._session.on_close = self._lease.release
+            self._assigned_by = time.time() + self._options.join_ms / 1000.0
         return self._session
 
     def latest(self, start: int, max_rows: int | None) -> int:

@@ -124,7 +124,7 @@ class SlotPlanner:
             else:
                 idle_ms = self._options.available_now_idle_ms if seq in self._listening else 0
                 planned.extend(
-                    SlotPartition(seq, slot, self.run, idle_ms)
+                    SlotPartition(seq, slot, self.run, idle_ms, self._options.join_ms)
                     for slot in range(self._options.consumers)
                 )
         return planned

@@ -52,14 +52,16 @@ FOLLOW_UP_POLL_MS = 200
 
 class SlotPartition(InputPartition):
     """Slot ``slot`` of batch ``seq``, planned by run ``run``; ``idle_ms`` above 0 makes an
-    empty slot keep polling that long (an ``availableNow`` drain)."""
+    empty slot keep polling that long (an ``availableNow`` drain), counted from when a consumer
+    created ``join_ms`` earlier has had its first partitions."""
 
-    def __init__(self, seq: int, slot: int, run: str, idle_ms: int) -> None:
+    def __init__(self, seq: int, slot: int, run: str, idle_ms: int, join_ms: int = 0) -> None:
         super().__init__((seq, slot))
         self.seq = seq
         self.slot = slot
         self.run = run
         self.idle_ms = idle_ms
+        self.join_ms = join_ms
 
 
 def slot_metrics_name(seq: int, slot: int) -> str:
@@ -78,7 +80,7 @@ class SlotConsumer:
         self.lease = Lease(options.journal_path, EXECUTOR)
         self.session.on_close = self.lease.release
         self.busy = False
-        self.last_used = time.monotonic()
+        self.created = self.last_used = time.monotonic()
 
     @property
     def idle(self) -> bool:
@@ -152,8 +154,9 @@ class SlotConsumer:
     def _poll(self, part: SlotPartition, first: bool) -> list[object]:
         timeout_ms = self.options.poll_timeout_ms
         idle_until = time.monotonic()
-        if first:
-            idle_until += part.idle_ms / 1000.0
+        if first and part.idle_ms:
+            assigned_by = self.created + part.join_ms / 1000.0
+            idle_until = max(idle_until, assigned_by) + part.idle_ms / 1000.0
         else:
             timeout_ms = min(FOLLOW_UP_POLL_MS, timeout_ms)
         while True:

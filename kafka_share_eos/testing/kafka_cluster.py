@@ -276,7 +276,7 @@ class KafkaCluster:
     ) -> ShareGroupSettings:
         """Set share-group configs of ``group`` through the admin API and wait until the brokers
         apply them (see :func:`~kafka_share_eos.sharegroup.group_config.alter_share_group`)."""
-        return alter_share_group(self.client_config(), group, configs)
+        return alter_share_group(self.client_config(), group, configs, admin=self.admin())
 
     def admin(self) -> AdminClient:
         """The cluster's admin client (one per cluster, dropped at stop)."""
