@@ -41,6 +41,10 @@ def render(status: JournalStatus, console: Console) -> None:
         for entry in status.consumers:
             consumers.add_row(str(entry["slot"]), str(entry["records"]))
         console.print(consumers)
+        members = Table("member", "records", title="records per share-group member")
+        for member, records in status.members.items():
+            members.add_row(member, str(records))
+        console.print(members)
 
 
 def status(

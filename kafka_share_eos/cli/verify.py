@@ -32,7 +32,8 @@ def render(result: MatrixResult) -> Table:
         ("crashes", "right"), ("records", "right"), ("duplicates", "right"),
         ("losses", "right"), ("dead-lettered", "right"), ("redeliveries absorbed", "right"),
         ("consumers with records", "right"), ("applications applying", "right"),
-        ("handoffs", "right"), ("s/crash cycle", "right"), ("verdict", "left"),
+        ("members with records", "right"), ("handoffs", "right"), ("s/crash cycle", "right"),
+        ("verdict", "left"),
     ):
         table.add_column(column, justify=justify, no_wrap=justify == "left")  # type: ignore[arg-type]
     for cell in result.cells:
@@ -52,7 +53,8 @@ def render(result: MatrixResult) -> Table:
             str(cell_json["records"]), str(cell_json["duplicates"]), str(cell_json["losses"]),
             str(cell_json["dead_lettered"]), str(cell_json["redeliveries_absorbed"]),
             _span(cell.consumers_applying()), _span(cell.applications_applying()),
-            str(cell_json["handoffs"]), "" if cycle is None else f"{cycle:.1f}", verdict,
+            _span(cell.members_acquiring()), str(cell_json["handoffs"]),
+            "" if cycle is None else f"{cycle:.1f}", verdict,
         )
     return table
 
@@ -121,6 +123,14 @@ def verify(
                           "option); above 1 they poll in executor tasks, under afterJournal, and "
                           "the slot.* crash points replace the source.* ones.")
     ] = 1,
+    partitions: Annotated[
+        int, typer.Option(min=1, help="Partitions of each run's topic.")
+    ] = 3,
+    broker: Annotated[
+        str, typer.Option(help="Where the runs' share groups live: 'embedded' (librdkafka's "
+                          "mock cluster in this process) or 'kafka' (Apache Kafka, fetched once "
+                          "with Maven; needs Java 17+ and Maven).")
+    ] = "embedded",
     postgres_url: Annotated[
         str | None,
         typer.Option(help="SQLAlchemy URL of a superuser on a PostgreSQL server with "
@@ -151,6 +161,7 @@ def verify(
         records=records,
         crashes=crashes_per_run,
         per_trigger=per_trigger,
+        partitions=partitions,
         seed=seed,
         parallel=parallel,
         mix=Mix(pipelines=pipelines, session_drops=session_drops, slow_sink=slow_sink,
@@ -160,8 +171,10 @@ def verify(
         workdir=workdir,
         keep=keep,
         results=results,
+        broker=broker,  # type: ignore[arg-type]  # checked below
     )
     try:
+        options.check()
         total = len(options.specs())
     except ValueError as error:
         raise typer.BadParameter(str(error)) from error
@@ -178,6 +191,7 @@ def verify(
                        f"duplicates, {counted.losses} lost, {counted.dead_lettered} "
                        f"dead-lettered, {applying} consumers with records, "
                        f"{sum(1 for n in result.applied.values() if n)} applications applying, "
+                       f"{sum(1 for n in result.members.values() if n)} members with records, "
                        f"{result.handoffs} handoffs, "
                        f"{result.seconds:.0f} s, {state}")
 

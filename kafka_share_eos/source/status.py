@@ -70,6 +70,18 @@ class JournalStatus:
         return [{"slot": slot, "records": n} for slot, n in sorted(per_slot.items())]
 
     @property
+    def members(self) -> dict[str, int]:
+        """Records per share-group member over :attr:`batches`: each executor consumer by its
+        lease name, every batch of the runner's single consumer under ``"runner"``. On Apache
+        Kafka several members may take records from one partition."""
+        per_member: dict[str, int] = {}
+        for batch in self.batches:
+            for entry in batch.consumers or [{"member": RUNNER_MEMBER, "records": batch.records}]:
+                member = str(entry.get("member", RUNNER_MEMBER))
+                per_member[member] = per_member.get(member, 0) + int(entry["records"])
+        return per_member
+
+    @property
     def totals(self) -> Totals:
         """Sums over :attr:`batches`."""
         b = self.batches
@@ -92,9 +104,13 @@ class JournalStatus:
             "pending": self.pending,
             "totals": dataclasses.asdict(self.totals),
             "consumers": self.consumers,
+            "members": self.members,
             "last_batch": dataclasses.asdict(self.batches[-1]) if self.batches else None,
             "dead_letters": self.dead_letters,
         }
+
+
+RUNNER_MEMBER = "runner"
 
 
 def journal_status(location: str, dead_letters: str | None = None) -> JournalStatus:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from kafka_share_eos.errors import ConfigurationError
-from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.testing.jvm import ensure_archive
 from kafka_share_eos.testing.postgres import PostgresDatabases, postgres_for_tests
+from kafka_share_eos.verify.brokers import BROKER_KINDS, BrokerKind, verify_broker
 from kafka_share_eos.verify.points import RANDOM_KILL, points_of
 from kafka_share_eos.verify.process import accept_starts, stop_all, stopping
 from kafka_share_eos.verify.results import ResultsFile, spec_key
@@ -24,11 +24,7 @@ from kafka_share_eos.verify.run import Mix, RunEnvironment, RunResult, RunSpec, 
 from kafka_share_eos.verify.score import Score
 from kafka_share_eos.verify.targets import SAFE_TARGETS, TARGETS
 
-# The embedded broker's share-group settings for verification: a dead member's partitions move
-# to the survivors within seconds, and a slow sink outlasts the record locks.
-SESSION_TIMEOUT_MS = 3000
-HEARTBEAT_INTERVAL_MS = 500
-SLOW_SINK_LOCK_MS = 4000
+# A slow sink's batch outlasts the record lock (verify.brokers.RECORD_LOCK_MS).
 SLOW_SINK_SECONDS = 5.0
 
 
@@ -54,6 +50,24 @@ class MatrixOptions:
     keep: bool = False
     results: Path | None = None
     """JSON-lines file of finished runs: runs recorded there are not run again."""
+    broker: BrokerKind = "embedded"
+    """The embedded broker, or Apache Kafka (one node, fetched once with Maven)."""
+
+    def check(self) -> None:
+        """Refuse combinations that cannot run.
+
+        Raises:
+            ConfigurationError: an unknown broker, or session drops asked of Apache Kafka.
+        """
+        if self.broker not in BROKER_KINDS:
+            raise ConfigurationError(
+                f"unknown broker {self.broker!r}; choose from {', '.join(BROKER_KINDS)}"
+            )
+        if self.broker == "kafka" and self.mix.session_drops:
+            raise ConfigurationError(
+                "session drops need the embedded broker: they rely on its dropping every share "
+                "session when any client disconnects, which Apache Kafka does not do"
+            )
 
     def cells(self) -> list[tuple[str, str]]:
         """``(target, point)`` pairs to run.
@@ -135,6 +149,10 @@ class CellResult:
         """Per run, how many pipelines (applications) applied records."""
         return [sum(1 for n in run.applied.values() if n) for run in self.runs]
 
+    def members_acquiring(self) -> list[int]:
+        """Per run, how many share-group members (of every application) took records."""
+        return [sum(1 for n in run.members.values() if n) for run in self.runs]
+
     def cycle_seconds(self) -> list[float]:
         """Durations of every start that ended in a crash or kill."""
         return [s for run in self.runs for s in run.cycle_seconds]
@@ -161,6 +179,7 @@ class CellResult:
             "consumers_applying": self.consumers_applying(),
             "applications_applying": self.applications_applying(),
             "handoffs": self.total("handoffs"),
+            "members_acquiring": self.members_acquiring(),
             "mean_crash_cycle_seconds": round(statistics.fmean(cycles), 2) if cycles else None,
             "errors": self.errors,
             "run_details": [_run_json(run) for run in self.runs],
@@ -183,6 +202,7 @@ def _run_json(run: RunResult) -> dict[str, Any]:
         "applied_by_application": run.applied,
         "held_by_application": run.held,
         "handoffs": run.handoffs,
+        "records_by_member": run.members,
         "error": run.error,
     }
 
@@ -213,13 +233,14 @@ def _postgres(options: MatrixOptions) -> Iterator[PostgresDatabases | None]:
 
 
 def _where(env: RunEnvironment) -> str:
+    broker = f"{env.broker.name} at {env.broker.bootstrap_servers}"
     postgres = "no PostgreSQL"
     if env.postgres is not None:
         from sqlalchemy.engine import make_url
 
         url = make_url(env.postgres.url)
         postgres = f"PostgreSQL at {url.host}:{url.port}"
-    return f"broker at {env.broker.bootstrap_servers}, {postgres}, state in {env.work}"
+    return f"{broker}, {postgres}, state in {env.work}"
 
 
 def _safe_execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
@@ -244,6 +265,7 @@ def run_matrix(
     PostgreSQL server this call started; the runs it cut short are not recorded.
     """
     started = time.monotonic()
+    options.check()
     specs = options.specs()
     cells = {cell: CellResult(*cell) for cell in options.cells()}
     results_file = ResultsFile(options.results) if options.results is not None else None
@@ -256,17 +278,11 @@ def run_matrix(
         on_resume(len(specs) - len(pending))
     work = options.workdir or Path(tempfile.mkdtemp(prefix="kafka-share-eos-verify-"))
     work.mkdir(parents=True, exist_ok=True)
-    broker = EmbeddedBroker(
-        session_timeout_ms=SESSION_TIMEOUT_MS,
-        heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
-        record_lock_duration_ms=(
-            SLOW_SINK_LOCK_MS if options.mix.slow_sink or options.mix.handoffs else None
-        ),
-    )
     accept_starts()
     # Made here, once, rather than by the first pipelines while their runs are timed.
     ensure_archive()
-    with broker, _postgres(options) as postgres:
+    short_locks = options.mix.slow_sink or options.mix.handoffs
+    with verify_broker(options.broker, short_locks) as broker, _postgres(options) as postgres:
         env = RunEnvironment(broker, work, postgres, SLOW_SINK_SECONDS)
         if on_start is not None:
             on_start(_where(env))

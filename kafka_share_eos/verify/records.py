@@ -149,7 +149,9 @@ def produce(
     """Produce ``records`` round-robin over ``partitions``; map ``(partition, offset)`` to each.
 
     The producer is idempotent, so a retried send cannot add a record the verifier does not
-    know about; it is closed on return.
+    know about; it is closed on return. Each record is its own record batch: Apache Kafka
+    hands a share-group member whole batches, and the members must be able to split one
+    partition's records.
     """
     from confluent_kafka import Producer
 
@@ -166,12 +168,12 @@ def produce(
         return report
 
     producer = Producer(
-        {"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "linger.ms": 5}
+        {"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "linger.ms": 0}
     )
     for index, record in enumerate(records):
         producer.produce(topic, key=record.key, value=record.value,
                          partition=index % partitions, on_delivery=delivered(record))
-        producer.poll(0)
+        producer.flush(60)
     remaining = producer.flush(60)
     if failures or remaining:
         raise RuntimeError(

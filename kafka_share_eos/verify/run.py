@@ -31,9 +31,9 @@ from typing import Any
 from kafka_share_eos import faults
 from kafka_share_eos.deadletter import SqlDeadLetters
 from kafka_share_eos.errors import ConfigurationError
-from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source.status import journal_status
 from kafka_share_eos.testing.postgres import PostgresDatabases
+from kafka_share_eos.verify.brokers import VerifyBroker
 from kafka_share_eos.verify.disturb import SessionDropper
 from kafka_share_eos.verify.pipeline import PROGRESS_FILE, START_BARRIER_ENV, PipelineConfig
 from kafka_share_eos.verify.points import RANDOM_KILL
@@ -124,6 +124,9 @@ class RunResult:
     """Distinct records each pipeline held in batches it finished, applied or not, by name."""
     handoffs: int = 0
     """Records that batches of more than one pipeline held."""
+    members: dict[str, int] = field(default_factory=dict)
+    """Records each share-group member journaled, as ``pipeline/member`` (a pipeline's
+    runner consumer is ``pipeline/runner``)."""
     error: str | None = None
 
     @property
@@ -136,7 +139,7 @@ class RunResult:
 class RunEnvironment:
     """What runs share: the broker, the Postgres server, a working directory."""
 
-    broker: EmbeddedBroker
+    broker: VerifyBroker
     work: Path
     postgres: PostgresDatabases | None = None
     slow_sink_seconds: float = 0.0
@@ -153,6 +156,7 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
         ctx.run_dir.mkdir(parents=True)
         topic = f"verify-{uuid.uuid4().hex[:12]}"
         env.broker.create_topic(topic, spec.partitions)
+        env.broker.prepare_group(topic)
         planned = plan_records(spec.records, spec.rng_seed, spec.mix.bad_records)
         produced = produce(env.broker.bootstrap_servers, topic, planned, spec.partitions)
         target.setup(ctx, planned)
@@ -188,6 +192,11 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
             result = supervisor.run()
         result.session_drops = dropper.drops if dropper is not None else 0
         result.consumers = _consumers(config.pipeline_dir("a") / "journal")
+        result.members = {
+            f"{name}/{member}": records
+            for name in supervisor.names
+            for member, records in _members(config.pipeline_dir(name) / "journal").items()
+        }
         result.score = score(target.landed(ctx, produced), produced, supervisor.dead_lettered())
         result.seconds = time.monotonic() - started
         return result
@@ -198,6 +207,13 @@ def _consumers(journal: Path) -> list[dict[str, int]]:
         return journal_status(str(journal)).consumers
     except FileNotFoundError:
         return []
+
+
+def _members(journal: Path) -> dict[str, int]:
+    try:
+        return journal_status(str(journal)).members
+    except FileNotFoundError:
+        return {}
 
 
 @contextlib.contextmanager
