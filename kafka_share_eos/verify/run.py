@@ -296,11 +296,12 @@ class _Supervisor:
         crash_at = None
         kill_after = None
         if armed and point != RANDOM_KILL:
-            # Beside other applications this one runs about its share of the batches; it
-            # crashes after its first, so that it applied records before the others took over.
-            share = max(1, self._batches_left() // self.spec.mix.pipelines)
-            first = 2 if self.spec.mix.pipelines > 1 and share > 1 else 1
-            crash_at = faults.crash_spec(point, self.rng.randint(first, share))
+            # Beside other applications this one may run as few as one batch (on Kafka the
+            # others take most records of a shared partition while its batch is held), so it
+            # crashes at the point's first hit; alone, at a random one of its batches.
+            hit = (1 if self.spec.mix.pipelines > 1
+                   else self.rng.randint(1, max(1, self._batches_left())))
+            crash_at = faults.crash_spec(point, hit)
         if armed and (point == RANDOM_KILL or self.spec.mix.random_kills):
             kill_after = self.rng.uniform(*KILL_WINDOW_S)
         self.result.starts += 1

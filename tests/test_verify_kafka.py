@@ -1,0 +1,104 @@
+"""The chaos verifier on Apache Kafka: exactly once where several members share a partition.
+
+Apache Kafka hands the records of one partition to several members of a share group at once,
+which the embedded broker never does. Three shapes, every strategy: a one-partition topic read
+by ``consumers=4`` in one query; two applications on one group and one one-partition topic, each
+start holding a batch past its record lock so that Kafka hands its records to the other
+application; two applications with ``consumers=2`` each on a four-partition topic. Each cell runs
+once, crashed once at its point (or SIGKILLed), and must be exactly once, counted from the
+sinks, with records taken by more than one member. CI runs one or two cells of each shape, every
+strategy among them; the rest run under the ``full`` marker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafka_share_eos.testing.postgres import PostgresDatabases
+from kafka_share_eos.verify import MatrixOptions, Mix, run_matrix
+from kafka_share_eos.verify.matrix import CellResult
+
+pytestmark = [pytest.mark.kafka, pytest.mark.timeout(900)]
+
+Cell = tuple[str, str]
+
+
+def _cells(cells: list[Cell], in_ci: set[Cell]) -> list[object]:
+    return [pytest.param(cell, id="-".join(cell),
+                         marks=() if cell in in_ci else (pytest.mark.full,)) for cell in cells]
+
+
+def _run(cell: Cell, mix: Mix, partitions: int, records: int, postgres: PostgresDatabases,
+         work: Path) -> CellResult:
+    result = run_matrix(MatrixOptions(
+        only=[cell], crashes=1, parallel=1, seed=31, records=records, partitions=partitions,
+        mix=mix, broker="kafka", postgres_url=postgres.url, workdir=work,
+    ))
+    (ran,) = result.cells
+    (run,) = ran.runs
+    assert run.error is None, run.error
+    assert ran.exercised, "the crash point never fired"
+    assert (run.score.records, run.score.duplicates, run.score.losses) == (records, 0, 0)
+    return ran
+
+
+SHARED_PARTITION = [
+    ("upsert-sqlite", "slot.after_poll"),
+    ("upsert-postgres", "slot.during_ack"),
+    ("upsert-delta", "slot.after_segment"),
+    ("two-phase", "slot.reading_other"),
+    ("dedup-delta", "random-kill"),
+]
+
+
+@pytest.mark.parametrize("cell", _cells(SHARED_PARTITION, {SHARED_PARTITION[1],
+                                                           SHARED_PARTITION[4]}))
+def test_four_consumers_on_one_partition_are_exactly_once(
+    cell: Cell, postgres_server: PostgresDatabases, tmp_path: Path
+) -> None:
+    ran = _run(cell, Mix(consumers=4), 1, 40, postgres_server, tmp_path / "work")
+    # The executors' consumers split the one partition's records between them.
+    assert min(ran.members_acquiring()) >= 2, ran.runs[0].members
+
+
+HANDOFFS = [
+    ("upsert-sqlite", "random-kill"),
+    ("upsert-postgres", "sink.mid_write"),
+    ("upsert-delta", "strategy.after_write"),
+    ("two-phase", "2pc.after_decision"),
+    ("dedup-delta", "dedup.before_sink"),
+]
+
+
+@pytest.mark.parametrize("cell", _cells(HANDOFFS, {HANDOFFS[0], HANDOFFS[3]}))
+def test_two_applications_on_one_partition_are_exactly_once_through_handoffs(
+    cell: Cell, postgres_server: PostgresDatabases, tmp_path: Path
+) -> None:
+    ran = _run(cell, Mix(pipelines=2, handoffs=True), 1, 60, postgres_server,
+               tmp_path / "work")
+    (run,) = ran.runs
+    # Both applications took records of the one partition, and batches of both held some of
+    # the same records: Kafka handed them on while the first one's batch still held them.
+    assert min(run.held.values()) > 0, run.held
+    assert run.handoffs > 0
+
+
+SPREAD = [
+    ("upsert-sqlite", "slot.during_ack"),
+    ("upsert-postgres", "random-kill"),
+    ("upsert-delta", "slot.after_poll"),
+    ("two-phase", "slot.after_segment"),
+    ("dedup-delta", "slot.during_ack"),
+]
+
+
+@pytest.mark.parametrize("cell", _cells(SPREAD, {SPREAD[2]}))
+def test_two_applications_with_two_consumers_each_are_exactly_once(
+    cell: Cell, postgres_server: PostgresDatabases, tmp_path: Path
+) -> None:
+    ran = _run(cell, Mix(pipelines=2, consumers=2), 4, 60, postgres_server, tmp_path / "work")
+    (run,) = ran.runs
+    assert min(run.held.values()) > 0, run.held
+    assert min(ran.members_acquiring()) >= 2, run.members
