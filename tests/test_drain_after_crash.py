@@ -1,8 +1,14 @@
 """A drain started right after a kill -9 completes in one run: it waits out the record locks
-the dead consumers held (records the broker hands out again only once those locks expire)."""
+the dead consumers held (records the broker hands out again only once those locks expire).
+
+On Apache Kafka the pipeline is told a lock ten times shorter than its group's: the source reads
+the group's real lock through the admin API, or the drain would end before the records are back.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +16,13 @@ import pytest
 from kafka_share_eos import faults
 from kafka_share_eos.deadletter import SqlDeadLetters
 from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos.sharegroup.group_config import (
+    AUTO_OFFSET_RESET,
+    HEARTBEAT_INTERVAL,
+    ISOLATION_LEVEL,
+    LOCK_DURATION,
+    SESSION_TIMEOUT,
+)
 from kafka_share_eos.verify.pipeline import PipelineConfig
 from kafka_share_eos.verify.process import Exit, PipelineProcess
 from kafka_share_eos.verify.records import plan_records, produce
@@ -25,25 +38,50 @@ SESSION_TIMEOUT_MS = 4000
 IDLE_MS = 2000
 
 
-@pytest.mark.parametrize(
-    ("consumers", "crash_at", "whole_pipeline"),
-    [(1, faults.AFTER_JOURNAL, True), (3, faults.SLOT_AFTER_SEGMENT, True),
-     (3, faults.SLOT_AFTER_SEGMENT, False)],
-    ids=["runner-consumer", "three-executor-consumers", "lost-executor"],
-)
-def test_one_drain_after_a_kill_applies_every_record_once(
-    tmp_path: Path, consumers: int, crash_at: str, whole_pipeline: bool
-) -> None:
-    """kill -9 of the whole pipeline mid-batch, or of one executor's Python worker only (a
-    lost executor: the task fails, the query with it, and the driver stops cleanly)."""
+@contextlib.contextmanager
+def share_group(kind: str, request: pytest.FixtureRequest, topic: str) -> Iterator[str]:
+    """A broker with ``topic`` (3 partitions) and share group ``drain`` timed as above; yields
+    its bootstrap servers."""
+    if kind == "kafka":
+        kafka = request.getfixturevalue("kafka_cluster")
+        kafka.create_topic(topic, 3)
+        kafka.set_group_config("drain-" + topic, {
+            AUTO_OFFSET_RESET: "earliest", ISOLATION_LEVEL: "read_committed",
+            LOCK_DURATION: RECORD_LOCK_MS, SESSION_TIMEOUT: SESSION_TIMEOUT_MS,
+            HEARTBEAT_INTERVAL: 500,
+        })
+        yield kafka.bootstrap_servers
+        return
     with EmbeddedBroker(
         record_lock_duration_ms=RECORD_LOCK_MS, session_timeout_ms=SESSION_TIMEOUT_MS,
         heartbeat_interval_ms=500,
     ) as broker:
-        topic = "payments"
         broker.create_topic(topic, 3)
+        yield broker.bootstrap_servers
+
+
+CASES = [
+    pytest.param("embedded", 1, faults.AFTER_JOURNAL, True, id="runner-consumer"),
+    pytest.param("embedded", 3, faults.SLOT_AFTER_SEGMENT, True, id="three-executor-consumers"),
+    pytest.param("embedded", 3, faults.SLOT_AFTER_SEGMENT, False, id="lost-executor"),
+    pytest.param("kafka", 1, faults.AFTER_JOURNAL, True, id="kafka-runner-consumer",
+                 marks=pytest.mark.kafka),
+    pytest.param("kafka", 3, faults.SLOT_AFTER_SEGMENT, True, id="kafka-three-executor-consumers",
+                 marks=pytest.mark.kafka),
+]
+
+
+@pytest.mark.parametrize(("broker", "consumers", "crash_at", "whole_pipeline"), CASES)
+def test_one_drain_after_a_kill_applies_every_record_once(
+    tmp_path: Path, request: pytest.FixtureRequest, broker: str, consumers: int, crash_at: str,
+    whole_pipeline: bool,
+) -> None:
+    """kill -9 of the whole pipeline mid-batch, or of one executor's Python worker only (a
+    lost executor: the task fails, the query with it, and the driver stops cleanly)."""
+    topic = f"payments-{tmp_path.name[-12:]}".replace("_", "-")
+    with share_group(broker, request, topic) as bootstrap_servers:
         planned = plan_records(60, "drain-after-crash", bad_records=False)
-        produced = produce(broker.bootstrap_servers, topic, planned, 3)
+        produced = produce(bootstrap_servers, topic, planned, 3)
         ctx = RunContext(tmp_path / "run")
         ctx.run_dir.mkdir()
         target = TARGETS["upsert-sqlite"]()
@@ -51,10 +89,12 @@ def test_one_drain_after_a_kill_applies_every_record_once(
         SqlDeadLetters(ctx.dead_letters()).close()
         config = PipelineConfig(
             target=target.name, run_dir=str(ctx.run_dir),
-            bootstrap_servers=broker.bootstrap_servers, topic=topic, group_id="drain",
+            bootstrap_servers=bootstrap_servers, topic=topic, group_id="drain-" + topic,
             max_records_per_trigger=15, idle_ms=IDLE_MS, consumers=consumers,
             acknowledge="afterJournal" if consumers > 1 else "afterCommit",
-            lock_duration_ms=RECORD_LOCK_MS, session_timeout_ms=SESSION_TIMEOUT_MS,
+            # Kafka's group says 20 s; the source must believe the group, not the option.
+            lock_duration_ms=RECORD_LOCK_MS // (10 if broker == "kafka" else 1),
+            session_timeout_ms=SESSION_TIMEOUT_MS,
         )
         config_path = ctx.run_dir / "config.json"
         config.save(config_path)
