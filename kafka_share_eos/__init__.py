@@ -38,9 +38,12 @@ from typing import TYPE_CHECKING, Any
 from kafka_share_eos.errors import (
     AppIdConflictError,
     ConfigurationError,
+    GroupConfigError,
+    KafkaLauncherError,
     KafkaShareEosError,
     LocationNotFoundError,
     MissingExtraError,
+    ShareGroupNotReadCommittedError,
 )
 from kafka_share_eos.sharegroup import EmbeddedBroker, TopicSpec
 
@@ -170,9 +173,11 @@ __all__ = [
     "EmbeddedBroker",
     "EmbeddedBrokerError",
     "FileDecisionLog",
+    "GroupConfigError",
     "IdempotentUpsertSink",
     "JournalError",
     "KafkaDeadLetters",
+    "KafkaLauncherError",
     "KafkaShareEosError",
     "LibrdkafkaNotFoundError",
     "LocationNotFoundError",
@@ -187,6 +192,7 @@ __all__ = [
     "RecordIdentity",
     "RecoveryReport",
     "RetentionPolicy",
+    "ShareGroupNotReadCommittedError",
     "SinkConfigurationError",
     "SourceOptionError",
     "SqlDeadLetters",

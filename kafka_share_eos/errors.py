@@ -13,10 +13,12 @@ from __future__ import annotations
 __all__ = [
     "AppIdConflictError",
     "ConfigurationError",
+    "GroupConfigError",
     "KafkaLauncherError",
     "KafkaShareEosError",
     "LocationNotFoundError",
     "MissingExtraError",
+    "ShareGroupNotReadCommittedError",
 ]
 
 
@@ -32,6 +34,16 @@ class AppIdConflictError(KafkaShareEosError, RuntimeError):
 class ConfigurationError(KafkaShareEosError, ValueError):
     """An argument or option has a value the toolkit cannot work with, or a table it was
     pointed at is not what that feature needs."""
+
+
+class GroupConfigError(KafkaShareEosError, RuntimeError):
+    """The brokers refused to describe or alter a share group's configs, or did not apply a
+    change in time."""
+
+
+class ShareGroupNotReadCommittedError(KafkaShareEosError, RuntimeError):
+    """The source's share group would deliver records of aborted transactions
+    (``share.isolation.level`` is not ``read_committed``) and the source may not change it."""
 
 
 class KafkaLauncherError(KafkaShareEosError, RuntimeError):

@@ -2,8 +2,9 @@
 
 Three things divert a row to the dead letters instead of the target:
 
-- its ``deliveryCount`` reached the policy's ``max_delivery_count`` (it keeps coming back, so
-  something about it kills the batch before an error can be caught);
+- its ``deliveryCount`` reached the policy's ``max_delivery_count``, or the share group's own
+  delivery limit (it keeps coming back, so something about it kills the batch before an error
+  can be caught, and on its last delivery the broker would archive it);
 - the strategy's ``transform`` raises on it (a value that cannot be decoded);
 - the target refuses it with a data error (a constraint or type violation).
 
@@ -15,6 +16,7 @@ the batch fails, as an infrastructure error (a lost connection, a full disk) mus
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -25,6 +27,7 @@ import pyarrow.compute as pc
 from kafka_share_eos.deadletter import DeadLetterSink, Rejection
 from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
 from kafka_share_eos.sinks.errors import database_unavailable, error_chain, refused_row
+from kafka_share_eos.source.schema import DELIVERY_COUNT_LIMIT_KEY
 
 T = TypeVar("T")
 
@@ -133,8 +136,11 @@ class DeadLetterPolicy:
             :class:`~kafka_share_eos.deadletter.DeltaDeadLetters`,
             :class:`~kafka_share_eos.deadletter.KafkaDeadLetters`).
         max_delivery_count: dead-letter, without applying it, a record delivered this many
-            times or more. Keep it below the share group's ``group.share.delivery.count.limit``
-            (broker default 5), or the broker archives the record first, silently.
+            times or more. By default, and whenever it is higher, the share group's own
+            ``share.delivery.count.limit`` (Kafka's default 5) takes its place where the source
+            read it from the brokers (Apache Kafka): a record on its last delivery becomes a
+            dead letter instead of being archived by the broker, silently. On the embedded
+            broker only the number given here counts.
 
     Raises:
         ConfigurationError: ``max_delivery_count`` is below 1.
@@ -151,16 +157,38 @@ class DeadLetterPolicy:
 
     def over_limit(self, table: pa.Table) -> list[Rejection]:
         """The rows of ``table`` whose ``deliveryCount`` reached the limit."""
-        if self.max_delivery_count is None or "deliveryCount" not in table.column_names:
+        if "deliveryCount" not in table.column_names:
+            return []
+        limit, named = self._limit(table.schema.field("deliveryCount"))
+        if limit is None:
             return []
         counts = table["deliveryCount"].to_pylist()
         return [
             Rejection(index, STAGE_DELIVERY_LIMIT, DeliveryLimitReached(
-                f"delivered {count} times; max_delivery_count is {self.max_delivery_count}"
+                f"delivered {count} times; {named} is {limit}"
             ))
             for index, count in enumerate(counts)
-            if count is not None and count >= self.max_delivery_count
+            if count is not None and count >= limit
         ]
+
+    def _limit(self, field: pa.Field) -> tuple[int | None, str]:
+        group_limit = group_delivery_limit(field)
+        if group_limit is not None and (self.max_delivery_count is None
+                                        or group_limit < self.max_delivery_count):
+            return group_limit, "the share group's share.delivery.count.limit"
+        return self.max_delivery_count, "max_delivery_count"
+
+
+def group_delivery_limit(field: pa.Field) -> int | None:
+    """The share group's delivery limit that the ``kafka-share`` source put in the metadata
+    of the ``deliveryCount`` column, as Spark hands it to ``toArrow()`` (or as plain Arrow
+    field metadata); None when it is not there."""
+    metadata = field.metadata or {}
+    spark = metadata.get(b"SPARK::metadata::json")
+    found = json.loads(spark).get(DELIVERY_COUNT_LIMIT_KEY) if spark else None
+    if found is None:
+        found = metadata.get(DELIVERY_COUNT_LIMIT_KEY.encode())
+    return int(found) if found is not None else None
 
 
 def null_identity(table: pa.Table, key_columns: tuple[str, ...]) -> list[Rejection]:

@@ -29,7 +29,7 @@ from confluent_kafka.admin import (
     ConfigSource,
 )
 
-from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
+from kafka_share_eos.errors import ConfigurationError, GroupConfigError
 
 LOCK_DURATION = "share.record.lock.duration.ms"
 DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
@@ -47,10 +47,6 @@ _CONNECTION_PREFIXES = (
     "bootstrap.servers", "security.protocol", "ssl.", "sasl.", "client.id", "socket.",
     "broker.address.", "enable.ssl.", "client.dns.lookup", "metadata.recovery.",
 )
-
-
-class GroupConfigError(KafkaShareEosError, RuntimeError):
-    """The brokers refused to describe or alter a share group's configs."""
 
 
 @dataclass(frozen=True)

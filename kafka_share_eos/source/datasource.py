@@ -6,6 +6,7 @@ from collections.abc import MutableMapping
 from typing import TYPE_CHECKING
 
 from kafka_share_eos._extras import needs_extra
+from kafka_share_eos.source.group import delivery_count_limit
 from kafka_share_eos.source.options import FORMAT, SourceOptions
 from kafka_share_eos.source.schema import spark_schema
 
@@ -35,8 +36,10 @@ class KafkaShareDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> StructType:
-        """Spark's Kafka source schema (headers with ``includeHeaders``) + ``deliveryCount``."""
-        return spark_schema(self.source_options.include_headers)
+        """Spark's Kafka source schema (headers with ``includeHeaders``) + ``deliveryCount``,
+        whose metadata carries the share group's delivery limit when the brokers tell it."""
+        return spark_schema(self.source_options.include_headers,
+                            delivery_count_limit(self.source_options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """The reader planning micro-batches in Spark's source runner."""

@@ -16,6 +16,10 @@ At the start of a query the runner describes the group's configs through the adm
   before then.
 
 Brokers that keep no group configs (the embedded broker) leave the options as they are.
+
+When the stream is loaded, the group's ``share.delivery.count.limit`` becomes the metadata of
+the ``deliveryCount`` column (:func:`delivery_count_limit`), so that the strategies' dead letters
+take a record on its last delivery instead of letting Kafka archive it.
 """
 
 from __future__ import annotations
@@ -23,10 +27,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
+from confluent_kafka import KafkaException
+
+from kafka_share_eos.errors import (
+    ConfigurationError,
+    GroupConfigError,
+    ShareGroupNotReadCommittedError,
+)
 from kafka_share_eos.sharegroup.group_config import (
     ISOLATION_LEVEL,
-    GroupConfigError,
     ShareGroupSettings,
     alter_share_group,
     describe_share_group,
@@ -36,11 +45,6 @@ from kafka_share_eos.source.options import SourceOptions
 log = logging.getLogger("kafka_share_eos.source")
 
 READ_COMMITTED = "read_committed"
-
-
-class ShareGroupNotReadCommittedError(KafkaShareEosError, RuntimeError):
-    """The source's share group would deliver records of aborted transactions
-    (``share.isolation.level`` is not ``read_committed``) and the source may not change it."""
 
 
 def _fix_command(options: SourceOptions) -> str:
@@ -79,6 +83,18 @@ def resolve_group(options: SourceOptions) -> SourceOptions:
         delivery_count_limit=settings.delivery_count_limit,
         join_ms=settings.join_ms,
     )
+
+
+def delivery_count_limit(options: SourceOptions) -> int | None:
+    """The share group's delivery limit, or None where the brokers keep no group configs or
+    cannot be asked now (the query's run then fails with the reason when it starts)."""
+    try:
+        settings = describe_share_group(options.consumer_config, options.group_id)
+    except (GroupConfigError, KafkaException) as exc:
+        log.warning("kafka-share source: the delivery limit of share group %r is unknown (%s)",
+                    options.group_id, exc)
+        return None
+    return None if settings is None else settings.delivery_count_limit
 
 
 def _switch_to_read_committed(

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 HEADERS = "headers"
+DELIVERY_COUNT = "deliveryCount"
+DELIVERY_COUNT_LIMIT_KEY = "share.delivery.count.limit"
+"""Metadata of the ``deliveryCount`` column: the share group's delivery limit, when the
+brokers told it. Spark carries it to ``foreachBatch``'s DataFrame and into ``toArrow()``, so
+a strategy knows which records are on their last delivery."""
 
 _HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 _TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
@@ -44,8 +49,9 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
     return JOURNAL_SCHEMA.remove(JOURNAL_SCHEMA.get_field_index(HEADERS))
 
 
-def spark_schema(include_headers: bool) -> StructType:
-    """The Spark schema of the stream (what ``df.schema`` shows)."""
+def spark_schema(include_headers: bool, delivery_count_limit: int | None = None) -> StructType:
+    """The Spark schema of the stream (what ``df.schema`` shows); ``delivery_count_limit``
+    becomes the metadata of ``deliveryCount``."""
     from pyspark.sql.types import (
         ArrayType,
         BinaryType,
@@ -69,7 +75,9 @@ def spark_schema(include_headers: bool) -> StructType:
     if include_headers:
         header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
         fields.append(StructField(HEADERS, ArrayType(header)))
-    fields.append(StructField("deliveryCount", IntegerType()))
+    metadata = ({} if delivery_count_limit is None
+                else {DELIVERY_COUNT_LIMIT_KEY: delivery_count_limit})
+    fields.append(StructField(DELIVERY_COUNT, IntegerType(), metadata=metadata))
     return StructType(fields)
 
 

@@ -190,15 +190,18 @@ class KafkaCluster:
                 self._format(java, jars)
                 for node in self.nodes:
                     self._launch(java, jars, node)
-                self._wait_until_ready()
-                break
-            except _PortTaken:
-                self.stop()
-                if attempt == _START_ATTEMPTS - 1:
-                    raise KafkaLauncherError("no free ports for the Kafka nodes") from None
+                ready = self._wait_until_ready()
             except BaseException:
                 self.stop()
                 raise
+            if ready:
+                break
+            # Another process took a port between its allocation and the node's bind.
+            self.stop()
+            if attempt == _START_ATTEMPTS - 1:
+                raise KafkaLauncherError(
+                    f"no free ports for the Kafka nodes after {_START_ATTEMPTS} attempts"
+                )
         for topic in self._topics:
             self.create_topic(topic.name, topic.partitions)
         return self
@@ -291,7 +294,9 @@ class KafkaCluster:
         for node in self.nodes:
             if node.node_id == node_id:
                 return node
-        raise KeyError(f"no Kafka node {node_id}")
+        raise ConfigurationError(
+            f"no Kafka node {node_id}: the nodes are {[node.node_id for node in self.nodes]}"
+        )
 
     def kill_node(self, node_id: int, signum: int = signal.SIGKILL) -> None:
         """Send ``signum`` to a node's JVM and wait for it to exit."""
@@ -306,7 +311,8 @@ class KafkaCluster:
         if node.running:
             return
         self._launch(java_binary(), kafka_jars(self.version), node)
-        self._wait_until_ready()
+        if not self._wait_until_ready():
+            raise KafkaLauncherError(f"Kafka node {node_id}'s port was taken while it was down")
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -377,14 +383,16 @@ class KafkaCluster:
                 preexec_fn=_die_with_parent,
             )
 
-    def _wait_until_ready(self) -> None:
+    def _wait_until_ready(self) -> bool:
+        """Whether every running node registered; False when one exited because another
+        process took its port."""
         wanted = {node.node_id for node in self.nodes if node.running}
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             for node in self.nodes:
                 if node.process is not None and not node.running:
                     if _port_taken(node):
-                        raise _PortTaken
+                        return False
                     raise KafkaLauncherError(
                         f"Kafka node {node.node_id} exited with code {node.process.returncode} "
                         f"while starting: see {node.log_file}"
@@ -392,17 +400,13 @@ class KafkaCluster:
             # A client started before the brokers listen logs every refused connection.
             listening = all(_listens(node) for node in self.nodes if node.running)
             if listening and wanted <= registered_brokers(self.admin(), timeout_s=2.0):
-                return
+                return True
             if time.monotonic() > deadline:
                 raise KafkaLauncherError(
                     f"Kafka brokers {sorted(wanted)} did not all register within "
                     f"{START_TIMEOUT_S:.0f} s: see {self.nodes[0].log_file}"
                 )
             time.sleep(0.1)
-
-
-class _PortTaken(Exception):
-    """Another process took a port between its allocation and the node's bind."""
 
 
 def _listens(node: KafkaNode) -> bool:
