@@ -159,3 +159,21 @@ def _maven_reason(outcome: subprocess.CompletedProcess[str]) -> str:
     if meaningful:
         return meaningful[0]
     return next((line for line in reversed(lines) if line), f"exit code {outcome.returncode}")
+
+
+def main() -> None:
+    """``python -m kafka_share_eos.testing.kafka_dist``: fetch the jars now (the test command
+    does, so that a failed fetch fails it at once with Maven's reason); silent when they are
+    there."""
+    import sys
+
+    try:
+        java_binary()
+        kafka_jars()
+    except KafkaLauncherError as error:
+        print(f"kafka-share-eos: {error}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
