@@ -67,7 +67,7 @@ CASES = [
     pytest.param("kafka", 1, faults.AFTER_JOURNAL, True, id="kafka-runner-consumer",
                  marks=pytest.mark.kafka),
     pytest.param("kafka", 3, faults.SLOT_AFTER_SEGMENT, True, id="kafka-three-executor-consumers",
-                 marks=pytest.mark.kafka),
+                 marks=(pytest.mark.kafka, pytest.mark.full)),
 ]
 
 

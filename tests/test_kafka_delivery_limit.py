@@ -47,7 +47,7 @@ def orders(first: int, count: int) -> list[bytes]:
 
 
 @pytest.mark.partitions(1)
-@pytest.mark.parametrize("limit", [2, 5])
+@pytest.mark.parametrize("limit", [2, pytest.param(5, marks=pytest.mark.full)])
 def test_records_on_their_last_delivery_become_dead_letters(
     spark: SparkSession, kafka_cluster: KafkaCluster, kafka_topic: ShareTopic, tmp_path: Path,
     limit: int,

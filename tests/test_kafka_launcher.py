@@ -13,12 +13,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
 from helpers import consume, count_at_least, produce, share_consumer
+from helpers.processes import wait_until
 
 from kafka_share_eos.sharegroup.group_config import describe_share_group
 from kafka_share_eos.testing.kafka_dist import KAFKA_VERSION_ENV
@@ -47,13 +47,9 @@ def _java_children(pid: int) -> list[int]:
     return found
 
 
-def _gone(pids: list[int], timeout: float = 30) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not any(Path(f"/proc/{pid}").exists() for pid in pids):
-            return True
-        time.sleep(0.1)
-    return False
+def _wait_gone(pids: list[int]) -> None:
+    wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), 30,
+               f"the Kafka JVMs {pids} to exit")
 
 
 def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
@@ -92,7 +88,7 @@ def test_three_brokers_serve_a_share_group_and_stop_on_sigterm() -> None:
         _, stderr = process.communicate(timeout=60)
     assert process.returncode == 0, stderr
     assert f"Apache Kafka {os.environ.get(KAFKA_VERSION_ENV, '4.4.0')} stopped" in stderr
-    assert _gone(jvms)
+    _wait_gone(jvms)
 
 
 def test_the_jvms_die_with_a_killed_launcher() -> None:
@@ -101,7 +97,7 @@ def test_the_jvms_die_with_a_killed_launcher() -> None:
     assert len(jvms) == 1
     process.kill()
     process.wait()
-    assert _gone(jvms)
+    _wait_gone(jvms)
 
 
 def _path_without(*commands: str) -> str:

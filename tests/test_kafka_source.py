@@ -44,7 +44,7 @@ class Offsets:
 
 
 @pytest.mark.partitions(1)
-@pytest.mark.parametrize("consumers", [1, 4])
+@pytest.mark.parametrize("consumers", [pytest.param(1, marks=pytest.mark.full), 4])
 def test_one_partition_is_read_once(
     spark: SparkSession, kafka_topic: ShareTopic, tmp_path: Path, consumers: int
 ) -> None:

@@ -6,8 +6,9 @@ by ``consumers=4`` in one query; two applications on one group and one one-parti
 start holding a batch past its record lock so that Kafka hands its records to the other
 application; two applications with ``consumers=2`` each on a four-partition topic. Each cell runs
 once, crashed once at its point (or SIGKILLed), and must be exactly once, counted from the
-sinks, with records taken by more than one member. CI runs one or two cells of each shape, every
-strategy among them; the rest run under the ``full`` marker.
+sinks, with records taken by more than one member. CI runs one cell of each shape (the Postgres
+upsert, two-phase commit and the dedup store; the embedded broker's CI cells cover the other
+two strategies); the rest run under the ``full`` marker.
 """
 
 from __future__ import annotations
@@ -53,8 +54,7 @@ SHARED_PARTITION = [
 ]
 
 
-@pytest.mark.parametrize("cell", _cells(SHARED_PARTITION, {SHARED_PARTITION[1],
-                                                           SHARED_PARTITION[4]}))
+@pytest.mark.parametrize("cell", _cells(SHARED_PARTITION, {SHARED_PARTITION[1]}))
 def test_four_consumers_on_one_partition_are_exactly_once(
     cell: Cell, postgres_server: PostgresDatabases, tmp_path: Path
 ) -> None:
@@ -72,7 +72,7 @@ HANDOFFS = [
 ]
 
 
-@pytest.mark.parametrize("cell", _cells(HANDOFFS, {HANDOFFS[0], HANDOFFS[3]}))
+@pytest.mark.parametrize("cell", _cells(HANDOFFS, {HANDOFFS[3]}))
 def test_two_applications_on_one_partition_are_exactly_once_through_handoffs(
     cell: Cell, postgres_server: PostgresDatabases, tmp_path: Path
 ) -> None:
@@ -80,9 +80,9 @@ def test_two_applications_on_one_partition_are_exactly_once_through_handoffs(
                tmp_path / "work")
     (run,) = ran.runs
     # Both applications took records of the one partition, and batches of both held some of
-    # the same records: Kafka handed them on while the first one's batch still held them.
+    # the same records: Kafka handed them on while one application's batch still held them.
     assert min(run.held.values()) > 0, run.held
-    assert run.handoffs > 0
+    assert run.handoffs > 0, run.members
 
 
 SPREAD = [
@@ -94,11 +94,11 @@ SPREAD = [
 ]
 
 
-@pytest.mark.parametrize("cell", _cells(SPREAD, {SPREAD[2]}))
+@pytest.mark.parametrize("cell", _cells(SPREAD, {SPREAD[4]}))
 def test_two_applications_with_two_consumers_each_are_exactly_once(
     cell: Cell, postgres_server: PostgresDatabases, tmp_path: Path
 ) -> None:
     ran = _run(cell, Mix(pipelines=2, consumers=2), 4, 60, postgres_server, tmp_path / "work")
-    (run,) = ran.runs
-    assert min(run.held.values()) > 0, run.held
-    assert min(ran.members_acquiring()) >= 2, run.members
+    # The crashed application may restart after the other took every record, so only the
+    # members, not both applications, are certain to have taken some.
+    assert min(ran.members_acquiring()) >= 2, ran.runs[0].members

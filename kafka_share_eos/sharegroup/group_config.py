@@ -14,7 +14,6 @@ returns None there, and the source keeps its options' values.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -88,20 +87,9 @@ def admin_config(client_config: Mapping[str, Any]) -> dict[str, Any]:
             if key.startswith(_CONNECTION_PREFIXES)}
 
 
-_admins: dict[tuple[tuple[str, Any], ...], AdminClient] = {}
-_admins_lock = threading.Lock()
-
-
-def _admin(client_config: Mapping[str, Any]) -> AdminClient:
-    """One admin client per cluster and process, kept for the process's life: on the embedded
-    broker a client that disconnects drops every share session of the broker, the consumers'
-    beside it included."""
-    config = admin_config(client_config)
-    key = tuple(sorted(config.items()))
-    with _admins_lock:
-        if key not in _admins:
-            _admins[key] = AdminClient(config)
-        return _admins[key]
+# Admin clients that talked to an embedded broker, kept for the process's life: there a client
+# that disconnects drops every share session of the broker, the consumers' beside it included.
+_kept: list[AdminClient] = []
 
 
 def _keeps_group_configs(admin: AdminClient, timeout_s: float) -> bool:
@@ -120,14 +108,19 @@ def describe_share_group(
 ) -> ShareGroupSettings | None:
     """The settings ``group`` runs with, or None when the brokers keep no group configs.
 
-    ``admin`` is the client to ask; by default one kept for the process's life.
+    ``admin`` is the client to ask; by default a new one, dropped afterwards (kept for the
+    process's life where it met the embedded broker).
 
     Raises:
         GroupConfigError: the brokers refused the request (for instance no DESCRIBE_CONFIGS
             permission on the group), or did not answer within ``timeout_s``.
     """
-    admin = admin if admin is not None else _admin(client_config)
-    if not _keeps_group_configs(admin, timeout_s):
+    if admin is None:
+        admin = AdminClient(admin_config(client_config))
+        if not _keeps_group_configs(admin, timeout_s):
+            _kept.append(admin)
+            return None
+    elif not _keeps_group_configs(admin, timeout_s):
         return None
     described = _describe(admin, group, timeout_s)
     if described is None or LOCK_DURATION not in described:
@@ -200,7 +193,7 @@ def alter_share_group(
     unknown = sorted(name for name in configs if not name.startswith("share."))
     if unknown:
         raise ConfigurationError(f"not share-group configs: {', '.join(unknown)}")
-    admin = admin if admin is not None else _admin(client_config)
+    admin = admin if admin is not None else AdminClient(admin_config(client_config))
     wanted = {name: str(value) for name, value in configs.items()}
     resource = ConfigResource(
         ConfigResource.Type.GROUP, group,

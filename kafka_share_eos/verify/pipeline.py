@@ -2,7 +2,8 @@
 
 It reads the run's share group through the ``kafka-share`` source with ``availableNow`` (so it
 exits once the group is drained), turns each micro-batch into effect rows and hands them to the
-target's strategy, appending one line per finished batch to ``progress.jsonl`` in its directory.
+target's strategy, appending to ``progress.jsonl`` in its directory one line with the records of
+each batch it starts (before the strategy runs) and one line per finished batch.
 Restarted on the same directory, it resumes from its checkpoint and journal.
 
 Run in its own session (the verifier starts it with ``start_new_session=True``), it makes crash
@@ -74,7 +75,7 @@ class PipelineConfig:
 
 
 class VerifyBatch:
-    """The ``foreachBatch`` function: effect rows to the strategy, one progress line per batch."""
+    """The ``foreachBatch`` function: effect rows to the strategy, progress lines per batch."""
 
     def __init__(self, config: PipelineConfig, strategy: Any, progress: Path) -> None:
         self._strategy = strategy
@@ -90,6 +91,11 @@ class VerifyBatch:
             # slot tasks must read what the first action's tasks journaled.
             batch_df.count()
         batch = batch_df.toArrow()
+        # Which records this application held, to count those another one held as well:
+        # written before the strategy runs, since a batch killed mid-way held them too.
+        held = [list(c) for c in zip(batch["partition"].to_pylist(),
+                                     batch["offset"].to_pylist(), strict=True)]
+        self._append({"batch": batch_id, "started": True, "records": held})
         redelivered = sum(1 for n in batch["deliveryCount"].to_pylist() if n and n > 1)
         if self._slow_seconds and self._rng.random() < self._slow_share:
             # Holding the batch past the record lock duration makes the broker redeliver it.
@@ -100,17 +106,16 @@ class VerifyBatch:
             batch, poison_fails=False
         )
         report = self._strategy.apply(rows, batch_id)
-        line = {
+        self._append({
             "batch": batch_id,
             "rows": batch.num_rows,
-            # which records this application held, to count those another one held as well
-            "records": [list(c) for c in zip(batch["partition"].to_pylist(),
-                                             batch["offset"].to_pylist(), strict=True)],
             "redelivered": redelivered,
             "absorbed": report.duplicates_in_batch + report.already_applied,
             "written": report.rows_written,
             "time": time.time(),
-        }
+        })
+
+    def _append(self, line: dict[str, Any]) -> None:
         with self._progress.open("a") as out:
             out.write(json.dumps(line) + "\n")
 

@@ -121,9 +121,11 @@ class RunResult:
     applied: dict[str, int] = field(default_factory=dict)
     """Records each pipeline (application) applied, by pipeline name."""
     held: dict[str, int] = field(default_factory=dict)
-    """Distinct records each pipeline held in batches it finished, applied or not, by name."""
+    """Distinct records each pipeline held in batches its ``foreachBatch`` started, applied or
+    not (a batch killed mid-way held its records too), by name."""
     handoffs: int = 0
-    """Records that batches of more than one pipeline held."""
+    """Records that batches of more than one pipeline held: the broker handed them on while
+    one application's batch still held them (or after it was killed mid-batch)."""
     members: dict[str, int] = field(default_factory=dict)
     """Records each share-group member journaled, as ``pipeline/member`` (a pipeline's
     runner consumer is ``pipeline/runner``)."""
@@ -207,6 +209,15 @@ def _consumers(journal: Path) -> list[dict[str, int]]:
         return journal_status(str(journal)).consumers
     except FileNotFoundError:
         return []
+
+
+def _parsed(line: str) -> dict[str, Any] | None:
+    """A progress line, or None for one a SIGKILL cut short as it was appended."""
+    try:
+        parsed = json.loads(line)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
 
 
 def _members(journal: Path) -> dict[str, int]:
@@ -405,17 +416,18 @@ class _Supervisor:
         for pipeline in self.names if name is None else [name]:
             path = self.config.pipeline_dir(pipeline) / PROGRESS_FILE
             if path.exists():
-                lines += [json.loads(line) for line in path.read_text().splitlines() if line]
+                lines += [parsed for line in path.read_text().splitlines()
+                          if (parsed := _parsed(line)) is not None]
         return lines
 
     def _read_progress(self) -> None:
         lines = self._progress_lines()
-        self.result.absorbed = sum(line["absorbed"] for line in lines)
-        self.result.redelivered = sum(line["redelivered"] for line in lines)
+        self.result.absorbed = sum(line.get("absorbed", 0) for line in lines)
+        self.result.redelivered = sum(line.get("redelivered", 0) for line in lines)
         held_by: dict[tuple[int, int], set[str]] = {}
         for name in self.names:
             own = self._progress_lines(name)
-            self.result.applied[name] = sum(line["written"] for line in own)
+            self.result.applied[name] = sum(line.get("written", 0) for line in own)
             for line in own:
                 for partition, offset in line.get("records", []):
                     held_by.setdefault((partition, offset), set()).add(name)
