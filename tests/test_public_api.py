@@ -154,14 +154,15 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def _toolkit_names() -> set[str]:
-    """Names of the classes defined in the toolkit's modules (CLI and benchmarks aside)."""
+    """Names of the classes defined in the toolkit's modules (CLI, benchmarks and the testing
+    helpers aside)."""
     modules = set(PUBLIC)
     for package in PUBLIC:
         path = importlib.import_module(package).__path__
         modules.update(m.name for m in pkgutil.walk_packages(path, package + "."))
     names = set()
     for name in modules:
-        if name.startswith(("kafka_share_eos.cli", "kafka_share_eos.bench")):
+        if name.startswith(("kafka_share_eos.cli", "kafka_share_eos.bench", TESTING)):
             continue
         for value in vars(importlib.import_module(name)).values():
             if inspect.isclass(value) and value.__module__ == name:
