@@ -126,6 +126,10 @@ def describe_share_group(
     if described is None or LOCK_DURATION not in described:
         return None
     values = {name: value for name, (value, _) in described.items()}
+    # Kafka 4.2 has no group configs for these yet: its brokers' defaults apply to every group.
+    inherited = [key for key in (DELIVERY_COUNT_LIMIT, MAX_RECORD_LOCKS) if key not in values]
+    if inherited:
+        values.update(_broker_defaults(admin, inherited, timeout_s))
 
     def number(key: str) -> int | None:
         return int(values[key]) if values.get(key) not in (None, "") else None
@@ -165,6 +169,21 @@ def _describe(
         ) from exc
     return {name: (entry.value, entry.source == ConfigSource.GROUP_CONFIG.value)
             for name, entry in entries.items()}
+
+
+def _broker_defaults(admin: AdminClient, keys: list[str], timeout_s: float) -> dict[str, str]:
+    """The brokers' ``group.``-prefixed defaults of the group configs ``keys``, as one broker
+    describes them; nothing where the brokers refuse (no DESCRIBE_CONFIGS on the cluster)."""
+    brokers = admin.list_topics(timeout=timeout_s).brokers
+    resource = ConfigResource(ConfigResource.Type.BROKER, str(min(brokers)))
+    try:
+        entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(
+            timeout=timeout_s + 5
+        )
+    except (KafkaException, TimeoutError):
+        return {}
+    found = {key: entries[f"group.{key}"].value for key in keys if f"group.{key}" in entries}
+    return {key: value for key, value in found.items() if value is not None}
 
 
 _NOT_SUPPORTED = frozenset({
