@@ -167,9 +167,13 @@ def produce(
 
         return report
 
-    producer = Producer(
-        {"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "linger.ms": 0}
-    )
+    producer = Producer({
+        "bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "linger.ms": 0,
+        # Errors only: on a Kafka that just started, the first producer id comes after a few
+        # "coordinator load in progress: retrying" warnings, and failures reach the delivery
+        # reports anyway.
+        "log_level": 3,
+    })
     for index, record in enumerate(records):
         producer.produce(topic, key=record.key, value=record.value,
                          partition=index % partitions, on_delivery=delivered(record))
