@@ -37,13 +37,28 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_share_eos.errors import (
     AppIdConflictError,
+    ClaimConflictError,
+    CommitConflictError,
     ConfigurationError,
+    DecisionOverruledError,
+    DeliveryLimitReached,
+    EmbeddedBrokerError,
     GroupConfigError,
+    JournalError,
     KafkaLauncherError,
     KafkaShareEosError,
+    LibrdkafkaNotFoundError,
     LocationNotFoundError,
+    MissingColumnsError,
     MissingExtraError,
+    NullIdentityError,
+    PreparedTransactionsDisabledError,
     ShareGroupNotReadCommittedError,
+    SinkConfigurationError,
+    SourceOptionError,
+    TargetTableError,
+    TransformShapeError,
+    TwoPhaseCommitError,
 )
 from kafka_share_eos.sharegroup import EmbeddedBroker, TopicSpec
 
@@ -58,20 +73,7 @@ if TYPE_CHECKING:
     from kafka_share_eos.deadletter import open_dead_letters as open_dead_letters
     from kafka_share_eos.ledger import DeltaAppendSink as DeltaAppendSink
     from kafka_share_eos.ledger import RetentionPolicy as RetentionPolicy
-    from kafka_share_eos.ledger.claims import ClaimConflictError as ClaimConflictError
-    from kafka_share_eos.sharegroup.librdkafka_mock import (
-        EmbeddedBrokerError as EmbeddedBrokerError,
-    )
-    from kafka_share_eos.sharegroup.librdkafka_mock import (
-        LibrdkafkaNotFoundError as LibrdkafkaNotFoundError,
-    )
-    from kafka_share_eos.sinks import CommitConflictError as CommitConflictError
-    from kafka_share_eos.sinks import MissingColumnsError as MissingColumnsError
-    from kafka_share_eos.sinks import SinkConfigurationError as SinkConfigurationError
-    from kafka_share_eos.sinks import TargetTableError as TargetTableError
     from kafka_share_eos.sinks.sql_values import postgres_array as postgres_array
-    from kafka_share_eos.source.journal import JournalError as JournalError
-    from kafka_share_eos.source.options import SourceOptionError as SourceOptionError
     from kafka_share_eos.source.status import journal_status as journal_status
     from kafka_share_eos.strategies import BatchReport as BatchReport
     from kafka_share_eos.strategies import CheckpointDedupStore as CheckpointDedupStore
@@ -79,27 +81,17 @@ if TYPE_CHECKING:
     from kafka_share_eos.strategies import IdempotentUpsertSink as IdempotentUpsertSink
     from kafka_share_eos.strategies import RecordIdentity as RecordIdentity
     from kafka_share_eos.strategies import TwoPhaseCommitCoordinator as TwoPhaseCommitCoordinator
-    from kafka_share_eos.strategies.quarantine import (
-        DeliveryLimitReached as DeliveryLimitReached,
-    )
-    from kafka_share_eos.strategies.quarantine import NullIdentityError as NullIdentityError
-    from kafka_share_eos.strategies.screening import TransformShapeError as TransformShapeError
     from kafka_share_eos.twophase import CommitResult as CommitResult
     from kafka_share_eos.twophase import DecisionLog as DecisionLog
-    from kafka_share_eos.twophase import DecisionOverruledError as DecisionOverruledError
     from kafka_share_eos.twophase import FileDecisionLog as FileDecisionLog
     from kafka_share_eos.twophase import Participant as Participant
     from kafka_share_eos.twophase import RecoveryReport as RecoveryReport
     from kafka_share_eos.twophase import Token as Token
     from kafka_share_eos.twophase import Transaction as Transaction
     from kafka_share_eos.twophase import TransactionCoordinator as TransactionCoordinator
-    from kafka_share_eos.twophase import TwoPhaseCommitError as TwoPhaseCommitError
     from kafka_share_eos.twophase.delta import DeltaParticipant as DeltaParticipant
     from kafka_share_eos.twophase.outbox import OutboxParticipant as OutboxParticipant
     from kafka_share_eos.twophase.postgres import PostgresParticipant as PostgresParticipant
-    from kafka_share_eos.twophase.postgres import (
-        PreparedTransactionsDisabledError as PreparedTransactionsDisabledError,
-    )
     from kafka_share_eos.twophase.postgres_log import PostgresDecisionLog as PostgresDecisionLog
 
 __version__ = "0.1.0"
@@ -110,44 +102,29 @@ __version__ = "0.1.0"
 _LAZY = {
     "BatchReport": "kafka_share_eos.strategies",
     "CheckpointDedupStore": "kafka_share_eos.strategies",
-    "ClaimConflictError": "kafka_share_eos.ledger.claims",
-    "CommitConflictError": "kafka_share_eos.sinks",
     "CommitResult": "kafka_share_eos.twophase",
     "DEAD_LETTER_SCHEMA": "kafka_share_eos.deadletter",
     "DeadLetterPolicy": "kafka_share_eos.strategies",
     "DeadLetterSink": "kafka_share_eos.deadletter",
     "DecisionLog": "kafka_share_eos.twophase",
-    "DecisionOverruledError": "kafka_share_eos.twophase",
-    "DeliveryLimitReached": "kafka_share_eos.strategies.quarantine",
     "DeltaAppendSink": "kafka_share_eos.ledger",
     "DeltaDeadLetters": "kafka_share_eos.deadletter",
     "DeltaParticipant": "kafka_share_eos.twophase.delta",
-    "EmbeddedBrokerError": "kafka_share_eos.sharegroup.librdkafka_mock",
     "FileDecisionLog": "kafka_share_eos.twophase",
     "IdempotentUpsertSink": "kafka_share_eos.strategies",
-    "JournalError": "kafka_share_eos.source.journal",
     "KafkaDeadLetters": "kafka_share_eos.deadletter",
-    "LibrdkafkaNotFoundError": "kafka_share_eos.sharegroup.librdkafka_mock",
-    "MissingColumnsError": "kafka_share_eos.sinks",
-    "NullIdentityError": "kafka_share_eos.strategies.quarantine",
     "OutboxParticipant": "kafka_share_eos.twophase.outbox",
     "Participant": "kafka_share_eos.twophase",
     "PostgresDecisionLog": "kafka_share_eos.twophase.postgres_log",
     "PostgresParticipant": "kafka_share_eos.twophase.postgres",
-    "PreparedTransactionsDisabledError": "kafka_share_eos.twophase.postgres",
     "RecordIdentity": "kafka_share_eos.strategies",
     "RecoveryReport": "kafka_share_eos.twophase",
     "RetentionPolicy": "kafka_share_eos.ledger",
-    "SinkConfigurationError": "kafka_share_eos.sinks",
-    "SourceOptionError": "kafka_share_eos.source.options",
     "SqlDeadLetters": "kafka_share_eos.deadletter",
-    "TargetTableError": "kafka_share_eos.sinks",
     "Token": "kafka_share_eos.twophase",
     "TransactionCoordinator": "kafka_share_eos.twophase",
     "Transaction": "kafka_share_eos.twophase",
-    "TransformShapeError": "kafka_share_eos.strategies.screening",
     "TwoPhaseCommitCoordinator": "kafka_share_eos.strategies",
-    "TwoPhaseCommitError": "kafka_share_eos.twophase",
     "journal_status": "kafka_share_eos.source.status",
     "open_dead_letters": "kafka_share_eos.deadletter",
     "postgres_array": "kafka_share_eos.sinks.sql_values",

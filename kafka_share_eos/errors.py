@@ -5,20 +5,41 @@ Each class also keeps the built-in base it always had (``ValueError`` for bad co
 ``FileNotFoundError`` for a location with nothing to inspect), so code that catches those keeps
 working. docs/errors.md lists every class, when it is raised and what to do.
 
-This module imports nothing: every other module may import it.
+This module imports only the standard library: every other module may import it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = [
     "AppIdConflictError",
+    "ClaimConflictError",
+    "CommitConflictError",
     "ConfigurationError",
+    "DecisionOverruledError",
+    "DeliveryLimitReached",
+    "EmbeddedBrokerError",
     "GroupConfigError",
+    "JournalError",
     "KafkaLauncherError",
     "KafkaShareEosError",
+    "LibrdkafkaNotFoundError",
     "LocationNotFoundError",
+    "MissingColumnsError",
     "MissingExtraError",
+    "NullIdentityError",
+    "PostgresNotFoundError",
+    "PostgresServerError",
+    "PreparedTransactionsDisabledError",
+    "SessionClosed",
     "ShareGroupNotReadCommittedError",
+    "SinkConfigurationError",
+    "SourceOptionError",
+    "Stopped",
+    "TargetTableError",
+    "TransformShapeError",
+    "TwoPhaseCommitError",
 ]
 
 
@@ -72,3 +93,107 @@ class MissingExtraError(KafkaShareEosError, ImportError):
         )
         self.feature = feature
         self.extra = extra
+
+
+# -- Configuration: a value, option or table the toolkit cannot work with
+
+
+class SourceOptionError(ConfigurationError):
+    """An option of the ``kafka-share`` source is missing, unknown or has a bad value."""
+
+
+class SinkConfigurationError(ConfigurationError):
+    """The sink's configuration does not fit the data or the target."""
+
+
+class MissingColumnsError(SinkConfigurationError):
+    """Columns the sink needs are absent from the batch or from the target table."""
+
+    def __init__(self, where: str, missing: Iterable[str], available: Iterable[str]) -> None:
+        self.where = where
+        self.missing = tuple(missing)
+        self.available = tuple(available)
+        super().__init__(
+            f"{where} lacks column(s) {list(self.missing)}; available columns: "
+            f"{list(self.available)}"
+        )
+
+
+class TargetTableError(SinkConfigurationError):
+    """The target table is missing or cannot receive idempotent upserts."""
+
+
+class TransformShapeError(SinkConfigurationError):
+    """A ``transform`` returned a number of rows other than it was given."""
+
+
+# -- Run time: the source, the sinks and the ledger
+
+
+class JournalError(KafkaShareEosError, RuntimeError):
+    """A journal segment is missing or unreadable."""
+
+
+class SessionClosed(KafkaShareEosError, RuntimeError):
+    """The share consumer of the session was closed."""
+
+
+class CommitConflictError(KafkaShareEosError, RuntimeError):
+    """Concurrent writers kept winning the commit race after every allowed retry."""
+
+
+class ClaimConflictError(KafkaShareEosError, RuntimeError):
+    """Concurrent claims kept winning the ledger's commit race for every attempt."""
+
+
+# -- Two-phase commit
+
+
+class TwoPhaseCommitError(KafkaShareEosError, RuntimeError):
+    """Base class of the errors raised by the two-phase-commit machinery."""
+
+
+class DecisionOverruledError(TwoPhaseCommitError):
+    """Another process decided this transaction first: its ABORT decision is the stored one.
+
+    The coordinator rolled back what it prepared, so nothing of the batch was applied; the batch
+    is applied when Spark runs it again (restart the query).
+    """
+
+
+class PreparedTransactionsDisabledError(TwoPhaseCommitError):
+    """The Postgres server does not allow prepared transactions (``max_prepared_transactions``)."""
+
+
+# -- The errors on dead letters: never raised, they describe why a record was set aside
+
+
+class DeliveryLimitReached(KafkaShareEosError):
+    """A record was delivered ``max_delivery_count`` times without its batch completing."""
+
+
+class NullIdentityError(KafkaShareEosError, ValueError):
+    """A row's identity column is null, so its redeliveries could never be recognised."""
+
+
+# -- The brokers and servers the toolkit runs itself, and the verifier
+
+
+class EmbeddedBrokerError(KafkaShareEosError, RuntimeError):
+    """The embedded broker could not start, create a topic, or is not running."""
+
+
+class LibrdkafkaNotFoundError(EmbeddedBrokerError):
+    """The librdkafka shared library bundled with confluent-kafka could not be located."""
+
+
+class PostgresServerError(KafkaShareEosError, RuntimeError):
+    """The throwaway PostgreSQL server could not start, or was used when not running."""
+
+
+class PostgresNotFoundError(PostgresServerError):
+    """No PostgreSQL server binaries could be found on this machine."""
+
+
+class Stopped(KafkaShareEosError, RuntimeError):
+    """The verifier is stopping: no pipeline may start any more."""

@@ -7,7 +7,7 @@ a :class:`BatchReport` per batch.
 
 from __future__ import annotations
 
-from kafka_share_eos.sinks import (
+from kafka_share_eos.errors import (
     CommitConflictError,
     MissingColumnsError,
     SinkConfigurationError,

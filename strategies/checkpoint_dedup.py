@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any, Unpack
 import pyarrow as pa
 
 from kafka_share_eos._extras import require
+from kafka_share_eos.errors import SinkConfigurationError
 from kafka_share_eos.faults import maybe_crash
 from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION, compact
 from kafka_share_eos.ledger.identity_ledger import DEFAULT_APP_ID, IdentityLedger
 from kafka_share_eos.ledger.retention import RetentionPolicy, prune
-from kafka_share_eos.sinks import SinkConfigurationError, UpsertOutcome, contained
+from kafka_share_eos.sinks import UpsertOutcome, contained
 
 from .base import BatchStrategy, StrategyOptions, streaming_query_id
 from .identity import RecordIdentity

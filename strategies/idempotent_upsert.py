@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Literal, Unpack
 import pyarrow as pa
 
 from kafka_share_eos._extras import require, require_sql
-from kafka_share_eos.sinks import SinkConfigurationError, UpsertOutcome, UpsertWriter
+from kafka_share_eos.errors import SinkConfigurationError
+from kafka_share_eos.sinks import UpsertOutcome, UpsertWriter
 
 from .base import BatchStrategy, StrategyOptions, streaming_query_id
 from .executors import write_on_executors

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_share_eos.sinks import MissingColumnsError, SinkConfigurationError, keep_latest
+from kafka_share_eos.errors import MissingColumnsError, SinkConfigurationError
+from kafka_share_eos.sinks import keep_latest
 
 SOURCE_IDENTITY = ("topic", "partition", "offset")
 

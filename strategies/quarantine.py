@@ -25,7 +25,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafka_share_eos.deadletter import DeadLetterSink, Rejection
-from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
+from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.errors import DeliveryLimitReached as DeliveryLimitReached
+from kafka_share_eos.errors import NullIdentityError as NullIdentityError
 from kafka_share_eos.sinks.errors import database_unavailable, error_chain, refused_row
 from kafka_share_eos.source.schema import DELIVERY_COUNT_LIMIT_KEY
 
@@ -37,14 +39,6 @@ STAGE_IDENTITY = "identity"
 STAGE_WRITE = "write"
 
 _INFRASTRUCTURE = (OSError, MemoryError, TimeoutError, ConnectionError)
-
-
-class DeliveryLimitReached(KafkaShareEosError):
-    """A record was delivered ``max_delivery_count`` times without its batch completing."""
-
-
-class NullIdentityError(KafkaShareEosError, ValueError):
-    """A row's identity column is null, so its redeliveries could never be recognised."""
 
 
 def is_data_error(error: BaseException) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from kafka_share_eos.deadletter import Rejection, letters
-from kafka_share_eos.sinks import SinkConfigurationError
+from kafka_share_eos.errors import TransformShapeError as TransformShapeError
 from kafka_share_eos.sinks.errors import database_unavailable
 
 from .identity import RecordIdentity
@@ -33,10 +33,6 @@ from .quarantine import (
 logger = logging.getLogger("kafka_share_eos.strategies")
 
 _ORIGIN = "__kafka_share_eos_row"
-
-
-class TransformShapeError(SinkConfigurationError):
-    """A ``transform`` returned a number of rows other than it was given."""
 
 
 class Screening:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Literal, Unpack
 
 import pyarrow as pa
 
-from kafka_share_eos.sinks import SinkConfigurationError, UpsertOutcome
+from kafka_share_eos.errors import SinkConfigurationError
+from kafka_share_eos.sinks import UpsertOutcome
 from kafka_share_eos.twophase import (
     CommitResult,
     DecisionLog,

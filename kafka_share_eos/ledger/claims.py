@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafka_share_eos import faults
-from kafka_share_eos.errors import KafkaShareEosError
+from kafka_share_eos.errors import ClaimConflictError as ClaimConflictError
 from kafka_share_eos.ledger.identity_ledger import (
     APP_COLUMN,
     APPLIED_AT_COLUMN,
@@ -46,10 +46,6 @@ BEFORE_CLAIM = "dedup.before_claim"
 application claim the same records first."""
 
 DEFAULT_CLAIM_ATTEMPTS = 30
-
-
-class ClaimConflictError(KafkaShareEosError, RuntimeError):
-    """Concurrent claims kept winning the ledger's commit race for every attempt."""
 
 
 @dataclass(frozen=True)

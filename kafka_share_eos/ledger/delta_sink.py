@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kafka_share_eos import faults
+from kafka_share_eos.errors import MissingColumnsError
 from kafka_share_eos.ledger.delta_txn import DeltaLocation, append_once
-from kafka_share_eos.sinks import MissingColumnsError
 
 if TYPE_CHECKING:
     import pyarrow as pa

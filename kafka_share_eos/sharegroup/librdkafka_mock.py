@@ -13,7 +13,9 @@ from functools import cache
 
 import confluent_kafka
 
-from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
+from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.errors import EmbeddedBrokerError as EmbeddedBrokerError
+from kafka_share_eos.errors import LibrdkafkaNotFoundError as LibrdkafkaNotFoundError
 
 _RD_KAFKA_PRODUCER = 0
 _ERRSTR_SIZE = 512
@@ -25,14 +27,6 @@ _SHAREGROUP_SETTERS = (
     "heartbeat_interval",
     "auto_offset_reset",
 )
-
-
-class EmbeddedBrokerError(KafkaShareEosError, RuntimeError):
-    """The embedded broker could not start, create a topic, or is not running."""
-
-
-class LibrdkafkaNotFoundError(EmbeddedBrokerError):
-    """The librdkafka shared library bundled with confluent-kafka could not be located."""
 
 
 def _library_path() -> str:

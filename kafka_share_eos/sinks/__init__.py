@@ -6,13 +6,14 @@ Importing this package loads neither SQLAlchemy nor deltalake; import
 
 from __future__ import annotations
 
-from .dedup import contained, keep_latest
-from .errors import (
+from kafka_share_eos.errors import (
     CommitConflictError,
     MissingColumnsError,
     SinkConfigurationError,
     TargetTableError,
 )
+
+from .dedup import contained, keep_latest
 from .outcome import UpsertOutcome, UpsertWriter
 
 __all__ = [

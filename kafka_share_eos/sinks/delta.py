@@ -31,10 +31,14 @@ import pyarrow.dataset as ds
 
 from kafka_share_eos import faults
 from kafka_share_eos._extras import needs_extra
-from kafka_share_eos.errors import AppIdConflictError
+from kafka_share_eos.errors import (
+    AppIdConflictError,
+    CommitConflictError,
+    MissingColumnsError,
+    SinkConfigurationError,
+)
 
 from .dedup import contained, split_by_stored
-from .errors import CommitConflictError, MissingColumnsError, SinkConfigurationError
 from .outcome import UpsertOutcome
 
 with needs_extra("delta", "Delta tables"):

@@ -26,9 +26,9 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
 from kafka_share_eos import faults
+from kafka_share_eos.errors import SinkConfigurationError, TargetTableError
 
 from .dedup import contained
-from .errors import SinkConfigurationError, TargetTableError
 from .outcome import UpsertOutcome
 from .sql_bulk import CopyUpsert
 from .sql_engine import create_sql_engine

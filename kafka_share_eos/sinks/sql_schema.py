@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.types import TypeEngine
 
-from .errors import MissingColumnsError, TargetTableError
+from kafka_share_eos.errors import MissingColumnsError, TargetTableError
 
 
 def sql_type(field: pa.Field) -> TypeEngine[Any]:

@@ -11,13 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafka_share_eos.source.options import (
-    FORMAT,
-    AckPolicy,
-    LockBudgetAction,
-    SourceOptionError,
-    SourceOptions,
-)
+from kafka_share_eos.errors import SourceOptionError
+from kafka_share_eos.source.options import FORMAT, AckPolicy, LockBudgetAction, SourceOptions
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -27,17 +27,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from kafka_share_eos.errors import KafkaShareEosError
+from kafka_share_eos.errors import JournalError as JournalError
 from kafka_share_eos.source.schema import JOURNAL_SCHEMA
 from kafka_share_eos.storage import open_location, write_atomically, write_if_absent
 
 _SEGMENT = re.compile(r"^(\d{20})(?:-(\d{4})(?:-(\d{4}))?)?\.arrow$")
 # The schema metadata key of a slot part after which the slot's chain goes on.
 _MORE = b"kafka_share_eos.more"
-
-
-class JournalError(KafkaShareEosError, RuntimeError):
-    """A journal segment is missing or unreadable."""
 
 
 def segment_name(seq: int, slot: int | None = None, part: int = 0) -> str:

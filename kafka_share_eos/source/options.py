@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.errors import SourceOptionError as SourceOptionError
 from kafka_share_eos.storage import supports_write_if_absent
 
 FORMAT = "kafka-share"
@@ -30,10 +30,6 @@ DEFAULT_LOCK_DURATION_MS = 30_000
 # Kafka's default group.share.session.timeout.ms.
 DEFAULT_SESSION_TIMEOUT_MS = 45_000
 DEFAULT_LOCK_BUDGET_WARN_FRACTION = 0.8
-
-
-class SourceOptionError(ConfigurationError):
-    """An option of the ``kafka-share`` source is missing, unknown or has a bad value."""
 
 
 class AckPolicy(enum.Enum):

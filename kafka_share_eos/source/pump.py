@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kafka_share_eos.errors import SessionClosed
 from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.metrics import BatchTally
 from kafka_share_eos.source.options import AckPolicy
-from kafka_share_eos.source.session import SessionClosed
 
 log = logging.getLogger("kafka_share_eos.source")
 

@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import AcknowledgeType, IllegalStateException, KafkaException, ShareConsumer
 
 from kafka_share_eos import faults
-from kafka_share_eos.errors import KafkaShareEosError
+from kafka_share_eos.errors import SessionClosed as SessionClosed
 from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.shutdown import SigtermHook
 
@@ -24,10 +24,6 @@ log = logging.getLogger("kafka_share_eos.source")
 
 ACCEPT = AcknowledgeType.ACCEPT
 RELEASE = AcknowledgeType.RELEASE
-
-
-class SessionClosed(KafkaShareEosError, RuntimeError):
-    """The share consumer of the session was closed."""
 
 
 class ShareSession:

@@ -34,7 +34,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from kafka_share_eos import faults
-from kafka_share_eos.source.journal import Journal, JournalError
+from kafka_share_eos.errors import JournalError
+from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.leases import EXECUTOR, Lease
 from kafka_share_eos.source.metrics import BatchMetrics, BatchTally
 from kafka_share_eos.source.options import AckPolicy, SourceOptions

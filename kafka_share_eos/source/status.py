@@ -9,7 +9,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_share_eos.source.journal import Journal, JournalError
+from kafka_share_eos.errors import JournalError
+from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.metrics import BatchMetrics
 from kafka_share_eos.source.metrics_store import MetricsStore
 from kafka_share_eos.storage import open_existing

@@ -30,7 +30,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
+from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.errors import PostgresNotFoundError as PostgresNotFoundError
+from kafka_share_eos.errors import PostgresServerError as PostgresServerError
 from kafka_share_eos.signals import deferred_signals
 
 POSTGRES_URL_ENV = "KSE_TEST_POSTGRES_URL"
@@ -38,14 +40,6 @@ _REQUIRED_BINARIES = ("initdb", "pg_ctl", "postgres")
 _UNPRIVILEGED_USERS = ("postgres", "nobody")
 _SUPERUSER = "postgres"
 _START_ATTEMPTS = 3
-
-
-class PostgresServerError(KafkaShareEosError, RuntimeError):
-    """The throwaway PostgreSQL server could not start, or was used when not running."""
-
-
-class PostgresNotFoundError(PostgresServerError):
-    """No PostgreSQL server binaries could be found on this machine."""
 
 
 def _has_binaries(bindir: Path) -> bool:

@@ -13,17 +13,16 @@ the Spark executors.
 
 from __future__ import annotations
 
+from kafka_share_eos.errors import DecisionOverruledError, TwoPhaseCommitError
 from kafka_share_eos.twophase.coordinator import CommitResult, Prepare, TransactionCoordinator
 from kafka_share_eos.twophase.file_log import FileDecisionLog
 from kafka_share_eos.twophase.protocol import (
     Decision,
     DecisionLog,
-    DecisionOverruledError,
     Outcome,
     Participant,
     Token,
     Transaction,
-    TwoPhaseCommitError,
     txid_prefix,
 )
 from kafka_share_eos.twophase.recovery import RecoveryReport, resolve_in_doubt

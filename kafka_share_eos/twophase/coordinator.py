@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from kafka_share_eos import faults
-from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.errors import ConfigurationError, DecisionOverruledError
 from kafka_share_eos.twophase.protocol import (
     Decision,
     DecisionLog,
-    DecisionOverruledError,
     Outcome,
     Participant,
     Token,

@@ -36,16 +36,15 @@ import pyarrow as pa
 
 from kafka_share_eos import faults
 from kafka_share_eos._extras import require
-from kafka_share_eos.errors import AppIdConflictError
-from kafka_share_eos.sinks import CommitConflictError, TargetTableError
+from kafka_share_eos.errors import (
+    AppIdConflictError,
+    CommitConflictError,
+    TargetTableError,
+    TwoPhaseCommitError,
+)
 from kafka_share_eos.storage import open_location
 from kafka_share_eos.twophase.delta_staging import StagingArea, action_rows
-from kafka_share_eos.twophase.protocol import (
-    Token,
-    Transaction,
-    TwoPhaseCommitError,
-    check_name,
-)
+from kafka_share_eos.twophase.protocol import Token, Transaction, check_name
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable

@@ -25,14 +25,11 @@ import pyarrow as pa
 
 from kafka_share_eos import faults
 from kafka_share_eos._extras import require_sql
-from kafka_share_eos.errors import ConfigurationError
-from kafka_share_eos.twophase.protocol import (
-    Token,
-    Transaction,
-    TwoPhaseCommitError,
-    app_of,
-    check_name,
+from kafka_share_eos.errors import ConfigurationError, TwoPhaseCommitError
+from kafka_share_eos.errors import (
+    PreparedTransactionsDisabledError as PreparedTransactionsDisabledError,
 )
+from kafka_share_eos.twophase.protocol import Token, Transaction, app_of, check_name
 from kafka_share_eos.twophase.row_effect import server_loop
 
 if TYPE_CHECKING:
@@ -75,10 +72,6 @@ def _array_parameter(column: pa.ChunkedArray) -> str | list[Any]:
 def _literal(value: str) -> str:
     """``value`` as a SQL string literal: PREPARE/COMMIT PREPARED take no bind parameters."""
     return "'" + value.replace("'", "''") + "'"
-
-
-class PreparedTransactionsDisabledError(TwoPhaseCommitError):
-    """The Postgres server does not allow prepared transactions (``max_prepared_transactions``)."""
 
 
 class PostgresParticipant:

@@ -17,25 +17,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
+from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.errors import TwoPhaseCommitError as TwoPhaseCommitError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 TXID_PREFIX = "kse"
-
-
-class TwoPhaseCommitError(KafkaShareEosError, RuntimeError):
-    """Base class of the errors raised by the two-phase-commit machinery."""
-
-
-class DecisionOverruledError(TwoPhaseCommitError):
-    """Another process decided this transaction first: its ABORT decision is the stored one.
-
-    The coordinator rolled back what it prepared, so nothing of the batch was applied; the batch
-    is applied when Spark runs it again (restart the query).
-    """
 
 
 def check_name(kind: str, value: str) -> str:

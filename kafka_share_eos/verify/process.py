@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kafka_share_eos import faults
-from kafka_share_eos.errors import KafkaShareEosError
+from kafka_share_eos.errors import Stopped as Stopped
 
 
 class Exit(enum.Enum):
@@ -33,10 +33,6 @@ class Exit(enum.Enum):
 _live: set[PipelineProcess] = set()
 _live_lock = threading.Lock()
 _stopping = threading.Event()
-
-
-class Stopped(KafkaShareEosError, RuntimeError):
-    """The verifier is stopping: no pipeline may start any more."""
 
 
 def stop_all() -> None:
