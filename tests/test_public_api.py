@@ -9,6 +9,8 @@ import importlib
 import inspect
 import pkgutil
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,29 +93,32 @@ def test_every_name_in_all_resolves_and_is_listed_by_dir(module: str) -> None:
     assert len(set(package.__all__)) == len(package.__all__)
 
 
-def test_the_top_names_are_the_objects_of_their_deep_paths() -> None:
-    lazy = kafka_share_eos._LAZY
-
-    for name, module in lazy.items():
-        assert getattr(kafka_share_eos, name) is getattr(importlib.import_module(module), name)
-    assert set(lazy) <= set(kafka_share_eos.__all__)
-    eager = set(kafka_share_eos.__all__) - set(lazy)
-    assert eager <= set(vars(kafka_share_eos)), "not lazy, so it must be there at import"
-
-
-def test_type_checkers_see_every_lazy_name_where_it_loads_from() -> None:
-    tree = ast.parse((ROOT / "kafka_share_eos" / "__init__.py").read_text())
-    block = next(
-        node for node in tree.body
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
-    )
-    typed = {
-        alias.asname: node.module
-        for node in block.body if isinstance(node, ast.ImportFrom)
-        for alias in node.names if alias.asname == alias.name
+def _export_table() -> dict[str, str]:
+    """The stub's table: each public name and the module it loads from."""
+    tree = ast.parse((ROOT / "kafka_share_eos" / "__init__.pyi").read_text())
+    return {
+        alias.asname or alias.name: f"kafka_share_eos.{node.module}"
+        for node in tree.body if isinstance(node, ast.ImportFrom) and node.level == 1
+        for alias in node.names
     }
 
-    assert typed == kafka_share_eos._LAZY
+
+def test_the_top_names_are_the_objects_of_their_deep_paths() -> None:
+    table = _export_table()
+
+    for name, module in table.items():
+        assert getattr(kafka_share_eos, name) is getattr(importlib.import_module(module), name)
+    assert set(kafka_share_eos.__all__) == {*table, "__version__"}
+
+
+def test_importing_the_package_loads_none_of_its_modules() -> None:
+    # The stub's table is all type checkers see, and every name in it loads on first use.
+    script = ("import sys, kafka_share_eos; "
+              "print(sorted(m for m in sys.modules if m.startswith('kafka_share_eos.')))")
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    assert loaded == "[]"
+    assert not (ROOT / "kafka_share_eos" / "__init__.py").read_text().count("TYPE_CHECKING")
 
 
 # Plain records and interfaces: building one cannot be refused.
