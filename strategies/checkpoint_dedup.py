@@ -24,8 +24,9 @@ from kafka_share_eos._extras import require
 from kafka_share_eos.errors import SinkConfigurationError
 from kafka_share_eos.faults import maybe_crash
 from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION, compact
-from kafka_share_eos.ledger.identity_ledger import DEFAULT_APP_ID, IdentityLedger
+from kafka_share_eos.ledger.identity_ledger import IdentityLedger
 from kafka_share_eos.ledger.retention import RetentionPolicy, prune
+from kafka_share_eos.ledger.rows import DEFAULT_APP_ID
 from kafka_share_eos.sinks import UpsertOutcome, contained
 
 from .base import BatchStrategy, StrategyOptions, streaming_query_id

@@ -13,7 +13,6 @@ smallest ledger; the cost of a larger ledger at the main batch size. Usage::
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
@@ -24,12 +23,9 @@ from typing import Any
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
+from kafka_share_eos.bench.common import script_parser
 from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
-from kafka_share_eos.ledger.identity_ledger import (
-    APPLIED_AT_COLUMN,
-    BATCH_COLUMN,
-    DEFAULT_APP_ID,
-)
+from kafka_share_eos.ledger.rows import APPLIED_AT_COLUMN, BATCH_COLUMN, DEFAULT_APP_ID
 from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
 
 TOPIC = "events"
@@ -151,13 +147,10 @@ def run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10000,1000000,10000000")
-    parser.add_argument("--batch", type=int, default=10_000)
-    parser.add_argument("--batches", type=int, default=5)
-    parser.add_argument("--value-bytes", type=int, default=1000)
-    parser.add_argument("--batch-sizes", default="1000,10000")
-    args = parser.parse_args()
+    args = script_parser(__doc__, {
+        "sizes": "10000,1000000,10000000", "batch": 10_000, "batches": 5, "value_bytes": 1000,
+        "batch_sizes": "1000,10000",
+    }).parse_args()
     sizes = tuple(int(s) for s in args.sizes.split(","))
     batch_sizes = tuple(int(s) for s in args.batch_sizes.split(","))
     result = run(sizes, args.batch, args.batches, args.value_bytes, batch_sizes)

@@ -11,8 +11,9 @@ from rich.table import Table
 
 from kafka_share_eos.cli.options import StorageOpt, storage_options
 from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION, compact
-from kafka_share_eos.ledger.identity_ledger import DEFAULT_APP_ID, IdentityLedger
+from kafka_share_eos.ledger.identity_ledger import IdentityLedger
 from kafka_share_eos.ledger.retention import RetentionPolicy, prune
+from kafka_share_eos.ledger.rows import DEFAULT_APP_ID
 from kafka_share_eos.ledger.stats import ledger_stats
 
 dedup = typer.Typer(

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from kafka_share_eos.ledger.compaction import CompactResult, compact
 from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
-from kafka_share_eos.ledger.identity_ledger import RECORD_IDENTITY, IdentityLedger
+from kafka_share_eos.ledger.identity_ledger import IdentityLedger
 from kafka_share_eos.ledger.retention import PruneResult, RetentionPolicy, prune
+from kafka_share_eos.ledger.rows import RECORD_IDENTITY
 from kafka_share_eos.ledger.stats import LedgerStats, ledger_stats
 
 __all__ = [

@@ -28,18 +28,19 @@ from typing import TYPE_CHECKING
 
 from kafka_share_eos import faults
 from kafka_share_eos.errors import ClaimConflictError as ClaimConflictError
-from kafka_share_eos.ledger.identity_ledger import (
+from kafka_share_eos.ledger.rows import (
     APP_COLUMN,
     APPLIED_AT_COLUMN,
     BATCH_COLUMN,
     LEDGER_TABLE_CONFIGURATION,
-    IdentityLedger,
     select_in_order,
 )
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from deltalake import DeltaTable
+
+    from kafka_share_eos.ledger.identity_ledger import IdentityLedger
 
 BEFORE_CLAIM = "dedup.before_claim"
 """Fault point: the ledger was read, the claim not committed. A hold here lets another

@@ -19,34 +19,22 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
+from kafka_share_eos.ledger.claims import Claim, claim
 from kafka_share_eos.ledger.delta_txn import DeltaLocation, committed_version
+from kafka_share_eos.ledger.known_claims import KnownClaims
+from kafka_share_eos.ledger.rows import (
+    APPLIED_AT_COLUMN,
+    BATCH_COLUMN,
+    BOOKKEEPING_COLUMNS,
+    DEFAULT_APP_ID,
+    RECORD_IDENTITY,
+    offset_ranges,
+    rows_joined,
+    sql_literal,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from kafka_share_eos.ledger.claims import Claim
-    from kafka_share_eos.ledger.known_claims import KnownClaims
-
-RECORD_IDENTITY: tuple[str, ...] = ("topic", "partition", "offset")
-BATCH_COLUMN = "_batch_id"
-APPLIED_AT_COLUMN = "_applied_at"
-APP_COLUMN = "_app_id"
-BOOKKEEPING_COLUMNS = (BATCH_COLUMN, APPLIED_AT_COLUMN, APP_COLUMN)
-DEFAULT_APP_ID = "kafka-share-eos.dedup-ledger"
-
-# Old commit files are removed when delta-rs writes a checkpoint; the ledger needs no time travel,
-# and a log directory that grows by one file per micro-batch for 30 days (the Delta default) makes
-# every listing slower.
-LEDGER_TABLE_CONFIGURATION: Mapping[str, str | None] = {
-    "delta.logRetentionDuration": "interval 1 day",
-    "delta.enableExpiredLogCleanup": "true",
-}
-
-_ROW = "__ledger_row"
-# Offsets further apart than this are looked up as separate ranges, up to MAX_RANGES per
-# partition (beyond that the predicate itself would cost more than the files it skips).
-RANGE_GAP = 1000
-MAX_RANGES = 16
 
 
 class IdentityLedger:
@@ -128,8 +116,6 @@ class IdentityLedger:
         if not self.is_record_identity:
             return None
         if self._known is None:
-            from kafka_share_eos.ledger.known_claims import KnownClaims
-
             self._known = KnownClaims()
         return self._known
 
@@ -167,13 +153,11 @@ class IdentityLedger:
         """The rows of ``batch`` whose identity ``seen`` (identity columns) lacks, in order."""
         if seen.num_rows == 0:
             return batch
-        return _rows_joined(batch, self.identity, seen, "left anti")
+        return rows_joined(batch, self.identity, seen, "left anti")
 
     def claim(self, batch: pa.Table, batch_id: int) -> Claim:
         """Claim the identities of ``batch`` for batch ``batch_id``; see
         :func:`kafka_share_eos.ledger.claims.claim`."""
-        from kafka_share_eos.ledger.claims import claim
-
         return claim(self, batch, batch_id)
 
     def lookup_predicate(self, batch: pa.Table) -> str | None:
@@ -200,119 +184,3 @@ class IdentityLedger:
         if not all(isinstance(v, str | int) and not isinstance(v, bool) for v in (lo, hi)):
             return None  # no range pruning for other types: every file is read
         return f"{quote_identifier(first)} BETWEEN {sql_literal(lo)} AND {sql_literal(hi)}"
-
-
-def offset_ranges(
-    batch: pa.Table, max_gap: int = RANGE_GAP, max_ranges: int = MAX_RANGES
-) -> dict[tuple[str, int], list[tuple[int, int]]]:
-    """Cover each partition's offsets with few ``(lo, hi)`` ranges, split where they jump by over
-    ``max_gap``; a partition needing more than ``max_ranges`` gets one range from min to max.
-
-    A batch typically holds a run of new offsets plus a few redeliveries from further back; one
-    range over all of them would cover every ledger file in between. Vectorised: a sort, then
-    Python only touches the range boundaries.
-    """
-    import pyarrow.compute as pc
-
-    keys = batch.select(["topic", "partition", "offset"])
-    keys = keys.take(pc.sort_indices(keys, [(c, "ascending") for c in keys.column_names]))
-    topic, partition, offset = (keys.column(c).combine_chunks() for c in keys.column_names)
-    n = keys.num_rows
-    if n == 0:
-        return {}
-    later, earlier = slice(1, n), slice(0, n - 1)
-    breaks = pc.or_(
-        pc.or_(pc.not_equal(topic[later], topic[earlier]),
-               pc.not_equal(partition[later], partition[earlier])),
-        pc.greater(pc.subtract(offset[later], offset[earlier]), max_gap),
-    )
-    starts = [0, *(i + 1 for i in pc.indices_nonzero(breaks).to_pylist())]
-    ends = [*(i - 1 for i in starts[1:]), n - 1]
-    ranges: dict[tuple[str, int], list[tuple[int, int]]] = {}
-    for first, last in zip(starts, ends, strict=True):
-        key = (topic[first].as_py(), int(partition[first].as_py()))
-        ranges.setdefault(key, []).append((offset[first].as_py(), offset[last].as_py()))
-    return {
-        key: spans if len(spans) <= max_ranges else [(spans[0][0], spans[-1][1])]
-        for key, spans in ranges.items()
-    }
-
-
-def highest_offsets(keys: pa.Table) -> dict[tuple[str, int], int]:
-    """The highest offset of each ``(topic, partition)`` of ``keys`` (those columns and
-    ``offset``); a partition whose offsets are all null is left out."""
-    grouped = keys.group_by(["topic", "partition"], use_threads=False).aggregate(
-        [("offset", "max")]
-    )
-    return {
-        (str(t), int(p)): int(o)
-        for t, p, o in zip(grouped["topic"].to_pylist(), grouped["partition"].to_pylist(),
-                           grouped["offset_max"].to_pylist(), strict=True)
-        if o is not None
-    }
-
-
-def file_highest_offsets(actions: pa.Table) -> dict[tuple[str, int], int]:
-    """:func:`highest_offsets` of a record ledger's files, from its flattened add actions'
-    ``max.offset`` statistics (no data read); files without the statistic do not count."""
-    columns = {"partition.topic": "topic", "partition.partition": "partition",
-               "max.offset": "offset"}
-    return highest_offsets(actions.select(list(columns)).rename_columns(list(columns.values())))
-
-
-def select_in_order(
-    batch: pa.Table, identity: Sequence[str], *keys: pa.Table
-) -> pa.Table:
-    """The rows of ``batch`` whose identity is in any of ``keys`` (tables holding at least the
-    identity columns), in batch order."""
-    import pyarrow as pa
-
-    wanted = pa.concat_tables(
-        [k.select(list(identity)).cast(batch.select(list(identity)).schema) for k in keys]
-    )
-    if wanted.num_rows == 0:
-        return batch.slice(0, 0)
-    return _rows_joined(batch, identity, wanted, "left semi")
-
-
-def _rows_joined(
-    batch: pa.Table, identity: Sequence[str], keys: pa.Table, join_type: str
-) -> pa.Table:
-    """``batch`` joined with ``keys`` on ``identity`` (``left anti`` or ``left semi``), rows
-    kept in batch order."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    own = batch.select(list(identity))
-    keys = keys.select(list(identity)).cast(own.schema)
-    ones = pa.repeat(pa.scalar(1, pa.int64()), batch.num_rows)
-    numbers = pc.subtract(pc.cumulative_sum(ones), 1)
-    kept = own.append_column(_ROW, numbers).join(
-        keys, keys=list(identity), join_type=join_type
-    ).column(_ROW)
-    return rows_where(batch, pc.is_in(numbers, value_set=kept.combine_chunks()))
-
-
-def rows_where(batch: pa.Table, mask: pa.Array | pa.ChunkedArray) -> pa.Table:
-    """The rows of ``batch`` where ``mask`` is true, in order: a zero-copy slice when they are
-    one run (the batch whole, or all but redeliveries gathered at one end), else a filter,
-    which copies the kept values in runs (gathering them by index costs several times more
-    for wide rows)."""
-    import pyarrow.compute as pc
-
-    kept = pc.indices_nonzero(mask)
-    if len(kept) == 0:
-        return batch.slice(0, 0)
-    first, last = kept[0].as_py(), kept[-1].as_py()
-    if last - first + 1 == len(kept):
-        return batch.slice(first, len(kept))
-    return batch.filter(mask)
-
-
-def sql_literal(value: str | int) -> str:
-    """``value`` as a SQL literal for delta-rs predicates."""
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise TypeError(f"no SQL literal for {value!r}")
-    if isinstance(value, int):
-        return str(value)
-    return "'" + value.replace("'", "''") + "'"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_share_eos.ledger.identity_ledger import (
+from kafka_share_eos.ledger.rows import (
     file_highest_offsets,
     highest_offsets,
     rows_where,

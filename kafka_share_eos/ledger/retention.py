@@ -18,12 +18,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from kafka_share_eos.errors import ConfigurationError
-from kafka_share_eos.ledger.identity_ledger import (
-    APPLIED_AT_COLUMN,
-    IdentityLedger,
-    file_highest_offsets,
-    sql_literal,
-)
+from kafka_share_eos.ledger.identity_ledger import IdentityLedger
+from kafka_share_eos.ledger.rows import APPLIED_AT_COLUMN, file_highest_offsets, sql_literal
 
 
 @dataclass(frozen=True)

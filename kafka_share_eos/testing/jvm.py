@@ -8,7 +8,7 @@ created once per installation under ``~/.cache/kafka-share-eos`` (``XDG_CACHE_HO
 a JVM that cannot use it warns (on stderr: a program's stdout stays its own) and loads classes as
 usual.
 
-Run as ``python -m kafka_share_eos.testing.jvm ARCHIVE`` it is that warm-up process.
+The warm-up process is ``python -m kafka_share_eos.testing.jvm_warm_up ARCHIVE``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -95,7 +94,7 @@ def _warm_up(archive: Path, failed: Path) -> Path | None:
     partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
     try:
         outcome = subprocess.run(
-            [sys.executable, "-m", __name__, str(partial)],
+            [sys.executable, "-m", "kafka_share_eos.testing.jvm_warm_up", str(partial)],
             capture_output=True,
             timeout=WARM_UP_TIMEOUT_S,
         )
@@ -130,44 +129,3 @@ def java_options(short_lived: bool = False) -> list[str]:
     archive = ensure_archive()
     options = [f"-XX:SharedArchiveFile={archive}"] if archive is not None else []
     return [*JVM_LOG_OPTIONS, *options, *(SHORT_LIVED_OPTIONS if short_lived else ())]
-
-
-def _warm_up_workload(partial: Path) -> None:
-    """Load what a pipeline loads: a ``kafka-share`` stream into ``foreachBatch``."""
-    from confluent_kafka import Producer
-
-    import kafka_share_eos
-    from kafka_share_eos.sharegroup import EmbeddedBroker
-    from kafka_share_eos.testing.spark import spark_session
-
-    spark = spark_session("kafka-share-eos-warm-up", 1, [f"-XX:ArchiveClassesAtExit={partial}"])
-    kafka_share_eos.register(spark)
-    with EmbeddedBroker(["warm-up:1"]) as broker, tempfile.TemporaryDirectory() as work:
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
-        for i in range(10):
-            producer.produce("warm-up", key=b"%d" % i, value=b"{}")
-        producer.flush(30)
-        query = (
-            spark.readStream.format("kafka-share")
-            .option("kafka.bootstrap.servers", broker.bootstrap_servers)
-            .option("kafka.share.group.id", "warm-up")
-            .option("subscribe", "warm-up")
-            .option("journalPath", f"{work}/journal")
-            .option("availableNowIdleMs", "500")
-            .load()
-            .writeStream.foreachBatch(lambda batch, _: batch.toArrow())
-            .trigger(availableNow=True)
-            .option("checkpointLocation", f"{work}/checkpoint")
-            .start()
-        )
-        query.awaitTermination()
-    gateway = spark.sparkContext._gateway.proc  # type: ignore[union-attr]
-    spark.stop()
-    # The JVM writes the archive as it exits, which it does when its stdin closes: wait for it,
-    # or the caller could take a half-written archive.
-    gateway.stdin.close()
-    gateway.wait(WARM_UP_TIMEOUT_S)
-
-
-if __name__ == "__main__":
-    _warm_up_workload(Path(sys.argv[1]))

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kafka_share_eos.testing.jvm import java_options
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -28,8 +30,6 @@ def local_spark_session(
     With ``executors``, Spark runs ``local-cluster``: that many executor JVMs of ``cores``
     cores each, processes apart from the driver as on a cluster (slower to start).
     """
-    from kafka_share_eos.testing.jvm import java_options
-
     return spark_session(app_name, cores, java_options(short_lived), executors)
 
 
