@@ -163,34 +163,24 @@ def test_batches_prepared_elsewhere_always_recover_first(tmp_path: Path) -> None
 
 
 class MeetingParticipant(MemoryParticipant):
-    """From batch 1 on, prepares only once every participant of the batch is preparing too;
-    counts the prepares under way at once."""
+    """Prepares only once every participant of the batch is preparing too."""
 
-    def __init__(self, name: str, barrier: threading.Barrier, busy: list[int]) -> None:
+    def __init__(self, name: str, barrier: threading.Barrier) -> None:
         super().__init__(name)
         self.barrier = barrier
-        self.busy = busy
 
     def prepare(self, rows: pa.Table, txn: Transaction) -> Token:
-        self.busy.append(1)
-        try:
-            if txn.batch_id == 0:
-                assert len(self.busy) == 1, "the first batch prepares one participant at a time"
-            else:
-                self.barrier.wait()
-            return super().prepare(rows, txn)
-        finally:
-            self.busy.pop()
+        self.barrier.wait()
+        return super().prepare(rows, txn)
 
 
-def test_participants_prepare_at_the_same_time_after_the_first_batch(tmp_path: Path) -> None:
-    barrier, busy = threading.Barrier(3, timeout=30), []
-    participants = [MeetingParticipant(name, barrier, busy) for name in ("a", "b", "c")]
+def test_participants_prepare_at_the_same_time(tmp_path: Path) -> None:
+    barrier = threading.Barrier(3, timeout=30)
+    participants = [MeetingParticipant(name, barrier) for name in ("a", "b", "c")]
     coordinator = TransactionCoordinator(FileDecisionLog(str(tmp_path)), participants, "app")
-    first = coordinator.run(pa.table({"k": [1, 2]}), 0, ["k"])
-    second = coordinator.run(pa.table({"k": [3]}), 1, ["k"])
-    assert [t.participant for t in second.tokens] == ["a", "b", "c"]
-    assert all(p.committed == [first.txid, second.txid] for p in participants)
+    result = coordinator.run(pa.table({"k": [1, 2]}), 0, ["k"])
+    assert [t.participant for t in result.tokens] == ["a", "b", "c"]
+    assert all(p.committed == [result.txid] for p in participants)
 
 
 def test_a_failed_prepare_rolls_back_the_others_after_they_finished(tmp_path: Path) -> None:
@@ -199,16 +189,12 @@ def test_a_failed_prepare_rolls_back_the_others_after_they_finished(tmp_path: Pa
 
     class Failing(MemoryParticipant):
         def prepare(self, rows: pa.Table, txn: Transaction) -> Token:
-            if txn.batch_id == 0:
-                return super().prepare(rows, txn)
             second_started.wait(timeout=30)
             first_failed.set()
             raise ConnectionError("the database went away")
 
     class Slow(MemoryParticipant):
         def prepare(self, rows: pa.Table, txn: Transaction) -> Token:
-            if txn.batch_id == 0:
-                return super().prepare(rows, txn)
             second_started.set()
             first_failed.wait(timeout=30)
             return super().prepare(rows, txn)
@@ -217,9 +203,8 @@ def test_a_failed_prepare_rolls_back_the_others_after_they_finished(tmp_path: Pa
     coordinator = TransactionCoordinator(
         FileDecisionLog(str(tmp_path)), [Failing("failing"), slow], "app"
     )
-    coordinator.run(pa.table({"k": [1]}), 0, ["k"])
     with pytest.raises(ConnectionError):
-        coordinator.run(pa.table({"k": [2]}), 1, ["k"])
+        coordinator.run(pa.table({"k": [1]}), 0, ["k"])
     assert slow.prepared == {} and len(slow.aborted) == 1
 
 

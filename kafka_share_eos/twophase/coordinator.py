@@ -75,11 +75,6 @@ class TransactionCoordinator:
         # seen it: before the first pass, after a batch that did not finish, and while batches
         # prepare elsewhere (a task still running after its job failed may prepare late).
         self._maybe_in_doubt = True
-        # Participants import what they use on first use, so the first batch prepares them one
-        # after the other: modules compiled in two threads at once through an import hook that
-        # parses them (pytest's assertion rewriting) can fail on Python 3.11 with "SystemError:
-        # AST constructor recursion depth mismatch".
-        self._prepared_once = False
 
     def recover(self) -> RecoveryReport:
         """Resolve every transaction of this application left in doubt by an earlier run.
@@ -174,10 +169,9 @@ class TransactionCoordinator:
         Prepared here, their work is independent and mostly waits on something else (a database
         server, Arrow writing files), so a batch takes about as long as its slowest prepare.
         Prepares that run Spark jobs go one after the other: a job started from another thread
-        would lose the streaming query's job properties. So do those of the first batch.
+        would lose the streaming query's job properties.
         """
         first, *others = self.participants
-        at_once = at_once and self._prepared_once
         try:
             with ThreadPoolExecutor(max(len(others), 1), "kse-2pc-prepare") as pool:
                 # Leaving the block waits for every prepare, also when one failed: the
@@ -189,7 +183,6 @@ class TransactionCoordinator:
                     faults.maybe_crash("2pc.between_prepares")
                 for finish in later:
                     tokens.extend(finish())
-            self._prepared_once = True
         except BaseException:
             # Presumed abort: roll back everything prepared under this transaction, including
             # work whose token never came back (a failed Spark job).
