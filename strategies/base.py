@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from kafka_share_eos import faults
 from kafka_share_eos.deadletter import DeadLetterSink
-from kafka_share_eos.sinks import UpsertOutcome
+from kafka_share_eos.sinks import RowChecker, UpsertOutcome
 
 from .identity import SOURCE_IDENTITY, RecordIdentity
 from .quarantine import DeadLetterPolicy
@@ -237,8 +237,8 @@ class BatchStrategy(ABC):
         holds it; None when the strategy cannot look it up."""
         return None
 
-    def _check_rows(self) -> Callable[[pa.Table], object] | None:
-        """A function raising what writing its rows would raise, without writing; None when
+    def _check_rows(self) -> RowChecker | None:
+        """Checks raising what writing their rows would raise, without writing; None when
         the target cannot check rows, so a refused row fails the whole batch."""
         return None
 

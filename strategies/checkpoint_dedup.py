@@ -27,7 +27,7 @@ from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION, compact
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger
 from kafka_share_eos.ledger.retention import RetentionPolicy, prune
 from kafka_share_eos.ledger.rows import DEFAULT_APP_ID
-from kafka_share_eos.sinks import UpsertOutcome, contained
+from kafka_share_eos.sinks import FollowsStreamingQuery, UpsertOutcome, contained
 
 from .base import BatchStrategy, StrategyOptions, streaming_query_id
 from .identity import RecordIdentity
@@ -146,9 +146,8 @@ class CheckpointDedupStore(BatchStrategy):
         if query_id is not None:
             if not self._app_id_given:
                 self.ledger.app_id = f"{QUERY_APP_ID_PREFIX}:{query_id}"
-            bind = getattr(self.sink, "bind_streaming_query", None)
-            if bind is not None:
-                bind(query_id)
+            if isinstance(self.sink, FollowsStreamingQuery):
+                self.sink.bind_streaming_query(query_id)
         return super().apply_dataframe(batch_df, batch_id)
 
     def _write(self, table: pa.Table, batch_id: int) -> UpsertOutcome:

@@ -9,14 +9,24 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, Unpack
 
 import pyarrow as pa
 
 from kafka_share_eos._extras import require, require_sql
 from kafka_share_eos.errors import SinkConfigurationError
-from kafka_share_eos.sinks import UpsertOutcome, UpsertWriter
+from kafka_share_eos.sinks import (
+    ChecksRows,
+    ChecksRowsInTurn,
+    FollowsStreamingQuery,
+    KnowsApplied,
+    RowChecker,
+    SqlTarget,
+    UpsertOutcome,
+    UpsertWriter,
+)
+from kafka_share_eos.sinks.outcome import OneByOne
 
 from .base import BatchStrategy, StrategyOptions, streaming_query_id
 from .executors import write_on_executors
@@ -78,7 +88,7 @@ class IdempotentUpsertSink(BatchStrategy):
             raise SinkConfigurationError(
                 f"write_path must be one of {list(_WRITE_PATHS)}, got {write_path!r}"
             )
-        self._executors_allowed = getattr(writer, "dialect", None) == "postgresql"
+        self._executors_allowed = isinstance(writer, SqlTarget) and writer.dialect == "postgresql"
         if write_path == "executors" and not self._executors_allowed:
             raise SinkConfigurationError(
                 f"write_path='executors' needs a PostgreSQL target, not {writer.target!r}"
@@ -181,9 +191,8 @@ class IdempotentUpsertSink(BatchStrategy):
     def apply_dataframe(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
         """Write a Spark micro-batch from the driver or the executors (see ``write_path``)."""
         query_id = streaming_query_id(batch_df)
-        bind = getattr(self.writer, "bind_streaming_query", None)
-        if query_id is not None and bind is not None:
-            bind(query_id)
+        if query_id is not None and isinstance(self.writer, FollowsStreamingQuery):
+            self.writer.bind_streaming_query(query_id)
         if not self._use_executors(batch_df):
             return super().apply_dataframe(batch_df, batch_id)
         started = time.perf_counter()
@@ -214,15 +223,12 @@ class IdempotentUpsertSink(BatchStrategy):
         return self.writer.upsert(table, batch_id)
 
     def _applied(self, keys: pa.Table) -> list[bool] | None:
-        lookup: Callable[[pa.Table], list[bool]] | None = getattr(self.writer, "applied", None)
-        return None if lookup is None else lookup(keys)
+        return self.writer.applied(keys) if isinstance(self.writer, KnowsApplied) else None
 
-    def _check_rows(self) -> Callable[[pa.Table], object] | None:
+    def _check_rows(self) -> RowChecker | None:
         # Checks that build on each other find a row conflicting with another row of its batch.
-        checks: Callable[[], Callable[[pa.Table], object]] | None = getattr(
-            self.writer, "checks", None
-        )
-        if checks is not None:
-            return checks()
-        check: Callable[[pa.Table], object] | None = getattr(self.writer, "check", None)
-        return check
+        if isinstance(self.writer, ChecksRowsInTurn):
+            return self.writer.checks()
+        if isinstance(self.writer, ChecksRows):
+            return OneByOne(self.writer)
+        return None

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from kafka_share_eos.deadletter import Rejection, letters
 from kafka_share_eos.errors import TransformShapeError as TransformShapeError
+from kafka_share_eos.sinks import RowChecker
 from kafka_share_eos.sinks.errors import database_unavailable
 
 from .identity import RecordIdentity
@@ -103,14 +104,13 @@ class Screening:
         self,
         unique: pa.Table,
         error: Exception,
-        check_rows: Callable[[pa.Table], object] | None,
+        check_rows: RowChecker | None,
     ) -> pa.Table:
         """After the target refused ``unique`` with ``error``: the rows it accepts, with the
         ones it refuses queued as dead letters. Raises ``error`` when it is not about rows.
 
-        ``check_rows`` is given the parts in row order; one with a ``close()`` (checks that
-        build on each other, such as :class:`~kafka_share_eos.sinks.sql.RowChecks`) is closed
-        once the rows at fault are found."""
+        ``check_rows`` is given the parts in row order and closed once the rows at fault are
+        found."""
         if self.policy is None or check_rows is None or not is_data_error(error):
             raise error
         logger.warning(
@@ -120,9 +120,7 @@ class Screening:
         try:
             found = isolate(unique, check_rows, is_data_error, STAGE_WRITE, failed=error)
         finally:
-            close = getattr(check_rows, "close", None)
-            if close is not None:
-                close()
+            check_rows.close()
         self._reject(found.rejections, self._unique_origin)
         return without(unique, found.rejections)
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal, Unpack
 import pyarrow as pa
 
 from kafka_share_eos.errors import SinkConfigurationError
-from kafka_share_eos.sinks import UpsertOutcome
+from kafka_share_eos.sinks import KnowsApplied, UpsertOutcome
 from kafka_share_eos.twophase import (
     CommitResult,
     DecisionLog,
@@ -169,10 +169,7 @@ class TwoPhaseCommitCoordinator(BatchStrategy):
         return
 
     def _applied(self, keys: pa.Table) -> list[bool] | None:
-        lookups = [
-            lookup for p in self.transactions.participants
-            if (lookup := getattr(p, "applied", None)) is not None
-        ]
+        lookups = [p.applied for p in self.transactions.participants if isinstance(p, KnowsApplied)]
         if not lookups:
             return None
         # After recovery every participant agrees on each key: all of them committed a

@@ -14,12 +14,27 @@ from kafka_share_eos.errors import (
 )
 
 from .dedup import contained, keep_latest
-from .outcome import UpsertOutcome, UpsertWriter
+from .outcome import (
+    ChecksRows,
+    ChecksRowsInTurn,
+    FollowsStreamingQuery,
+    KnowsApplied,
+    RowChecker,
+    SqlTarget,
+    UpsertOutcome,
+    UpsertWriter,
+)
 
 __all__ = [
+    "ChecksRows",
+    "ChecksRowsInTurn",
     "CommitConflictError",
+    "FollowsStreamingQuery",
+    "KnowsApplied",
     "MissingColumnsError",
+    "RowChecker",
     "SinkConfigurationError",
+    "SqlTarget",
     "TargetTableError",
     "UpsertOutcome",
     "UpsertWriter",

@@ -1,9 +1,14 @@
-"""What a writer reports back for one batch, and the interface every upsert writer offers."""
+"""What a writer reports back for one batch, the interface every upsert writer offers, and the
+capabilities a writer (or a two-phase participant) may declare beyond it.
+
+A strategy finds a capability with ``isinstance`` against the protocols below: a writer of your
+own takes part in what it implements, and nothing else is asked of it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
 
@@ -25,10 +30,9 @@ class UpsertOutcome:
 class UpsertWriter(Protocol):
     """An idempotent writer: applying the same rows again changes nothing.
 
-    Optional methods the strategies use when present: ``check(rows)`` raises what writing
-    ``rows`` would, without writing (so refused rows can be dead-lettered), and
-    ``applied(keys) -> list[bool]`` says which key rows the target holds (so a record back at
-    the delivery limit after it was applied is not dead-lettered).
+    A writer may also be :class:`ChecksRows` or :class:`ChecksRowsInTurn` (so refused rows can
+    be dead-lettered), :class:`KnowsApplied` (so a record back at the delivery limit after it was
+    applied is not dead-lettered), :class:`FollowsStreamingQuery` and :class:`SqlTarget`.
     """
 
     @property
@@ -47,3 +51,73 @@ class UpsertWriter(Protocol):
     def close(self) -> None:
         """Release connections or other resources held between batches."""
         ...
+
+
+@runtime_checkable
+class ChecksRows(Protocol):
+    """A writer that can tell, without writing, what writing some rows would raise."""
+
+    def check(self, table: pa.Table) -> None:
+        """Raise what writing ``table`` would (a constraint or type error); change nothing."""
+        ...
+
+
+class RowChecker(Protocol):
+    """Checks of the parts of one batch, each meeting the parts checked before it."""
+
+    def __call__(self, part: pa.Table) -> None:
+        """Raise what writing ``part`` after the parts checked before would raise."""
+        ...
+
+    def close(self) -> None:
+        """Forget every part checked."""
+        ...
+
+
+@runtime_checkable
+class ChecksRowsInTurn(Protocol):
+    """A writer whose checks build on each other: a row that conflicts with an earlier row of
+    its batch fails on its own."""
+
+    def checks(self) -> RowChecker:
+        """Checks for the parts of one batch, given in row order."""
+        ...
+
+
+class OneByOne:
+    """The :class:`RowChecker` of a writer that checks each part on its own."""
+
+    def __init__(self, writer: ChecksRows) -> None:
+        self._writer = writer
+
+    def __call__(self, part: pa.Table) -> None:
+        """Raise what writing ``part`` would raise."""
+        self._writer.check(part)
+
+    def close(self) -> None:
+        """Nothing to forget: each part was checked on its own."""
+
+
+@runtime_checkable
+class KnowsApplied(Protocol):
+    """A writer or participant that can say which records its target already holds."""
+
+    def applied(self, keys: pa.Table) -> list[bool]:
+        """For each row of ``keys`` (the identity columns), whether the target holds it."""
+        ...
+
+
+@runtime_checkable
+class FollowsStreamingQuery(Protocol):
+    """A writer whose bookkeeping is kept per streaming query (Delta application ids)."""
+
+    def bind_streaming_query(self, query_id: str) -> None:
+        """Keep the next batches' bookkeeping under the streaming query ``query_id``."""
+        ...
+
+
+@runtime_checkable
+class SqlTarget(Protocol):
+    """A writer to a SQL database; PostgreSQL targets can be written from the executors."""
+
+    dialect: str

@@ -24,10 +24,11 @@ from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.source.group import resolve_group
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
+from kafka_share_eos.source.planning import Planner, SegmentPartition
 from kafka_share_eos.source.runner import BatchPlanner
 from kafka_share_eos.source.schema import project
 from kafka_share_eos.source.slot_planner import SlotPlanner
-from kafka_share_eos.source.slots import SlotPartition, read_slot
+from kafka_share_eos.source.slots import SlotPartition
 
 _SEQ = "seq"
 
@@ -45,21 +46,13 @@ def _offset(seq: int) -> dict[str, int]:
     return {_SEQ: seq}
 
 
-class SegmentPartition(InputPartition):
-    """One journal segment, read by one Spark task."""
-
-    def __init__(self, seq: int) -> None:
-        super().__init__(seq)
-        self.seq = seq
-
-
 class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Plans micro-batches from a share group through the journal, and reads them back."""
 
     def __init__(self, options: SourceOptions) -> None:
         self._options = options
         self._journal = Journal(options.journal_path)
-        self._planner: BatchPlanner | SlotPlanner | None = None
+        self._planner: Planner | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors only read the journal (or poll into it, with their own consumers); the
@@ -68,7 +61,7 @@ class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         state["_planner"] = None
         return state
 
-    def _running_planner(self) -> BatchPlanner | SlotPlanner:
+    def _running_planner(self) -> Planner:
         if self._planner is None:
             # In the runner only: the group is described once per query run.
             options = resolve_group(self._options)
@@ -90,12 +83,8 @@ class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, int]:
         """ACCEPT the committed batch (afterCommit), then poll and journal the next one."""
-        planner = self._running_planner()
-        if isinstance(planner, SlotPlanner):
-            # Each slot polls its share of maxRecordsPerTrigger itself.
-            return _offset(planner.latest(_seq(start)))
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        return _offset(planner.latest(_seq(start), max_rows))
+        return _offset(self._running_planner().latest(_seq(start), max_rows))
 
     def prepareForTriggerAvailableNow(self) -> None:
         """A share group has no end offset: the drain ends once the group delivered nothing
@@ -104,23 +93,13 @@ class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """One partition per journal segment of the batch (per slot, with ``consumers=N``)."""
-        first, last = _seq(start), _seq(end)
-        planner = self._running_planner()
-        if isinstance(planner, SlotPlanner):
-            return [
-                part if isinstance(part, SlotPartition) else SegmentPartition(part)
-                for part in planner.partitions(first, last)
-            ]
-        return [SegmentPartition(seq) for seq in range(first + 1, last + 1)]
+        return self._running_planner().partitions(_seq(start), _seq(end))
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Read one segment from the journal: the same path on the first run and on replay
         (a slot's task polls into its segment the first time)."""
-        if isinstance(partition, SlotPartition):
-            table = read_slot(self._options, self._journal, partition)
-        else:
-            assert isinstance(partition, SegmentPartition)
-            table = self._journal.read(partition.seq)
+        assert isinstance(partition, SegmentPartition | SlotPartition)
+        table = partition.rows(self._options, self._journal)
         return iter(project(table, self._options.include_headers).to_batches())
 
     def commit(self, end: dict[str, Any]) -> None:

@@ -26,6 +26,7 @@ from kafka_share_eos.source.lock_budget import LockBudget
 from kafka_share_eos.source.metrics import BatchTally
 from kafka_share_eos.source.metrics_store import MetricsStore
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
+from kafka_share_eos.source.planning import SegmentPartition
 from kafka_share_eos.source.pump import JournalPump
 from kafka_share_eos.source.schema import to_record_batch
 from kafka_share_eos.source.session import ACCEPT, RELEASE, ShareSession
@@ -114,7 +115,7 @@ class BatchPlanner:
             self._assigned_by = time.time() + self._options.join_ms / 1000.0
         return self._session
 
-    def latest(self, start: int, max_rows: int | None) -> int:
+    def latest(self, start: int, max_rows: int | None = None) -> int:
         """Plan the batch after ``start``; return its end, or ``start`` when nothing arrived."""
         session = self._open()
         if self._held is not None:
@@ -232,6 +233,10 @@ class BatchPlanner:
             self._journal.purge(committed)
             self._metrics.prune()
             self._purged_through = committed
+
+    def partitions(self, start: int, end: int) -> list[SegmentPartition]:
+        """One partition per journal segment of the batches in ``(start, end]``."""
+        return [SegmentPartition(seq) for seq in range(start + 1, end + 1)]
 
     def close(self) -> None:
         """Stop polling ahead, RELEASE what awaits acknowledgement and leave the share group."""

@@ -33,6 +33,7 @@ from kafka_share_eos.source.lock_budget import LockBudget
 from kafka_share_eos.source.metrics import BatchMetrics
 from kafka_share_eos.source.metrics_store import MetricsStore
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
+from kafka_share_eos.source.planning import SegmentPartition
 from kafka_share_eos.source.slots import SLOT_METRICS_DIR, SlotPartition
 from kafka_share_eos.storage import delete_if_present, open_location
 
@@ -75,8 +76,9 @@ class SlotPlanner:
             self._journal.location, self.run, self._options.dead_member_holds_ms
         )
 
-    def latest(self, start: int) -> int:
-        """Plan the batch after ``start``; ``start`` once a drain is over."""
+    def latest(self, start: int, max_rows: int | None = None) -> int:
+        """Plan the batch after ``start``; ``start`` once a drain is over. ``max_rows`` is for
+        the slots to split: each polls its share of ``maxRecordsPerTrigger`` itself."""
         self._settle(start)
         if start > self._purged_through:
             self._journal.purge(start)
@@ -113,14 +115,14 @@ class SlotPlanner:
                 "the query gets", members, self._options.consumers,
             )
 
-    def partitions(self, start: int, end: int) -> list[SlotPartition | int]:
+    def partitions(self, start: int, end: int) -> list[SlotPartition | SegmentPartition]:
         """The slots of each batch in ``(start, end]``; a sequence journaled whole (by a
-        runner consumer of an earlier run) stays one partition, given as its number."""
+        runner consumer of an earlier run) stays one partition."""
         whole = {seq for seq, slot in self._journal.entries() if slot is None}
-        planned: list[SlotPartition | int] = []
+        planned: list[SlotPartition | SegmentPartition] = []
         for seq in range(start + 1, end + 1):
             if seq in whole:
-                planned.append(seq)
+                planned.append(SegmentPartition(seq))
             else:
                 idle_ms = self._options.available_now_idle_ms if seq in self._listening else 0
                 planned.extend(

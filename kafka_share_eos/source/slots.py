@@ -64,6 +64,10 @@ class SlotPartition(InputPartition):
         self.idle_ms = idle_ms
         self.join_ms = join_ms
 
+    def rows(self, options: SourceOptions, journal: Journal) -> pa.Table:
+        """The slot's records: from its segment when complete, else polled into it."""
+        return read_slot(options, journal, self)
+
 
 def slot_metrics_name(seq: int, slot: int) -> str:
     """The file name of one slot's metrics under ``_metrics/slots``."""
