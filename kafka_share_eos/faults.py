@@ -38,6 +38,7 @@ from kafka_share_eos.errors import ConfigurationError
 
 CRASH_AT_ENV = "KSE_CRASH_AT"
 
+# Every crash point's name, for the code that hits it and for the verifier that arms it.
 AFTER_POLL = "source.after_poll"
 AFTER_JOURNAL = "source.after_journal"
 BEFORE_ACK = "source.before_ack"
@@ -48,6 +49,15 @@ SLOT_DURING_ACK = "slot.during_ack"
 SLOT_READING_OTHER = "slot.reading_other"
 SINK_MID_WRITE = "sink.mid_write"
 STRATEGY_AFTER_WRITE = "strategy.after_write"
+TWO_PHASE_POSTGRES_BEFORE_PREPARE = "2pc.postgres.before_prepare"
+TWO_PHASE_BETWEEN_PREPARES = "2pc.between_prepares"
+TWO_PHASE_DELTA_AFTER_STAGE = "2pc.delta.after_stage"
+TWO_PHASE_AFTER_PREPARE = "2pc.after_prepare"
+TWO_PHASE_AFTER_DECISION = "2pc.after_decision"
+TWO_PHASE_BETWEEN_COMMITS = "2pc.between_commits"
+TWO_PHASE_AFTER_COMMIT = "2pc.after_commit"
+DEDUP_BEFORE_SINK = "dedup.before_sink"
+DEDUP_AFTER_SINK = "dedup.after_sink"
 CRASH_PGID_ENV = "KSE_CRASH_PGID"
 CRASH_RECORD_ENV = "KSE_CRASH_RECORD"
 HOLD_AT_ENV = "KSE_HOLD_AT"

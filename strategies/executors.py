@@ -7,13 +7,13 @@ in its own transaction. A retried task re-applies its rows, which idempotence ab
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from kafka_share_eos.sinks import UpsertOutcome, UpsertWriter
+from kafka_share_eos.spark_partitions import map_key_partitions
 
 from .identity import RecordIdentity
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 _COUNTS = ("rows_in", "duplicates_in_batch", "already_applied", "rows_written")
-_RESULT_SCHEMA = ", ".join(f"{name} long" for name in _COUNTS)
+_RESULT = pa.schema([(name, pa.int64()) for name in _COUNTS])
 
 
 @dataclass(frozen=True)
@@ -35,17 +35,15 @@ class PartitionCounts:
 
 @dataclass(frozen=True)
 class _WritePartition:
-    """The function ``mapInArrow`` runs on each partition (pickled to the executors)."""
+    """Deduplicates one partition and writes it in its own transaction, on an executor."""
 
     writer: UpsertWriter
     identity: RecordIdentity
     batch_id: int
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def __call__(self, table: pa.Table | None) -> dict[str, int]:
         counts = dict.fromkeys(_COUNTS, 0)
-        collected = list(batches)
-        if collected:
-            table = pa.Table.from_batches(collected)
+        if table is not None:
             unique = self.identity.unique_rows(table, self.batch_id)
             outcome = self.writer.upsert(unique, self.batch_id)
             counts.update(
@@ -54,17 +52,15 @@ class _WritePartition:
                 already_applied=outcome.already_applied,
                 rows_written=outcome.written,
             )
-        yield pa.RecordBatch.from_pydict({k: pa.array([v], pa.int64()) for k, v in counts.items()})
+        return counts
 
 
 def write_on_executors(
     batch_df: DataFrame, writer: UpsertWriter, identity: RecordIdentity, batch_id: int
 ) -> PartitionCounts:
     """Write ``batch_df`` partition by partition on the executors and sum what they report."""
-    rows = (
-        batch_df.repartition(*identity.key_columns)
-        .mapInArrow(_WritePartition(writer, identity, batch_id), _RESULT_SCHEMA)
-        .collect()
+    rows = map_key_partitions(
+        batch_df, identity.key_columns, _WritePartition(writer, identity, batch_id), _RESULT
     )
     totals = {name: sum(int(row[name]) for row in rows) for name in _COUNTS}
     return PartitionCounts(

@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
-from helpers import broker_holding
+from helpers.planning import broker_fixture, planner_options
 
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.metrics import BatchMetrics
 from kafka_share_eos.source.metrics_store import MetricsStore
-from kafka_share_eos.source.options import AckPolicy, SourceOptions
+from kafka_share_eos.source.options import AckPolicy
 from kafka_share_eos.source.runner import BatchPlanner
 
 pytestmark = pytest.mark.timeout(120)
@@ -33,23 +32,12 @@ LOCK_MS = 300
 OVER_BUDGET_S = 0.5
 
 
-@pytest.fixture
-def broker() -> Iterator[EmbeddedBroker]:
-    with broker_holding(TOPIC, RECORDS) as broker:
-        yield broker
+broker = broker_fixture(TOPIC, RECORDS)
 
 
 def planner_for(broker: EmbeddedBroker, journal: Path, **extra: str) -> BatchPlanner:
-    options = SourceOptions.parse(
-        {
-            "kafka.bootstrap.servers": broker.bootstrap_servers,
-            "kafka.share.group.id": GROUP,
-            "subscribe": TOPIC,
-            "journalPath": str(journal),
-            "pollTimeoutMs": "3000",
-            "maxRecordsPerTrigger": "20",
-            **extra,
-        }
+    options = planner_options(
+        broker, TOPIC, GROUP, journal, **{"maxRecordsPerTrigger": "20", **extra}
     )
     return BatchPlanner(options, Journal(options.journal_path))
 

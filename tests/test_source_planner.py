@@ -12,13 +12,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException
-from helpers import broker_holding, consume, count_at_least, produce, share_consumer
+from helpers import consume, count_at_least, produce, share_consumer
+from helpers.planning import broker_fixture, planner_options
 
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source.journal import Journal
@@ -33,23 +33,11 @@ GROUP = "orders-eos"
 RECORDS = 60
 
 
-@pytest.fixture
-def broker() -> Iterator[EmbeddedBroker]:
-    with broker_holding(TOPIC, RECORDS) as broker:
-        yield broker
+broker = broker_fixture(TOPIC, RECORDS)
 
 
 def options(broker: EmbeddedBroker, journal: Path, **extra: str) -> SourceOptions:
-    return SourceOptions.parse(
-        {
-            "kafka.bootstrap.servers": broker.bootstrap_servers,
-            "kafka.share.group.id": GROUP,
-            "subscribe": TOPIC,
-            "journalPath": str(journal),
-            "pollTimeoutMs": "3000",
-            **extra,
-        }
-    )
+    return planner_options(broker, TOPIC, GROUP, journal, **extra)
 
 
 def identities(journal: Journal, seqs: list[int]) -> list[tuple[str, int, int]]:

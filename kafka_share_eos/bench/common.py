@@ -1,7 +1,8 @@
-"""Timing and database set-up shared by the benchmarks."""
+"""Timing, database set-up and the command line shared by the benchmarks."""
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -36,3 +37,18 @@ def postgres_database(url: str | None) -> Iterator[str]:
 
     with postgres_for_tests() as server:
         yield server.create_database()
+
+
+def script_parser(
+    doc: str | None, sizes: Mapping[str, int | str], helps: Mapping[str, str] | None = None
+) -> argparse.ArgumentParser:
+    """The command line of a benchmark run as a script, described by ``doc``'s first line: an
+    option per size (``per_trigger`` is ``--per-trigger``) defaulting to it, with its help in
+    ``helps``. The caller adds any other option before parsing."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    for name, default in sizes.items():
+        parser.add_argument(
+            f"--{name.replace('_', '-')}", type=type(default), default=default,
+            help=(helps or {}).get(name),
+        )
+    return parser

@@ -32,7 +32,6 @@ Run ``python benchmarks/bench_consumers.py --help``; ``run()`` returns the numbe
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -46,6 +45,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from kafka_share_eos.bench.common import script_parser
 from kafka_share_eos.bench.cpu import driver_seconds
 from kafka_share_eos.bench.streams import (
     batches_with_data,
@@ -266,14 +266,11 @@ def run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--records", type=int, default=200_000)
-    parser.add_argument("--partitions", type=int, default=8)
-    parser.add_argument("--value-bytes", type=int, default=100)
-    parser.add_argument("--per-trigger", type=int, default=40_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--drain-idle-ms", type=int, default=DRAIN_IDLE_MS)
-    args = parser.parse_args()
+    sizes = {
+        "records": 200_000, "partitions": 8, "value_bytes": 100, "per_trigger": 40_000,
+        "rounds": 3, "drain_idle_ms": DRAIN_IDLE_MS,
+    }
+    args = script_parser(__doc__, sizes).parse_args()
     result = run(args.records, args.partitions, args.value_bytes, args.per_trigger, args.rounds,
                  args.drain_idle_ms)
     print(json.dumps(result, indent=2))

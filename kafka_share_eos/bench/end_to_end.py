@@ -17,7 +17,6 @@ samples the resident memory of its source runner and of the driver after each
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import tempfile
@@ -25,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kafka_share_eos.bench.common import postgres_database
+from kafka_share_eos.bench.common import postgres_database, script_parser
 from kafka_share_eos.bench.memory import MemorySamples, sampling
 from kafka_share_eos.bench.pipelines import Contest, ForeachBatch, contests
 from kafka_share_eos.bench.streams import (
@@ -243,12 +242,11 @@ def run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--partitions", type=int, default=8)
-    parser.add_argument("--per-trigger", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--memory-batches", type=int, default=MEMORY_BATCHES)
+    sizes = {
+        "records": 100_000, "partitions": 8, "per_trigger": 10_000, "rounds": 3,
+        "memory_batches": MEMORY_BATCHES,
+    }
+    parser = script_parser(__doc__, sizes)
     parser.add_argument("--postgres-url", help="SQLAlchemy URL of an existing database")
     args = parser.parse_args()
     result = run(args.records, args.partitions, args.per_trigger, args.rounds, args.postgres_url,

@@ -27,7 +27,6 @@ threads, which the raw loop pays too, are not counted. Run ``python benchmarks/b
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import tempfile
@@ -37,6 +36,7 @@ from typing import Any
 
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
+from kafka_share_eos.bench.common import script_parser
 from kafka_share_eos.bench.streams import (
     batches_with_data,
     produce,
@@ -233,12 +233,11 @@ def run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--records", type=int, default=600_000)
-    parser.add_argument("--partitions", type=int, default=32)
-    parser.add_argument("--value-bytes", type=int, default=100)
-    parser.add_argument("--poll-records", type=int, default=50_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    sizes = {
+        "records": 600_000, "partitions": 32, "value_bytes": 100, "poll_records": 50_000,
+        "rounds": 3,
+    }
+    parser = script_parser(__doc__, sizes)
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark queries")
     args = parser.parse_args()
     result = run(args.records, args.partitions, args.value_bytes, args.poll_records,

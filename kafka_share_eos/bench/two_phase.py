@@ -19,7 +19,6 @@ best of ``repeats`` runs taken in turns. ``python benchmarks/bench_two_phase.py 
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 from collections.abc import Callable
@@ -29,7 +28,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from kafka_share_eos import postgres_array
-from kafka_share_eos.bench.common import Prepare, best_seconds, postgres_database
+from kafka_share_eos.bench.common import Prepare, best_seconds, postgres_database, script_parser
 from kafka_share_eos.strategies.base import BatchStrategy
 from kafka_share_eos.strategies.idempotent_upsert import IdempotentUpsertSink
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
@@ -142,10 +141,7 @@ def run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows-per-batch", type=int, default=20_000)
-    parser.add_argument("--batches", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser = script_parser(__doc__, {"rows_per_batch": 20_000, "batches": 5, "repeats": 2})
     parser.add_argument("--url", help="SQLAlchemy URL of a database (default: a throwaway server)")
     args = parser.parse_args()
     print(json.dumps(run(args.rows_per_batch, args.batches, args.repeats, args.url), indent=2))

@@ -17,7 +17,6 @@ throughput / plain-append throughput. Run ``python benchmarks/bench_upsert.py --
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import tempfile
@@ -30,7 +29,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 from deltalake import write_deltalake
 
-from kafka_share_eos.bench.common import best_seconds, postgres_database
+from kafka_share_eos.bench.common import best_seconds, postgres_database, script_parser
 from kafka_share_eos.sinks.sql_bulk import copy_rows
 from kafka_share_eos.sinks.sql_schema import table_from_schema
 from kafka_share_eos.strategies import SOURCE_IDENTITY, IdempotentUpsertSink
@@ -170,12 +169,11 @@ def run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=200_000, help="rows per PostgreSQL batch")
-    parser.add_argument("--delta-base-rows", type=int, default=1_000_000)
-    parser.add_argument("--delta-batch-rows", type=int, default=20_000)
-    parser.add_argument("--delta-batches", type=int, default=15)
-    parser.add_argument("--repeats", type=int, default=3)
+    sizes = {
+        "rows": 200_000, "delta_base_rows": 1_000_000, "delta_batch_rows": 20_000,
+        "delta_batches": 15, "repeats": 3,
+    }
+    parser = script_parser(__doc__, sizes, helps={"rows": "rows per PostgreSQL batch"})
     parser.add_argument("--postgres-url", help="SQLAlchemy URL of an existing database")
     args = parser.parse_args()
     result = run(

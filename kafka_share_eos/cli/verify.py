@@ -13,8 +13,20 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kafka_share_eos.verify.defaults import (
+    BROKER,
+    CONSUMERS,
+    CRASHES,
+    PARALLEL,
+    PARTITIONS,
+    PER_TRIGGER,
+    PIPELINES,
+    RECORDS,
+    RUNS,
+    SEED,
+)
 from kafka_share_eos.verify.matrix import MatrixOptions, MatrixResult, run_matrix
-from kafka_share_eos.verify.points import DESCRIPTIONS
+from kafka_share_eos.verify.points import DESCRIPTIONS, RANDOM_KILL
 from kafka_share_eos.verify.run import Mix, RunResult
 from kafka_share_eos.verify.targets import SAFE_TARGETS, TARGETS
 
@@ -38,7 +50,7 @@ def render(result: MatrixResult) -> Table:
         table.add_column(column, justify=justify, no_wrap=justify == "left")  # type: ignore[arg-type]
     for cell in result.cells:
         cell_json = cell.to_json()
-        crashes = cell_json["kills"] if cell.point == "random-kill" else cell_json["crashes"]
+        crashes = cell_json["kills"] if cell.point == RANDOM_KILL else cell_json["crashes"]
         cycle = cell_json["mean_crash_cycle_seconds"]
         if cell.ok:
             verdict = "[green]exactly once[/]"
@@ -81,16 +93,16 @@ def verify(
         typer.Option(help="Crash points; repeatable or comma-separated (default: every point "
                      f"of each strategy): {', '.join(DESCRIPTIONS)}."),
     ] = [],  # noqa: B006 - typer reads the default, never mutated
-    records: Annotated[int, typer.Option(min=1, help="Records produced per run.")] = 40,
-    runs: Annotated[int, typer.Option(min=1, help="Runs per strategy and crash point.")] = 1,
+    records: Annotated[int, typer.Option(min=1, help="Records produced per run.")] = RECORDS,
+    runs: Annotated[int, typer.Option(min=1, help="Runs per strategy and crash point.")] = RUNS,
     crashes_per_run: Annotated[
         int, typer.Option(min=1, help="Crash-restart cycles per run before the final drain.")
-    ] = 2,
+    ] = CRASHES,
     per_trigger: Annotated[
         int, typer.Option(min=1, help="maxRecordsPerTrigger of the pipelines.")
-    ] = 10,
-    seed: Annotated[int, typer.Option(help="Seed of records, crash hits and kill moments.")] = 0,
-    parallel: Annotated[int, typer.Option(min=1, help="Runs at a time.")] = 1,
+    ] = PER_TRIGGER,
+    seed: Annotated[int, typer.Option(help="Seed of records, crash hits and kill moments.")] = SEED,
+    parallel: Annotated[int, typer.Option(min=1, help="Runs at a time.")] = PARALLEL,
     random_kills: Annotated[
         bool, typer.Option(help="Also SIGKILL pipelines from outside at random moments.")
     ] = False,
@@ -98,7 +110,7 @@ def verify(
         int, typer.Option(min=1, help="Applications consuming the share group into the same "
                           "sinks, each with its own checkpoint, journal and app_id; the first "
                           "is crashed at the run's point.")
-    ] = 1,
+    ] = PIPELINES,
     handoffs: Annotated[
         bool, typer.Option(help="Every pipeline start holds one batch past the record lock at "
                            "the strategy's hold point, so its records go to another "
@@ -122,15 +134,15 @@ def verify(
         int, typer.Option(min=1, help="Share consumers per pipeline (the source's 'consumers' "
                           "option); above 1 they poll in executor tasks, under afterJournal, and "
                           "the slot.* crash points replace the source.* ones.")
-    ] = 1,
+    ] = CONSUMERS,
     partitions: Annotated[
         int, typer.Option(min=1, help="Partitions of each run's topic.")
-    ] = 3,
+    ] = PARTITIONS,
     broker: Annotated[
         str, typer.Option(help="Where the runs' share groups live: 'embedded' (librdkafka's "
                           "mock cluster in this process) or 'kafka' (Apache Kafka, fetched once "
                           "with Maven; needs Java 17+ and Maven).")
-    ] = "embedded",
+    ] = BROKER,
     postgres_url: Annotated[
         str | None,
         typer.Option(help="SQLAlchemy URL of a superuser on a PostgreSQL server with "

@@ -14,20 +14,23 @@ wait on each other's ledger keys.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
+from kafka_share_eos.spark_partitions import map_key_partitions
 from kafka_share_eos.twophase.postgres import PostgresParticipant
 from kafka_share_eos.twophase.protocol import Token, Transaction
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-_RESULT_SCHEMA = (
-    "part string, gid string, xid string, rows_in long, duplicates long, written long"
+_RESULT = pa.schema(
+    [
+        ("part", pa.string()), ("gid", pa.string()), ("xid", pa.string()),
+        ("rows_in", pa.int64()), ("duplicates", pa.int64()), ("written", pa.int64()),
+    ]
 )
 
 
@@ -50,13 +53,13 @@ class ExecutorPrepare:
 
 @dataclass(frozen=True)
 class _PreparePartition:
-    """The function ``mapInArrow`` runs on each partition (pickled to the executors)."""
+    """Prepares one partition as its own part of the transaction, on an executor."""
 
     participant: PostgresParticipant
     identity: Deduplication
     txn: Transaction
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def __call__(self, table: pa.Table | None) -> dict[str, str | int | None]:
         from pyspark import TaskContext
 
         context = TaskContext.get()
@@ -64,8 +67,6 @@ class _PreparePartition:
         partition, attempt = context.partitionId(), context.attemptNumber()
         if attempt > 0:
             self.participant.rollback_parts(self.txn.txid, f"p{partition}a")
-        collected = list(batches)
-        table = pa.Table.from_batches(collected) if collected else None
         part, rows_in, duplicates, written = f"p{partition}a{attempt}", 0, 0, 0
         prepared: dict[str, str | None] = {"gid": None, "xid": None}
         if table is not None and table.num_rows:
@@ -74,16 +75,8 @@ class _PreparePartition:
             prepared.update(token.data)
             rows_in, duplicates = table.num_rows, table.num_rows - unique.num_rows
             written = token.rows_written
-        yield pa.RecordBatch.from_pydict(
-            {
-                "part": pa.array([part]),
-                "gid": pa.array([prepared["gid"]], pa.string()),
-                "xid": pa.array([prepared["xid"]], pa.string()),
-                "rows_in": pa.array([rows_in], pa.int64()),
-                "duplicates": pa.array([duplicates], pa.int64()),
-                "written": pa.array([written], pa.int64()),
-            }
-        )
+        return {"part": part, **prepared, "rows_in": rows_in, "duplicates": duplicates,
+                "written": written}
 
 
 def prepare_on_executors(
@@ -92,10 +85,8 @@ def prepare_on_executors(
 ) -> ExecutorPrepare:
     """Prepare ``participant``'s part of ``txn`` partition by partition on the executors."""
     participant.create_ledger(batch_df.limit(0).toArrow().schema, txn.key_columns)
-    results = (
-        batch_df.repartition(*txn.key_columns)
-        .mapInArrow(_PreparePartition(participant, identity, txn), _RESULT_SCHEMA)
-        .collect()
+    results = map_key_partitions(
+        batch_df, txn.key_columns, _PreparePartition(participant, identity, txn), _RESULT
     )
     tokens = tuple(
         Token(participant.name, txn.txid, int(row["written"]),

@@ -16,6 +16,7 @@ from typing import Any
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.testing.jvm import ensure_archive
 from kafka_share_eos.testing.postgres import PostgresDatabases, postgres_for_tests
+from kafka_share_eos.verify import defaults
 from kafka_share_eos.verify.brokers import BROKER_KINDS, BrokerKind, verify_broker
 from kafka_share_eos.verify.points import RANDOM_KILL, points_of
 from kafka_share_eos.verify.process import accept_starts, stop_all, stopping
@@ -37,20 +38,20 @@ class MatrixOptions:
     """Crash points to try; None means every point of each target."""
     only: Sequence[tuple[str, str]] | None = None
     """Explicit ``(target, point)`` cells, instead of ``targets`` x ``points``."""
-    runs: int = 1
-    records: int = 40
-    crashes: int = 2
-    per_trigger: int = 10
-    partitions: int = 3
-    seed: int = 0
-    parallel: int = 1
+    runs: int = defaults.RUNS
+    records: int = defaults.RECORDS
+    crashes: int = defaults.CRASHES
+    per_trigger: int = defaults.PER_TRIGGER
+    partitions: int = defaults.PARTITIONS
+    seed: int = defaults.SEED
+    parallel: int = defaults.PARALLEL
     mix: Mix = field(default_factory=Mix)
     postgres_url: str | None = None
     workdir: Path | None = None
     keep: bool = False
     results: Path | None = None
     """JSON-lines file of finished runs: runs recorded there are not run again."""
-    broker: BrokerKind = "embedded"
+    broker: BrokerKind = defaults.BROKER
     """The embedded broker, or Apache Kafka (one node, fetched once with Maven)."""
 
     def check(self) -> None:

@@ -2,42 +2,46 @@
 
 from __future__ import annotations
 
+from kafka_share_eos import faults
 from kafka_share_eos.verify.targets import TARGETS
 
 RANDOM_KILL = "random-kill"
 """Pseudo crash point: SIGKILL the pipeline's process group from outside at a random moment."""
 
 COMMON_POINTS: dict[str, str] = {
-    "source.after_poll": "source runner: records polled, not yet in the journal",
-    "source.after_journal": "source runner: batch durable in the journal, offset not returned "
+    faults.AFTER_POLL: "source runner: records polled, not yet in the journal",
+    faults.AFTER_JOURNAL: "source runner: batch durable in the journal, offset not returned "
     "to Spark (before the sink)",
-    "source.before_ack": "source runner: Spark committed the batch, nothing acknowledged yet",
-    "source.during_ack": "source runner: part of the batch acknowledged and committed",
-    "sink.mid_write": "sink: part of the batch written or staged, not committed",
-    "strategy.after_write": "strategy: sink write committed, foreachBatch not returned "
+    faults.BEFORE_ACK: "source runner: Spark committed the batch, nothing acknowledged yet",
+    faults.DURING_ACK: "source runner: part of the batch acknowledged and committed",
+    faults.SINK_MID_WRITE: "sink: part of the batch written or staged, not committed",
+    faults.STRATEGY_AFTER_WRITE: "strategy: sink write committed, foreachBatch not returned "
     "(Spark has not committed the batch)",
 }
 
 SLOT_POINTS: dict[str, str] = {
-    "slot.after_poll": "executor task (consumers=N): records polled, slot segment not written",
-    "slot.after_segment": "executor task: slot segment durable, nothing acknowledged",
-    "slot.during_ack": "executor task: part of the slot acknowledged and committed",
-    "slot.reading_other": "executor task: reading a slot segment another attempt or action "
+    faults.SLOT_AFTER_POLL: "executor task (consumers=N): records polled, slot segment not "
+    "written",
+    faults.SLOT_AFTER_SEGMENT: "executor task: slot segment durable, nothing acknowledged",
+    faults.SLOT_DURING_ACK: "executor task: part of the slot acknowledged and committed",
+    faults.SLOT_READING_OTHER: "executor task: reading a slot segment another attempt or action "
     "wrote",
 }
 """With ``consumers`` above 1 there is no consumer in the source runner: these replace the
 ``source.*`` points."""
 
 OWN_POINTS: dict[str, str] = {
-    "2pc.postgres.before_prepare": "2PC: Postgres effect run, PREPARE TRANSACTION not issued",
-    "2pc.between_prepares": "2PC: the first participant prepared, the others at any stage",
-    "2pc.delta.after_stage": "2PC: Delta files staged, not committed",
-    "2pc.after_prepare": "2PC: every participant prepared, no decision logged",
-    "2pc.after_decision": "2PC: commit decision logged, nothing committed",
-    "2pc.between_commits": "2PC: one participant committed, the next not",
-    "2pc.after_commit": "2PC: every participant committed, decision not cleared",
-    "dedup.before_sink": "dedup store: new identities claimed in the ledger, sink not called",
-    "dedup.after_sink": "dedup store: sink appended, foreachBatch not returned",
+    faults.TWO_PHASE_POSTGRES_BEFORE_PREPARE: "2PC: Postgres effect run, PREPARE TRANSACTION "
+    "not issued",
+    faults.TWO_PHASE_BETWEEN_PREPARES: "2PC: the first participant prepared, the others at any "
+    "stage",
+    faults.TWO_PHASE_DELTA_AFTER_STAGE: "2PC: Delta files staged, not committed",
+    faults.TWO_PHASE_AFTER_PREPARE: "2PC: every participant prepared, no decision logged",
+    faults.TWO_PHASE_AFTER_DECISION: "2PC: commit decision logged, nothing committed",
+    faults.TWO_PHASE_BETWEEN_COMMITS: "2PC: one participant committed, the next not",
+    faults.TWO_PHASE_AFTER_COMMIT: "2PC: every participant committed, decision not cleared",
+    faults.DEDUP_BEFORE_SINK: "dedup store: new identities claimed in the ledger, sink not called",
+    faults.DEDUP_AFTER_SINK: "dedup store: sink appended, foreachBatch not returned",
 }
 
 DESCRIPTIONS: dict[str, str] = {

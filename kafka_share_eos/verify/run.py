@@ -33,6 +33,7 @@ from kafka_share_eos.deadletter import SqlDeadLetters
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.source.status import journal_status
 from kafka_share_eos.testing.postgres import PostgresDatabases
+from kafka_share_eos.verify import defaults
 from kafka_share_eos.verify.brokers import VerifyBroker
 from kafka_share_eos.verify.disturb import SessionDropper
 from kafka_share_eos.verify.pipeline import PROGRESS_FILE, START_BARRIER_ENV, PipelineConfig
@@ -57,7 +58,7 @@ HANDOFF_IDLE_MS = 12_000
 class Mix:
     """What else goes on during a run besides the crashes."""
 
-    pipelines: int = 1
+    pipelines: int = defaults.PIPELINES
     """Applications consuming the run's share group into the same sinks; the first is the one
     crashed at the run's point."""
     session_drops: bool = False
@@ -67,7 +68,7 @@ class Mix:
     after_journal: bool = False
     """Pipelines ACCEPT records right after the journal write (``acknowledge=afterJournal``,
     polling ahead while Spark runs a batch) instead of after Spark's commit."""
-    consumers: int = 1
+    consumers: int = defaults.CONSUMERS
     """Share consumers per pipeline (the source's ``consumers``): above 1 they poll in executor
     tasks, under afterJournal."""
     handoffs: bool = False
@@ -84,10 +85,10 @@ class RunSpec:
     point: str
     index: int
     seed: int
-    records: int = 40
-    crashes: int = 2
-    per_trigger: int = 10
-    partitions: int = 3
+    records: int = defaults.RECORDS
+    crashes: int = defaults.CRASHES
+    per_trigger: int = defaults.PER_TRIGGER
+    partitions: int = defaults.PARTITIONS
     mix: Mix = field(default_factory=Mix)
 
     @property

@@ -23,7 +23,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
+from kafka_share_eos import faults
 from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.ledger.claims import BEFORE_CLAIM
 from kafka_share_eos.verify.records import PlannedRecord, effect_rows
 
 Coordinates = tuple[int, int]
@@ -103,7 +105,7 @@ class Target(ABC):
     description: ClassVar[str]
     own_points: ClassVar[tuple[str, ...]] = ()
     """Crash points only this strategy has (on top of the common ones)."""
-    hold_point: ClassVar[str] = "sink.mid_write"
+    hold_point: ClassVar[str] = faults.SINK_MID_WRITE
     """Where a batch is held past its records' lock to force a handoff: the strategy has read
     what it decides on (its table, ledger or staged work) and not committed yet."""
     needs_postgres: ClassVar[bool] = False
@@ -280,15 +282,15 @@ class TwoPhase(Target):
     name = "two-phase"
     description = "TwoPhaseCommitCoordinator: a Postgres increment and a Delta append"
     own_points = (
-        "2pc.postgres.before_prepare",
-        "2pc.between_prepares",
-        "2pc.delta.after_stage",
-        "2pc.after_prepare",
-        "2pc.after_decision",
-        "2pc.between_commits",
-        "2pc.after_commit",
+        faults.TWO_PHASE_POSTGRES_BEFORE_PREPARE,
+        faults.TWO_PHASE_BETWEEN_PREPARES,
+        faults.TWO_PHASE_DELTA_AFTER_STAGE,
+        faults.TWO_PHASE_AFTER_PREPARE,
+        faults.TWO_PHASE_AFTER_DECISION,
+        faults.TWO_PHASE_BETWEEN_COMMITS,
+        faults.TWO_PHASE_AFTER_COMMIT,
     )
-    hold_point = "2pc.after_prepare"
+    hold_point = faults.TWO_PHASE_AFTER_PREPARE
     needs_postgres = True
 
     def setup(self, ctx: RunContext, records: Sequence[PlannedRecord]) -> None:
@@ -317,8 +319,8 @@ class TwoPhase(Target):
 class DedupDelta(Target):
     name = "dedup-delta"
     description = "CheckpointDedupStore: Delta identity ledger + Delta append sink"
-    own_points = ("dedup.before_sink", "dedup.after_sink")
-    hold_point = "dedup.before_claim"
+    own_points = (faults.DEDUP_BEFORE_SINK, faults.DEDUP_AFTER_SINK)
+    hold_point = BEFORE_CLAIM
 
     def build(self, ctx: RunContext, pipeline: str) -> Any:
         from kafka_share_eos.ledger.delta_sink import DeltaAppendSink

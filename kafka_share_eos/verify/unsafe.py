@@ -40,10 +40,10 @@ class UnsafeIncrementSink:
         with self._engine.begin() as conn:
             if rows[:half]:
                 conn.execute(self._statement, rows[:half])
-            faults.maybe_crash("sink.mid_write")
+            faults.maybe_crash(faults.SINK_MID_WRITE)
             if rows[half:]:
                 conn.execute(self._statement, rows[half:])
-        faults.maybe_crash("strategy.after_write")
+        faults.maybe_crash(faults.STRATEGY_AFTER_WRITE)
         return BatchReport(
             batch_id, len(rows), 0, 0, len(rows), "unsafe", time.perf_counter() - started
         )
