@@ -1,52 +1,76 @@
-"""Optional dependencies, loaded when a feature first needs them.
+"""Optional dependencies: one object per extra, and the one place their libraries are imported.
 
 pyproject.toml's extras install ``spark`` -> pyspark, ``delta`` -> deltalake, ``sqlite`` ->
-SQLAlchemy, ``postgres`` -> SQLAlchemy and psycopg. No package of the toolkit imports them at
-import time; the modules and constructors that need one load it through this module, so a
-missing one raises :class:`~kafka_share_eos.errors.MissingExtraError` naming the extra to install
-instead of a bare ``ModuleNotFoundError`` from deep inside the toolkit.
+SQLAlchemy, ``postgres`` -> SQLAlchemy and psycopg. :mod:`kafka_share_eos._libs` holds each
+library as a module that loads on first use (:meth:`Extra.lazy`); the toolkit's modules import
+it from there at their top and use it by attribute (``sa.text(...)``,
+``deltalake.write_deltalake(...)``). So importing the toolkit loads none of them, whatever is
+installed, and every constructor or function a user calls checks its extra with
+:meth:`Extra.require` first: using a feature whose library is missing raises
+:class:`~kafka_share_eos.errors.MissingExtraError` naming the extra to install, never a bare
+``ModuleNotFoundError`` from deep inside the toolkit. A module that cannot exist without its
+library (a class deriving from pyspark's) imports it inside :meth:`Extra.needed_by` instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib import import_module
 from types import ModuleType
+from typing import Any
 
 from kafka_share_eos.errors import MissingExtraError
 
-EXTRA_MODULES: Mapping[str, tuple[str, ...]] = {
-    "spark": ("pyspark",),
-    "delta": ("deltalake",),
-    "sqlite": ("sqlalchemy",),
-    "postgres": ("sqlalchemy", "psycopg"),
-}
 
+@dataclass(frozen=True)
+class Extra:
+    """An extra of the package and the libraries it installs."""
 
-@contextmanager
-def needs_extra(extra: str, feature: str) -> Iterator[None]:
-    """Turn the block's failure to import one of ``extra``'s libraries into a
-    :class:`MissingExtraError`; for the imports at the top of a backend module."""
-    try:
-        yield
-    except ModuleNotFoundError as error:
+    name: str
+    libraries: tuple[str, ...]
+
+    def _missing_library(self, error: ModuleNotFoundError) -> str | None:
         missing = (error.name or "").partition(".")[0]
-        if missing not in EXTRA_MODULES[extra]:
-            # Something else is missing (a dependency of the library itself): installing
-            # the extra would not help, so the original error says more.
-            raise
-        raise MissingExtraError(feature, missing, extra) from error
+        return missing if missing in self.libraries else None
+
+    def lazy(self, module: str) -> ModuleType:
+        """``module`` (one of the extra's libraries, or a submodule), imported on the first
+        access to one of its attributes."""
+        return _LazyModule(module, self)
+
+    @contextmanager
+    def needed_by(self, feature: str) -> Iterator[None]:
+        """Import the extra's libraries where ``feature`` cannot exist without them."""
+        try:
+            yield
+        except ModuleNotFoundError as error:
+            missing = self._missing_library(error)
+            if missing is None:
+                # Something else is missing (a dependency of the library itself): installing
+                # the extra would not help, so the original error says more.
+                raise
+            raise MissingExtraError(feature, missing, self.name) from error
+
+    def require(self, feature: str) -> None:
+        """Check that the extra's libraries are installed before ``feature`` uses them.
+
+        Raises:
+            MissingExtraError: one is not; the message names the extra to install.
+        """
+        with self.needed_by(feature):
+            for library in self.libraries:
+                import_module(library)
 
 
-def require(module: str, extra: str, feature: str) -> ModuleType:
-    """Import ``module`` (a library of ``extra``).
-
-    Raises:
-        MissingExtraError: ``module`` is not installed; the message names ``extra``.
-    """
-    with needs_extra(extra, feature):
-        return import_module(module)
+SPARK = Extra("spark", ("pyspark",))
+DELTA = Extra("delta", ("deltalake",))
+SQLITE = Extra("sqlite", ("sqlalchemy",))
+POSTGRES = Extra("postgres", ("sqlalchemy", "psycopg"))
+# A PostgreSQL URL with another driver than psycopg needs SQLAlchemy (and that driver).
+_POSTGRES_OTHER_DRIVER = Extra("postgres", ("sqlalchemy",))
 
 
 def require_sql(engine: object, feature: str) -> None:
@@ -59,8 +83,29 @@ def require_sql(engine: object, feature: str) -> None:
     if not isinstance(engine, str):
         return
     backend, _, driver = engine.partition(":")[0].partition("+")
-    extra = "sqlite" if backend == "sqlite" else "postgres"
-    require("sqlalchemy", extra, feature)
-    if backend == "postgresql" and driver == "psycopg":
-        require("psycopg", extra, feature)
+    if backend == "sqlite":
+        extra = SQLITE
+    else:
+        extra = POSTGRES if backend == "postgresql" and driver == "psycopg" else (
+            _POSTGRES_OTHER_DRIVER
+        )
+    extra.require(feature)
 
+
+class _LazyModule(ModuleType):
+    """A module imported on first attribute access. importlib's own ``LazyLoader`` is not safe
+    when two threads touch a module first at once on Python 3.11, which the two-phase
+    coordinator's prepares do; ``import_module`` under a lock is."""
+
+    def __init__(self, name: str, extra: Extra) -> None:
+        super().__init__(name)
+        self._extra = extra
+        self._module: ModuleType | None = None
+        self._lock = threading.Lock()
+
+    def __getattr__(self, attribute: str) -> Any:
+        module = self._module
+        if module is None:
+            with self._lock, self._extra.needed_by(f"kafka_share_eos (it uses {self.__name__})"):
+                module = self._module = import_module(self.__name__)
+        return getattr(module, attribute)

@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import pyarrow as pa
 
-from kafka_share_eos._extras import require
+from kafka_share_eos._extras import DELTA
 from kafka_share_eos.errors import SinkConfigurationError
+from kafka_share_eos.faults import DEDUP_AFTER_SINK as CRASH_AFTER_SINK
+from kafka_share_eos.faults import DEDUP_BEFORE_SINK as CRASH_BEFORE_SINK
 from kafka_share_eos.faults import maybe_crash
 from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION, compact
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger
@@ -43,8 +45,6 @@ Sink = Callable[[pa.Table, int], Any]
 False when it skipped a batch id it had already applied."""
 
 QUERY_APP_ID_PREFIX = "kafka-share-eos/dedup"
-CRASH_BEFORE_SINK = "dedup.before_sink"
-CRASH_AFTER_SINK = "dedup.after_sink"
 
 
 class CheckpointDedupStore(BatchStrategy):
@@ -95,7 +95,7 @@ class CheckpointDedupStore(BatchStrategy):
         vacuum_retention: dt.timedelta = DEFAULT_VACUUM_RETENTION,
         **options: Unpack[StrategyOptions],
     ) -> None:
-        require("deltalake", "delta", "CheckpointDedupStore")
+        DELTA.require("CheckpointDedupStore")
         identity = RecordIdentity.of(key_columns)
         super().__init__(identity, "CheckpointDedupStore", **options)
         for name, every in (("prune_every", prune_every), ("compact_every", compact_every)):

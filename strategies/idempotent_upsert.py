@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Literal, Unpack
 
 import pyarrow as pa
 
-from kafka_share_eos._extras import require, require_sql
+from kafka_share_eos._extras import DELTA, require_sql
+from kafka_share_eos._libs import sa
 from kafka_share_eos.errors import SinkConfigurationError
 from kafka_share_eos.sinks import (
     ChecksRows,
@@ -35,7 +36,6 @@ from .report import BatchReport
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-    from sqlalchemy.engine import Engine
 
 WritePath = Literal["auto", "driver", "executors"]
 _WRITE_PATHS = ("auto", "driver", "executors")
@@ -106,7 +106,7 @@ class IdempotentUpsertSink(BatchStrategy):
     @classmethod
     def sql(
         cls,
-        engine: Engine | str,
+        engine: sa.Engine | str,
         table: str,
         *,
         key_columns: Sequence[str] | None = None,
@@ -174,7 +174,7 @@ class IdempotentUpsertSink(BatchStrategy):
             SinkConfigurationError: empty or repeated ``key_columns``, a ``version_column``
                 among them, or ``max_commit_attempts`` below 1.
         """
-        require("deltalake", "delta", "IdempotentUpsertSink.delta")
+        DELTA.require("IdempotentUpsertSink.delta")
         from kafka_share_eos.sinks.delta import DeltaMergeWriter
 
         identity = RecordIdentity.of(key_columns, version_column)

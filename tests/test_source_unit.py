@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from kafka_share_eos.source.acks import AckStats
+from kafka_share_eos.source.datasource import spark_schema
 from kafka_share_eos.source.journal import Journal, JournalError, segment_name
 from kafka_share_eos.source.metrics import BatchMetrics, BatchTally
 from kafka_share_eos.source.metrics_store import METRICS_DIR, MetricsStore, entry_name
@@ -27,7 +28,6 @@ from kafka_share_eos.source.schema import (
     JOURNAL_SCHEMA,
     arrow_schema,
     project,
-    spark_schema,
     to_record_batch,
 )
 

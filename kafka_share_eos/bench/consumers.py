@@ -45,6 +45,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from kafka_share_eos._libs import spark_home
 from kafka_share_eos.bench.common import script_parser
 from kafka_share_eos.bench.cpu import driver_seconds
 from kafka_share_eos.bench.streams import (
@@ -184,11 +185,9 @@ def _contender(
 def _stop(spark: Any) -> None:
     """Stop the application and remove its executors' logs (``local-cluster`` keeps them under
     Spark's home)."""
-    from pyspark.find_spark_home import _find_spark_home
-
     app = spark.sparkContext.applicationId
     spark.stop()
-    shutil.rmtree(Path(_find_spark_home(), "work", app), ignore_errors=True)
+    shutil.rmtree(Path(spark_home._find_spark_home(), "work", app), ignore_errors=True)
 
 
 def _medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
+from kafka_share_eos._libs import deltalake
 from kafka_share_eos.bench.common import script_parser
 from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
 from kafka_share_eos.ledger.rows import APPLIED_AT_COLUMN, BATCH_COLUMN, DEFAULT_APP_ID
@@ -72,9 +72,11 @@ def prefill(uri: str, identities: int) -> int:
         APPLIED_AT_COLUMN,
         pa.array([0] * rows.num_rows, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
     )
-    write_deltalake(
+    deltalake.write_deltalake(
         uri, rows, mode="append", partition_by=["topic", "partition"],
-        commit_properties=CommitProperties(app_transactions=[Transaction(DEFAULT_APP_ID, 0)]),
+        commit_properties=deltalake.CommitProperties(
+            app_transactions=[deltalake.Transaction(DEFAULT_APP_ID, 0)]
+        ),
     )
     return per_partition
 
@@ -88,7 +90,7 @@ def measure_store(
     head = prefill(ledger, identities)
     store = CheckpointDedupStore(ledger, DeltaAppendSink(str(work / "sink")))
     plain_uri = str(work / "plain")
-    plain: DeltaTable | None = None
+    plain: deltalake.DeltaTable | None = None
     per_partition = batch // PARTITIONS
     redeliver: pa.Table | None = None
     store_times: list[float] = []
@@ -100,11 +102,11 @@ def measure_store(
         store.apply(data, batch_id)
         elapsed = time.perf_counter() - started
         started = time.perf_counter()
-        write_deltalake(plain if plain is not None else plain_uri, data, mode="append")
+        deltalake.write_deltalake(plain if plain is not None else plain_uri, data, mode="append")
         plain_elapsed = time.perf_counter() - started
         if plain is None:
             # The first batch creates the sink and plain tables: not timed.
-            plain = DeltaTable(plain_uri)
+            plain = deltalake.DeltaTable(plain_uri)
             continue
         store_times.append(elapsed)
         plain_times.append(plain_elapsed)

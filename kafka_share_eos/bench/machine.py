@@ -7,6 +7,8 @@ import platform
 from importlib import metadata
 from pathlib import Path
 
+from kafka_share_eos._libs import sa
+
 
 def _cpu_model() -> str:
     try:
@@ -41,8 +43,6 @@ def _librdkafka() -> str:
 
 def postgres_version(url: str) -> str:
     """The server version behind the SQLAlchemy ``url``."""
-    import sqlalchemy as sa
-
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:

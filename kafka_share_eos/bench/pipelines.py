@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafka_share_eos._libs import deltalake, sa
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -51,8 +53,6 @@ def payments(rows: pa.Table) -> pa.Table:
 
 
 def _create_accounts(url: str, table: str) -> None:
-    import sqlalchemy as sa
-
     engine = sa.create_engine(url)
     with engine.begin() as conn:
         conn.execute(sa.text(f'CREATE TABLE "{table}" (id int PRIMARY KEY, balance bigint)'))
@@ -65,8 +65,6 @@ def _create_accounts(url: str, table: str) -> None:
 
 def _add_payments(table: str) -> Callable[[Any, pa.Table], None]:
     """The effect: one ``UPDATE`` adding each account's payments of ``rows``."""
-    import sqlalchemy as sa
-
     statement = sa.text(
         f'UPDATE "{table}" AS a SET balance = a.balance + s.total'
         " FROM (SELECT account, sum(amount) AS total"
@@ -89,8 +87,6 @@ class _CopyAppend:
     """At least once into Postgres: ``COPY`` each batch into a table without a key."""
 
     def __init__(self, url: str, table: str) -> None:
-        import sqlalchemy as sa
-
         self._engine = sa.create_engine(url)
         self._table = table
         self._created = False
@@ -115,21 +111,17 @@ class _DeltaAppend:
         self._table: Any = None
 
     def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
-        from deltalake import DeltaTable, write_deltalake
-
         rows = batch_df.toArrow()
-        write_deltalake(self._table if self._table is not None else self._uri, rows,
+        deltalake.write_deltalake(self._table if self._table is not None else self._uri, rows,
                         mode="append")
         if self._table is None:
-            self._table = DeltaTable(self._uri)
+            self._table = deltalake.DeltaTable(self._uri)
 
 
 class _PlainEffect:
     """At least once into Postgres: the two-phase pipeline's effect in a plain transaction."""
 
     def __init__(self, url: str, table: str) -> None:
-        import sqlalchemy as sa
-
         _create_accounts(url, table)
         self._engine = sa.create_engine(url)
         self._effect = _add_payments(table)

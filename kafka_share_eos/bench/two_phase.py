@@ -25,9 +25,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
-import sqlalchemy as sa
 
 from kafka_share_eos import postgres_array
+from kafka_share_eos._libs import sa
 from kafka_share_eos.bench.common import Prepare, best_seconds, postgres_database, script_parser
 from kafka_share_eos.strategies.base import BatchStrategy
 from kafka_share_eos.strategies.idempotent_upsert import IdempotentUpsertSink

@@ -26,9 +26,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
-import sqlalchemy as sa
-from deltalake import write_deltalake
 
+from kafka_share_eos._libs import deltalake, sa
 from kafka_share_eos.bench.common import best_seconds, postgres_database, script_parser
 from kafka_share_eos.sinks.sql_bulk import copy_rows
 from kafka_share_eos.sinks.sql_schema import table_from_schema
@@ -126,8 +125,8 @@ def bench_delta(base_rows: int, batch_rows: int, batches: int) -> dict[str, floa
     upsert_s: list[float] = []
     with tempfile.TemporaryDirectory(prefix="bench-delta-") as workdir:
         plain, upserted = f"{workdir}/append", f"{workdir}/upsert"
-        write_deltalake(plain, base)
-        write_deltalake(upserted, base)
+        deltalake.write_deltalake(plain, base)
+        deltalake.write_deltalake(upserted, base)
         sink = IdempotentUpsertSink.delta(upserted)
         first = base_rows
         # Batch 0 (untimed) puts the sink in its steady state.
@@ -135,7 +134,7 @@ def bench_delta(base_rows: int, batch_rows: int, batches: int) -> dict[str, floa
             batch = source_rows(batch_rows, first)
             first += batch_rows
             started = time.perf_counter()
-            write_deltalake(plain, batch, mode="append")
+            deltalake.write_deltalake(plain, batch, mode="append")
             appended = time.perf_counter() - started
             started = time.perf_counter()
             sink.apply(batch, batch_id)

@@ -28,12 +28,11 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from kafka_share_eos._libs import deltalake, sa, spark_functions, spark_sql
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.testing.console import CrashOnce, RunConsole
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
     from kafka_share_eos.strategies import IdempotentUpsertSink
 
 _TOPIC = "orders"
@@ -55,15 +54,16 @@ class _Pipeline:
     redelivered: int = 0
     absorbed: dict[str, int] = field(default_factory=dict)
 
-    def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
-        from pyspark.sql import functions as F
+    def __call__(self, batch_df: spark_sql.DataFrame, batch_id: int) -> None:
 
         orders = batch_df.select(
             "topic",
             "partition",
             "offset",
             "deliveryCount",
-            F.from_json(F.col("value").cast("string"), _ORDER_SCHEMA).alias("order"),
+            spark_functions.from_json(
+                spark_functions.col("value").cast("string"), _ORDER_SCHEMA
+            ).alias("order"),
         ).select("topic", "partition", "offset", "deliveryCount", "order.*")
         table = orders.toArrow()
         redelivered = sum(1 for count in table.column("deliveryCount").to_pylist() if count > 1)
@@ -117,7 +117,7 @@ def _produce(bootstrap: str, orders: int, seed: int) -> dict[int, int]:
 
 def _run_query(
     console: RunConsole,
-    spark: SparkSession,
+    spark: spark_sql.SparkSession,
     bootstrap: str,
     work: Path,
     pipeline: CrashOnce,
@@ -147,16 +147,14 @@ def _run_query(
 def _verify(sql_url: str, delta_path: Path, expected: dict[int, int]) -> list[tuple[str, int, int]]:
     """Per sink: (name, rows, orders whose amount is wrong or missing or doubled)."""
     import pyarrow as pa
-    import sqlalchemy as sa
-    from deltalake import DeltaTable, QueryBuilder
 
     engine = sa.create_engine(sql_url)
     with engine.connect() as conn:
         sql_rows = conn.execute(sa.text("SELECT order_id, amount_cents FROM orders")).all()
     engine.dispose()
     delta_rows = pa.table(
-        QueryBuilder()
-        .register("orders", DeltaTable(str(delta_path)))
+        deltalake.QueryBuilder()
+        .register("orders", deltalake.DeltaTable(str(delta_path)))
         .execute("SELECT order_id, amount_cents FROM orders")
     ).to_pylist()
     results = []

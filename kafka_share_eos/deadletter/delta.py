@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
+from kafka_share_eos._libs import deltalake
 from kafka_share_eos.ledger.delta_txn import DeltaLocation
 
 from .letters import DEAD_LETTER_SCHEMA, first_per_record
@@ -36,9 +37,6 @@ class DeltaDeadLetters(DeadLetterSink):
         return f"delta:{self.location.uri}"
 
     def write(self, letters: pa.Table) -> int:
-        from deltalake import write_deltalake
-        from deltalake.exceptions import CommitFailedError
-
         letters = first_per_record(letters.cast(DEAD_LETTER_SCHEMA))
         if letters.num_rows == 0:
             return 0
@@ -46,7 +44,7 @@ class DeltaDeadLetters(DeadLetterSink):
             table = self.location.table()
             try:
                 if table is None:
-                    write_deltalake(
+                    deltalake.write_deltalake(
                         self.location.uri, letters, mode="append",
                         storage_options=self.location.options(),
                     )
@@ -58,7 +56,7 @@ class DeltaDeadLetters(DeadLetterSink):
                     .execute()
                 )
                 return int(metrics.get("num_target_rows_inserted", 0))
-            except CommitFailedError:
+            except deltalake.exceptions.CommitFailedError:
                 # Another pipeline committed (or created the table) first; MERGE again on top.
                 self.location.forget()
                 if attempt == _ATTEMPTS - 1:
@@ -66,14 +64,12 @@ class DeltaDeadLetters(DeadLetterSink):
         raise AssertionError("unreachable")
 
     def read(self) -> pa.Table:
-        from deltalake import QueryBuilder
-
         table = self.location.table()
         if table is None:
             return DEAD_LETTER_SCHEMA.empty_table()
         # QueryBuilder rather than to_pyarrow_table(): the latter can abort at exit in a
         # process that also wrote Delta.
-        result = pa.table(QueryBuilder().register("letters", table).execute(
+        result = pa.table(deltalake.QueryBuilder().register("letters", table).execute(
             "SELECT * FROM letters ORDER BY dead_lettered_at, letter_id"
         ))
         return result.select(DEAD_LETTER_SCHEMA.names).cast(DEAD_LETTER_SCHEMA)

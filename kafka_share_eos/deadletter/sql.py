@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import datetime as dt
+from typing import Any
 
 import pyarrow as pa
 
 from kafka_share_eos._extras import require_sql
+from kafka_share_eos._libs import sa, sa_postgresql, sa_sqlite
 from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.sinks.sql_engine import create_sql_engine
 
 from .letters import DEAD_LETTER_SCHEMA
 from .sink import DeadLetterSink
-
-if TYPE_CHECKING:
-    import sqlalchemy as sa
-    from sqlalchemy.engine import Engine
 
 DEFAULT_TABLE = "kafka_share_dead_letters"
 
@@ -35,10 +34,9 @@ class SqlDeadLetters(DeadLetterSink):
     """
 
     def __init__(
-        self, engine: Engine | str, table: str = DEFAULT_TABLE, *, db_schema: str | None = None
+        self, engine: sa.Engine | str, table: str = DEFAULT_TABLE, *, db_schema: str | None = None
     ) -> None:
         require_sql(engine, "SqlDeadLetters")
-        from kafka_share_eos.sinks.sql_engine import create_sql_engine
 
         self._owns_engine = isinstance(engine, str)
         self.engine = create_sql_engine(engine) if isinstance(engine, str) else engine
@@ -57,24 +55,19 @@ class SqlDeadLetters(DeadLetterSink):
     def write(self, letters: pa.Table) -> int:
         if letters.num_rows == 0:
             return 0
-        from sqlalchemy.dialects import postgresql, sqlite
 
-        dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+        dialect = sa_postgresql if self.engine.dialect.name == "postgresql" else sa_sqlite
         statement = dialect.insert(self.table).on_conflict_do_nothing(index_elements=["letter_id"])
         with self.engine.begin() as conn:
             result = conn.execute(statement, letters.to_pylist())
         return max(int(result.rowcount), 0)
 
     def read(self) -> pa.Table:
-        import sqlalchemy as sa
-
         with self.engine.connect() as conn:
             rows = [dict(row._mapping) for row in conn.execute(sa.select(self.table))]
         return pa.Table.from_pylist([_as_letter(row) for row in rows], schema=DEAD_LETTER_SCHEMA)
 
     def count(self) -> int:
-        import sqlalchemy as sa
-
         with self.engine.connect() as conn:
             query = sa.select(sa.func.count()).select_from(self.table)
             return int(conn.execute(query).scalar_one())
@@ -85,8 +78,6 @@ class SqlDeadLetters(DeadLetterSink):
 
 
 def _table_for(name: str, db_schema: str | None) -> sa.Table:
-    import sqlalchemy as sa
-
     types: dict[str, Any] = {
         "string": sa.Text(),
         "int32": sa.Integer(),
@@ -103,8 +94,6 @@ def _table_for(name: str, db_schema: str | None) -> sa.Table:
 
 
 def _as_letter(row: dict[str, Any]) -> dict[str, Any]:
-    import datetime as dt
-
     stamp = row["dead_lettered_at"]
     if isinstance(stamp, dt.datetime) and stamp.tzinfo is None:
         # SQLite keeps no zone; the sink only ever stores UTC.

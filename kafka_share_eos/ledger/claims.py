@@ -26,8 +26,13 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from kafka_share_eos import faults
+from kafka_share_eos._libs import deltalake
 from kafka_share_eos.errors import ClaimConflictError as ClaimConflictError
+from kafka_share_eos.faults import DEDUP_BEFORE_CLAIM as BEFORE_CLAIM
 from kafka_share_eos.ledger.rows import (
     APP_COLUMN,
     APPLIED_AT_COLUMN,
@@ -35,16 +40,11 @@ from kafka_share_eos.ledger.rows import (
     LEDGER_TABLE_CONFIGURATION,
     select_in_order,
 )
+from kafka_share_eos.sinks.delta import check_batch_order
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-    from deltalake import DeltaTable
-
     from kafka_share_eos.ledger.identity_ledger import IdentityLedger
 
-BEFORE_CLAIM = "dedup.before_claim"
-"""Fault point: the ledger was read, the claim not committed. A hold here lets another
-application claim the same records first."""
 
 DEFAULT_CLAIM_ATTEMPTS = 30
 
@@ -82,10 +82,7 @@ def claim(
         AppIdConflictError: the ledger already holds a later batch of this ``app_id``.
         ClaimConflictError: other claims won the commit race ``max_attempts`` times in a row.
     """
-    from deltalake.exceptions import CommitFailedError
-
     # Imported here: sinks.delta loads deltalake, which the ledger loads only when used.
-    from kafka_share_eos.sinks.delta import check_batch_order
 
     claimed_now = 0
     known = ledger.known_claims()
@@ -106,7 +103,7 @@ def claim(
         if fresh.num_rows:
             try:
                 _commit_claims(ledger, table, fresh, batch_id)
-            except CommitFailedError:
+            except deltalake.exceptions.CommitFailedError:
                 # Someone committed since our snapshot: re-read and claim what is still free.
                 ledger.location.contended()
                 time.sleep(random.uniform(0, backoff_seconds * min(attempt, 10)))
@@ -123,7 +120,7 @@ def claim(
     )
 
 
-def _open(ledger: IdentityLedger, batch: pa.Table, *, fresh: bool) -> DeltaTable:
+def _open(ledger: IdentityLedger, batch: pa.Table, *, fresh: bool) -> deltalake.DeltaTable:
     """The ledger at its latest snapshot (``fresh``), or as this process last saw it unless
     other writers were seen lately; created (empty) or given the application column when it
     lacks them.
@@ -132,12 +129,9 @@ def _open(ledger: IdentityLedger, batch: pa.Table, *, fresh: bool) -> DeltaTable
     once they cannot come back), and a claim of one it shows free commits only if nothing was
     committed since.
     """
-    from deltalake import DeltaTable, Field
-    from deltalake.schema import PrimitiveType
-
     table = ledger.location.table() if fresh else ledger.location.snapshot()
     if table is None:
-        DeltaTable.create(
+        deltalake.DeltaTable.create(
             ledger.uri,
             _stored_schema(claim_rows(ledger, batch.slice(0, 0), 0).schema),
             mode="ignore",
@@ -149,7 +143,9 @@ def _open(ledger: IdentityLedger, batch: pa.Table, *, fresh: bool) -> DeltaTable
         assert table is not None
     elif APP_COLUMN not in table.schema().to_arrow().names:
         # Ledgers written before applications shared them: their rows belong to no one now.
-        table.alter.add_columns([Field(APP_COLUMN, PrimitiveType("string"), nullable=True)])
+        column = deltalake.Field(APP_COLUMN, deltalake.schema.PrimitiveType("string"),
+                                 nullable=True)
+        table.alter.add_columns([column])
         table = ledger.location.table()
         assert table is not None
     return table
@@ -160,9 +156,6 @@ def _split(
 ) -> tuple[pa.Table, pa.Table]:
     """The identities this batch claimed in an earlier attempt, and the batch's rows no one
     claimed yet."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     keys = batch.select(list(ledger.identity))
     if seen is None or seen.num_rows == 0:
         return keys.slice(0, 0), batch
@@ -178,8 +171,6 @@ def _split(
 
 def _stored_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` with its dictionary-encoded columns as their values' type: the table's."""
-    import pyarrow as pa
-
     return pa.schema(
         [f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in schema]
     )
@@ -187,8 +178,6 @@ def _stored_schema(schema: pa.Schema) -> pa.Schema:
 
 def claim_rows(ledger: IdentityLedger, rows: pa.Table, batch_id: int) -> pa.Table:
     """Ledger rows claiming the identities of ``rows`` for ``batch_id`` of the ledger's app."""
-    import pyarrow as pa
-
     claims = rows.select(list(ledger.identity))
     n = claims.num_rows
     now = dt.datetime.now(dt.UTC)
@@ -202,25 +191,22 @@ def claim_rows(ledger: IdentityLedger, rows: pa.Table, batch_id: int) -> pa.Tabl
 
 
 def _commit_claims(
-    ledger: IdentityLedger, table: DeltaTable, fresh: pa.Table, batch_id: int
+    ledger: IdentityLedger, table: deltalake.DeltaTable, fresh: pa.Table, batch_id: int
 ) -> None:
     """Append claims for ``fresh`` unless another commit got in since ``table``'s snapshot
     (then ``CommitFailedError``)."""
-    import pyarrow as pa
-    from deltalake import CommitProperties, Transaction, write_deltalake
-
     rows = claim_rows(ledger, fresh, batch_id)
     # an int64 partition from pandas must land in the int32 column Spark created; the
     # application id stays dictionary-encoded (one value per batch: a fifth less to write)
     stored = pa.schema(table.schema().to_arrow())
     rows = rows.cast(stored.set(stored.get_field_index(APP_COLUMN),
                                 rows.schema.field(APP_COLUMN)))
-    write_deltalake(
+    deltalake.write_deltalake(
         table,
         rows,
         mode="append",
-        commit_properties=CommitProperties(
-            app_transactions=[Transaction(ledger.app_id, batch_id)],
+        commit_properties=deltalake.CommitProperties(
+            app_transactions=[deltalake.Transaction(ledger.app_id, batch_id)],
             # No rebase onto a concurrent commit: it may claim what this snapshot found free.
             max_commit_retries=0,
         ),

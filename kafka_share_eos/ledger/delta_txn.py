@@ -13,12 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kafka_share_eos._extras import require
+from kafka_share_eos._extras import DELTA
+from kafka_share_eos._libs import deltalake
 from kafka_share_eos.errors import ConfigurationError
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from deltalake import DeltaTable
 
 
 @dataclass
@@ -33,7 +33,7 @@ class DeltaLocation:
 
     uri: str
     storage_options: Mapping[str, str] | None = None
-    _table: DeltaTable | None = field(default=None, init=False, repr=False)
+    _table: deltalake.DeltaTable | None = field(default=None, init=False, repr=False)
     _contended: int = field(default=0, init=False, repr=False)
     # app_id -> (table version, batch id) of this process's last commit for that app_id.
     _own_commits: dict[str, tuple[int, int]] = field(default_factory=dict, init=False, repr=False)
@@ -41,29 +41,27 @@ class DeltaLocation:
     def __post_init__(self) -> None:
         # Every Delta ledger, append sink and dead-letter table starts here: fail at
         # construction, naming the extra, rather than at the first batch.
-        require("deltalake", "delta", "Delta tables")
+        DELTA.require("Delta tables")
 
     def options(self) -> dict[str, str] | None:
         """The storage options as the plain dict delta-rs expects."""
         return dict(self.storage_options) if self.storage_options is not None else None
 
-    def table(self, *, refresh: bool = True) -> DeltaTable | None:
+    def table(self, *, refresh: bool = True) -> deltalake.DeltaTable | None:
         """The table, or None while it does not exist yet.
 
         With ``refresh`` the handle first catches up with commits made since it was last read;
         without, it is the snapshot this process last saw or wrote (one log listing saved).
         """
-        from deltalake import DeltaTable
-
         if self._table is None:
-            if not DeltaTable.is_deltatable(self.uri, storage_options=self.options()):
+            if not deltalake.DeltaTable.is_deltatable(self.uri, storage_options=self.options()):
                 return None
-            self._table = DeltaTable(self.uri, storage_options=self.options())
+            self._table = deltalake.DeltaTable(self.uri, storage_options=self.options())
         elif refresh:
             self._table.update_incremental()
         return self._table
 
-    def snapshot(self) -> DeltaTable | None:
+    def snapshot(self) -> deltalake.DeltaTable | None:
         """The table as this process last saw or wrote it; caught up with other writers'
         commits only for a while after :meth:`contended`.
 
@@ -85,7 +83,7 @@ class DeltaLocation:
         self._table = None
         self._own_commits.clear()
 
-    def transaction_version(self, table: DeltaTable, app_id: str) -> int | None:
+    def transaction_version(self, table: deltalake.DeltaTable, app_id: str) -> int | None:
         """``table.transaction_version(app_id)``, known without reading the log (which costs
         more with every commit since the last checkpoint) while ``table`` is still at this
         process's last commit for ``app_id``."""
@@ -94,7 +92,7 @@ class DeltaLocation:
             return own[1]
         return table.transaction_version(app_id)
 
-    def committed(self, table: DeltaTable, app_id: str, batch_id: int) -> None:
+    def committed(self, table: deltalake.DeltaTable, app_id: str, batch_id: int) -> None:
         """Note that this process just committed ``(app_id, batch_id)`` through ``table``,
         which delta-rs left at that commit's version."""
         self._own_commits[app_id] = (table.version(), batch_id)
@@ -123,8 +121,6 @@ def append_once(
 
     ``configuration`` applies only when this call creates the table.
     """
-    from deltalake import CommitProperties, Transaction, write_deltalake
-
     if batch_id < 0:
         raise ConfigurationError(f"batch_id must be >= 0, got {batch_id}")
     # This application's own commits are all in the snapshot this process wrote; others'
@@ -135,14 +131,16 @@ def append_once(
         if done is not None and done >= batch_id:
             return False
     try:
-        write_deltalake(
+        deltalake.write_deltalake(
             table if table is not None else location.uri,
             data,
             mode="append",
             partition_by=list(partition_by) if partition_by else None,
             configuration=configuration if table is None else None,
             storage_options=location.options() if table is None else None,
-            commit_properties=CommitProperties(app_transactions=[Transaction(app_id, batch_id)]),
+            commit_properties=deltalake.CommitProperties(
+                app_transactions=[deltalake.Transaction(app_id, batch_id)]
+            ),
         )
     except BaseException:
         # The commit may have landed all the same: the next check reads the table afresh.

@@ -16,7 +16,9 @@ min/max of the first key column, which helps when keys grow over time (ids, time
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
 from kafka_share_eos.ledger.claims import Claim, claim
@@ -32,9 +34,7 @@ from kafka_share_eos.ledger.rows import (
     rows_joined,
     sql_literal,
 )
-
-if TYPE_CHECKING:
-    import pyarrow as pa
+from kafka_share_eos.sinks.delta import quote_identifier
 
 
 class IdentityLedger:
@@ -132,8 +132,6 @@ class IdentityLedger:
         statistics rule it out before reading any data. Without ``refresh`` the snapshot last
         seen by this process is read.
         """
-        import pyarrow as pa
-
         table = self.location.table(refresh=refresh)
         if table is None:
             return None
@@ -166,10 +164,7 @@ class IdentityLedger:
         The anti-join that follows makes the result exact; the predicate only has to be cheap
         and selective enough for file skipping.
         """
-        import pyarrow.compute as pc
-
         # Imported here: sinks.delta loads deltalake, which the ledger loads only when used.
-        from kafka_share_eos.sinks.delta import quote_identifier
 
         if self.is_record_identity:
             return " OR ".join(

@@ -17,19 +17,16 @@ upper bound.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafka_share_eos._libs import deltalake
 from kafka_share_eos.ledger.rows import (
     file_highest_offsets,
     highest_offsets,
     rows_where,
 )
-
-if TYPE_CHECKING:
-    from deltalake import DeltaTable
 
 _KEYS = ["topic", "partition", "offset"]
 
@@ -52,7 +49,7 @@ class KnownClaims:
     last_owner: tuple[str, int] | None = None
 
     def split(
-        self, table: DeltaTable, batch: pa.Table, app_id: str, batch_id: int
+        self, table: deltalake.DeltaTable, batch: pa.Table, app_id: str, batch_id: int
     ) -> tuple[pa.Table, pa.Table] | None:
         """The identities batch ``batch_id`` of ``app_id`` claimed in an earlier attempt, and
         the rows of ``batch`` nobody claimed, as of ``table``'s snapshot; None when only a read
@@ -71,7 +68,9 @@ class KnownClaims:
         own = rest if self.last_owner == (app_id, batch_id) else rest.slice(0, 0)
         return own, rows_where(batch, pc.invert(below))
 
-    def claimed(self, table: DeltaTable, rows: pa.Table, app_id: str, batch_id: int) -> None:
+    def claimed(
+        self, table: deltalake.DeltaTable, rows: pa.Table, app_id: str, batch_id: int
+    ) -> None:
         """Take in the claims of ``rows`` that batch ``batch_id`` of ``app_id`` just committed
         through ``table`` (which delta-rs left at that commit's version)."""
         committed = table.version()
@@ -110,7 +109,7 @@ class KnownClaims:
             for name, codes in packed.items()
         )
 
-    def _learn(self, table: DeltaTable) -> bool:
+    def _learn(self, table: deltalake.DeltaTable) -> bool:
         """Read the highest offsets from the log's file statistics; False when a file has none."""
         actions = pa.table(table.get_add_actions(flatten=True))
         self.version, self.last, self.last_owner = None, None, None

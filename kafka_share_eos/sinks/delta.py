@@ -30,7 +30,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from kafka_share_eos import faults
-from kafka_share_eos._extras import needs_extra
+from kafka_share_eos._extras import DELTA
+from kafka_share_eos._libs import deltalake
 from kafka_share_eos.errors import (
     AppIdConflictError,
     CommitConflictError,
@@ -40,10 +41,6 @@ from kafka_share_eos.errors import (
 
 from .dedup import contained, split_by_stored
 from .outcome import UpsertOutcome
-
-with needs_extra("delta", "Delta tables"):
-    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
-    from deltalake.exceptions import CommitFailedError
 
 DEFAULT_APP_ID_PREFIX = "kafka-share-eos/upsert"
 _REFRESH_AFTER_CONFLICT = 16
@@ -67,7 +64,10 @@ def _delta_compatible(table: pa.Table) -> pa.Table:
 
 
 def stored_keys(
-    table: DeltaTable, rows: pa.Table, keys: Sequence[str], columns: Sequence[str] | None = None
+    table: deltalake.DeltaTable,
+    rows: pa.Table,
+    keys: Sequence[str],
+    columns: Sequence[str] | None = None,
 ) -> pa.Table:
     """The ``columns`` (default: the ``keys``) of the table's rows that may match ``rows``' keys
     (a superset), typed as in ``rows``.
@@ -91,7 +91,7 @@ def stored_keys(
     return existing.cast(rows.select(wanted).schema)
 
 
-def rows_absent(table: DeltaTable, rows: pa.Table, keys: Sequence[str]) -> pa.Table:
+def rows_absent(table: deltalake.DeltaTable, rows: pa.Table, keys: Sequence[str]) -> pa.Table:
     """The rows of ``rows`` whose ``keys`` the table does not hold (in no particular order)."""
     existing = stored_keys(table, rows, keys)
     if existing.num_rows == 0:
@@ -99,7 +99,7 @@ def rows_absent(table: DeltaTable, rows: pa.Table, keys: Sequence[str]) -> pa.Ta
     return rows.join(existing, keys=list(keys), join_type="left anti")
 
 
-def batch_order(delta: DeltaTable, app_id: str, batch_id: int, where: str) -> int | None:
+def batch_order(delta: deltalake.DeltaTable, app_id: str, batch_id: int, where: str) -> int | None:
     """The highest batch ``delta`` recorded under ``app_id`` (None before any).
 
     Batch ids of one streaming query only grow, and a replay repeats the last one; so a batch
@@ -129,9 +129,9 @@ def delta_keys_held(
 ) -> list[bool]:
     """For each row of ``keys``, whether the Delta table (absent: holds nothing) has a row with
     the same values in the columns ``keys`` names."""
-    if not DeltaTable.is_deltatable(table_uri, storage_options=storage_options):
+    if not deltalake.DeltaTable.is_deltatable(table_uri, storage_options=storage_options):
         return [False] * keys.num_rows
-    table = DeltaTable(table_uri, storage_options=storage_options)
+    table = deltalake.DeltaTable(table_uri, storage_options=storage_options)
     return contained(keys, stored_keys(table, keys, keys.column_names))
 
 
@@ -167,6 +167,7 @@ class DeltaMergeWriter:
         max_commit_attempts: int = 5,
         retry_backoff_seconds: float = 0.1,
     ) -> None:
+        DELTA.require("Delta tables")
         if max_commit_attempts < 1:
             raise SinkConfigurationError(
                 f"max_commit_attempts must be >= 1, got {max_commit_attempts}"
@@ -179,7 +180,7 @@ class DeltaMergeWriter:
         self.storage_options = dict(storage_options) if storage_options else None
         self.max_commit_attempts = max_commit_attempts
         self.retry_backoff_seconds = retry_backoff_seconds
-        self._delta: DeltaTable | None = None
+        self._delta: deltalake.DeltaTable | None = None
         # Batches still to start from a refreshed snapshot since the last lost commit race.
         self._refresh_batches = 0
 
@@ -195,9 +196,9 @@ class DeltaMergeWriter:
 
     def prepare(self, schema: pa.Schema) -> None:
         """Check that an existing table has every column of ``schema``."""
-        if not DeltaTable.is_deltatable(self.table_uri, self.storage_options):
+        if not deltalake.DeltaTable.is_deltatable(self.table_uri, self.storage_options):
             return
-        existing = DeltaTable(self.table_uri, storage_options=self.storage_options)
+        existing = deltalake.DeltaTable(self.table_uri, storage_options=self.storage_options)
         names = [field.name for field in existing.schema().fields]
         missing = [name for name in schema.names if name not in names]
         if missing:
@@ -218,7 +219,7 @@ class DeltaMergeWriter:
         for attempt in range(1, self.max_commit_attempts + 1):
             try:
                 return self._apply(table, batch_id)
-            except CommitFailedError as error:
+            except deltalake.exceptions.CommitFailedError as error:
                 # Another writer is active: read its commits before the next attempts.
                 self._refresh_batches = _REFRESH_AFTER_CONFLICT
                 if attempt == self.max_commit_attempts:
@@ -234,9 +235,9 @@ class DeltaMergeWriter:
     def check(self, table: pa.Table) -> None:
         """Cast ``table`` to the target's column types, raising what a MERGE of these rows
         would (a value out of range, a type that does not convert); changes nothing."""
-        if not DeltaTable.is_deltatable(self.table_uri, self.storage_options):
+        if not deltalake.DeltaTable.is_deltatable(self.table_uri, self.storage_options):
             return
-        target = DeltaTable(self.table_uri, storage_options=self.storage_options).schema()
+        target = deltalake.DeltaTable(self.table_uri, storage_options=self.storage_options).schema()
         types = {field.name: field.type for field in pa.schema(target.to_arrow())}
         rows = _delta_compatible(table)
         for name in rows.column_names:
@@ -253,7 +254,7 @@ class DeltaMergeWriter:
         """Drop the table handle (the next batch opens the table again)."""
         self._delta = None
 
-    def _open(self, schema: pa.Schema) -> DeltaTable:
+    def _open(self, schema: pa.Schema) -> deltalake.DeltaTable:
         """The table (created when missing), through a handle kept between batches.
 
         The handle holds this writer's own commits; it is brought up to date with other
@@ -266,13 +267,13 @@ class DeltaMergeWriter:
             if self._refresh_batches:
                 self._delta.update_incremental()
             return self._delta
-        if not DeltaTable.is_deltatable(self.table_uri, self.storage_options):
+        if not deltalake.DeltaTable.is_deltatable(self.table_uri, self.storage_options):
             # Creating empty first and writing after keeps one code path; a concurrent creator
             # makes this fail with CommitFailedError, and the retry writes into its table.
-            DeltaTable.create(
+            deltalake.DeltaTable.create(
                 self.table_uri, schema=schema, mode="ignore", storage_options=self.storage_options
             )
-        self._delta = DeltaTable(self.table_uri, storage_options=self.storage_options)
+        self._delta = deltalake.DeltaTable(self.table_uri, storage_options=self.storage_options)
         return self._delta
 
     def _apply(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
@@ -301,21 +302,23 @@ class DeltaMergeWriter:
         written = int(split.absent.num_rows) + merged.written
         return UpsertOutcome(written, table.num_rows - written, "merge")
 
-    def _append(self, delta: DeltaTable, rows: pa.Table, batch_id: int | None) -> None:
+    def _append(self, delta: deltalake.DeltaTable, rows: pa.Table, batch_id: int | None) -> None:
         """Append ``rows`` unless anything was committed since ``delta``'s snapshot."""
         faults.maybe_crash(faults.SINK_MID_WRITE)
-        write_deltalake(
+        deltalake.write_deltalake(
             delta,
             rows,
             mode="append",
-            commit_properties=CommitProperties(
-                app_transactions=None if batch_id is None else [Transaction(self.app_id, batch_id)],
+            commit_properties=deltalake.CommitProperties(
+                app_transactions=(
+                    None if batch_id is None else [deltalake.Transaction(self.app_id, batch_id)]
+                ),
                 # No rebase onto a concurrent commit: it may hold the keys found absent.
                 max_commit_retries=0,
             ),
         )
 
-    def _merge(self, delta: DeltaTable, table: pa.Table, batch_id: int) -> UpsertOutcome:
+    def _merge(self, delta: deltalake.DeltaTable, table: pa.Table, batch_id: int) -> UpsertOutcome:
         predicate = " AND ".join(
             f"target.{quote_identifier(k)} = source.{quote_identifier(k)}" for k in self.key_columns
         )
@@ -327,8 +330,8 @@ class DeltaMergeWriter:
             # The batch is already in memory; unstreamed execution lets delta-rs derive key
             # ranges from it and skip target files that cannot match (3x faster measured).
             streamed_exec=False,
-            commit_properties=CommitProperties(
-                app_transactions=[Transaction(self.app_id, batch_id)]
+            commit_properties=deltalake.CommitProperties(
+                app_transactions=[deltalake.Transaction(self.app_id, batch_id)]
             ),
         )
         if self.version_column is not None:
@@ -343,7 +346,7 @@ class DeltaMergeWriter:
         return UpsertOutcome(written, table.num_rows - written, "merge")
 
 
-def _as_stored(delta: DeltaTable, rows: pa.Table) -> pa.Table | None:
+def _as_stored(delta: deltalake.DeltaTable, rows: pa.Table) -> pa.Table | None:
     """``rows`` with exactly the table's columns and types (missing nullable columns null), or
     None when they do not convert losslessly."""
     schema = pa.schema(delta.schema().to_arrow())

@@ -20,12 +20,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.pool import NullPool
 
 from kafka_share_eos import faults
+from kafka_share_eos._libs import sa, sa_postgresql, sa_sqlite
 from kafka_share_eos.errors import SinkConfigurationError, TargetTableError
 
 from .dedup import contained
@@ -35,10 +32,12 @@ from .sql_engine import create_sql_engine
 from .sql_schema import open_target
 from .sql_values import python_rows as python_rows
 
-_INSERTS: dict[str, Callable[[sa.Table], Any]] = {
-    "postgresql": postgresql.insert,
-    "sqlite": sqlite.insert,
-}
+_DIALECTS = ("postgresql", "sqlite")
+
+
+def _insert(dialect: str) -> Callable[[sa.Table], Any]:
+    """The dialect's ``INSERT`` construct, which has its own ``ON CONFLICT``."""
+    return sa_postgresql.insert if dialect == "postgresql" else sa_sqlite.insert
 # Rows per executemany call: bounds memory for the parameter dictionaries.
 _ROWS_PER_EXECUTE = 10_000
 # Keys per lookup statement: three bound parameters each stay under SQLite's oldest limit (999).
@@ -51,7 +50,7 @@ def _chunks(rows: list[Any], size: int) -> Iterator[list[Any]]:
 
 
 def keys_held(
-    conn: Connection, table: str, keys: pa.Table, db_schema: str | None = None
+    conn: sa.Connection, table: str, keys: pa.Table, db_schema: str | None = None
 ) -> list[bool]:
     """For each row of ``keys``, whether ``table`` (absent: holds nothing) has a row with the
     same values in the columns ``keys`` names."""
@@ -87,7 +86,7 @@ class SqlUpsertWriter:
 
     def __init__(
         self,
-        engine: Engine | str,
+        engine: sa.Engine | str,
         table: str,
         *,
         key_columns: Sequence[str],
@@ -98,18 +97,18 @@ class SqlUpsertWriter:
     ) -> None:
         if bulk_threshold < 1:
             raise SinkConfigurationError(f"bulk_threshold must be >= 1, got {bulk_threshold}")
-        self._engine: Engine | None = engine if isinstance(engine, Engine) else None
+        self._engine: sa.Engine | None = engine if isinstance(engine, sa.Engine) else None
         self._owns_engine = self._engine is None
         self._url = (
             engine.url.render_as_string(hide_password=False)
-            if isinstance(engine, Engine)
+            if isinstance(engine, sa.Engine)
             else engine
         )
         self.dialect = sa.make_url(self._url).get_backend_name()
-        if self.dialect not in _INSERTS:
+        if self.dialect not in _DIALECTS:
             raise SinkConfigurationError(
                 f"SQL dialect {self.dialect!r} of the sink URL is not supported; "
-                f"use one of {sorted(_INSERTS)}"
+                f"use one of {sorted(_DIALECTS)}"
             )
         self.table_name = table
         self.key_columns = tuple(key_columns)
@@ -133,13 +132,13 @@ class SqlUpsertWriter:
         return self.dialect == "postgresql"
 
     @property
-    def engine(self) -> Engine:
+    def engine(self) -> sa.Engine:
         """The engine, created from the URL on first use (also after unpickling)."""
         if self._engine is None:
             if self._pool_connections:
                 self._engine = create_sql_engine(self._url)
             else:
-                self._engine = create_sql_engine(self._url, poolclass=NullPool)
+                self._engine = create_sql_engine(self._url, poolclass=sa.pool.NullPool)
         return self._engine
 
     def __getstate__(self) -> dict[str, Any]:
@@ -217,9 +216,9 @@ class SqlUpsertWriter:
             index_elements=keys, set_=updates, where=excluded[version] > target.c[version]
         )
 
-    def _row_upsert(self, conn: Connection, target: sa.Table, table: pa.Table) -> int:
+    def _row_upsert(self, conn: sa.Connection, target: sa.Table, table: pa.Table) -> int:
         names = table.column_names
-        statement = self._on_conflict(target, _INSERTS[self.dialect](target), names)
+        statement = self._on_conflict(target, _insert(self.dialect)(target), names)
         rows = [dict(zip(names, values, strict=True)) for values in python_rows(table)]
         # Only inserted or updated rows come back; batched executemany has no reliable rowcount.
         returning = statement.returning(target.c[self.key_columns[0]])
@@ -239,7 +238,7 @@ class RowChecks:
 
     def __init__(self, writer: SqlUpsertWriter) -> None:
         self._writer = writer
-        self._conn: Connection | None = None
+        self._conn: sa.Connection | None = None
 
     def __call__(self, part: pa.Table) -> None:
         """Raise what writing ``part`` after the parts checked before would raise."""

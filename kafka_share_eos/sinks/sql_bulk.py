@@ -25,12 +25,11 @@ temporary table (step 3) for a while after one did not.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
-import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.engine import Connection
+
+from kafka_share_eos._libs import psycopg, sa, sa_postgresql
 
 from .dedup import StoredSplit, split_by_stored
 from .key_ranges import KeyRange, key_ranges, range_column
@@ -41,22 +40,20 @@ STAGE_TABLE = "kafka_share_eos_upsert_stage"
 # met an existing key.
 _DIRECT_COPY_BACKOFF = 8
 
-OnConflict = Callable[[sa.Table, Any, Sequence[str]], Any]
+OnConflict: TypeAlias = "Callable[[sa.Table, Any, Sequence[str]], Any]"
 """Adds the writer's ``ON CONFLICT`` clause to an insert of the given columns."""
 
 
-def copy_rows(conn: Connection, db_schema: str | None, name: str, rows: pa.Table) -> None:
+def copy_rows(conn: sa.Connection, db_schema: str | None, name: str, rows: pa.Table) -> None:
     """``COPY`` ``rows`` into the same-named columns of ``db_schema.name`` in the open transaction.
 
     psycopg's errors surface as SQLAlchemy's (``IntegrityError``, ``DataError``,
     ``OperationalError``...), like those of every other statement.
     """
-    from psycopg import Error
-    from psycopg import sql as pgsql
-
-    qualified = pgsql.Identifier(db_schema, name) if db_schema else pgsql.Identifier(name)
-    statement = pgsql.SQL("COPY {} ({}) FROM STDIN").format(
-        qualified, pgsql.SQL(", ").join(map(pgsql.Identifier, rows.column_names))
+    identifier = psycopg.sql.Identifier
+    qualified = identifier(db_schema, name) if db_schema else identifier(name)
+    statement = psycopg.sql.SQL("COPY {} ({}) FROM STDIN").format(
+        qualified, psycopg.sql.SQL(", ").join(map(psycopg.sql.Identifier, rows.column_names))
     )
     raw = conn.connection.driver_connection
     assert raw is not None
@@ -64,21 +61,19 @@ def copy_rows(conn: Connection, db_schema: str | None, name: str, rows: pa.Table
         with raw.cursor() as cursor, cursor.copy(statement) as copy:
             for row in python_rows(rows, for_copy=True):
                 copy.write_row(row)
-    except Error as error:
+    except psycopg.Error as error:
         raise sa.exc.DBAPIError.instance(
-            statement.as_string(raw), None, error, Error, dialect=conn.dialect
+            statement.as_string(raw), None, error, psycopg.Error, dialect=conn.dialect
         ) from error
 
 
-def _rowcount(conn: Connection, statement: Any) -> int:
+def _rowcount(conn: sa.Connection, statement: Any) -> int:
     """Execute ``statement`` and return how many rows it inserted or updated."""
     return int(conn.execute(statement.execution_options(preserve_rowcount=True)).rowcount)
 
 
 def _is_unique_violation(error: sa.exc.IntegrityError) -> bool:
-    from psycopg.errors import UniqueViolation
-
-    return isinstance(error.orig, UniqueViolation)
+    return isinstance(error.orig, psycopg.errors.UniqueViolation)
 
 
 class CopyUpsert:
@@ -98,7 +93,7 @@ class CopyUpsert:
         self._on_conflict = on_conflict
         self._direct_copy_wait = 0
 
-    def __call__(self, conn: Connection, target: sa.Table, table: pa.Table) -> int:
+    def __call__(self, conn: sa.Connection, target: sa.Table, table: pa.Table) -> int:
         """Write ``table`` (unique on the key columns) in the open transaction; rows written."""
         split = self._split(conn, target, table)
         if split is None:
@@ -119,7 +114,7 @@ class CopyUpsert:
             written += self._copy_staged(conn, target, staged)
         return written
 
-    def _copy_direct(self, conn: Connection, target: sa.Table, rows: pa.Table) -> bool:
+    def _copy_direct(self, conn: sa.Connection, target: sa.Table, rows: pa.Table) -> bool:
         """COPY ``rows`` into the target; False (and nothing written) if a key was there."""
         try:
             # A savepoint makes a failed COPY cost nothing but the time it ran.
@@ -131,7 +126,7 @@ class CopyUpsert:
                 raise
             return False
 
-    def _copy_staged(self, conn: Connection, target: sa.Table, rows: pa.Table) -> int:
+    def _copy_staged(self, conn: sa.Connection, target: sa.Table, rows: pa.Table) -> int:
         names = rows.column_names
         stage = sa.Table(
             STAGE_TABLE,
@@ -150,14 +145,15 @@ class CopyUpsert:
             )
             try:
                 with conn.begin_nested():
-                    return _rowcount(conn, postgresql.insert(target).from_select(columns, absent))
+                    insert = sa_postgresql.insert(target).from_select(columns, absent)
+                    return _rowcount(conn, insert)
             except sa.exc.IntegrityError as error:
                 if not _is_unique_violation(error):
                     raise
-        insert = postgresql.insert(target).from_select(columns, sa.select(*stage.c))
+        insert = sa_postgresql.insert(target).from_select(columns, sa.select(*stage.c))
         return _rowcount(conn, self._on_conflict(target, insert, names))
 
-    def _split(self, conn: Connection, target: sa.Table, table: pa.Table) -> StoredSplit | None:
+    def _split(self, conn: sa.Connection, target: sa.Table, table: pa.Table) -> StoredSplit | None:
         """The rows the target lacks or holds at a lower version; None when the keys are not
         range-shaped (or the stored values do not convert), so the batch is not looked up."""
         keys = table.select(list(self.key_columns))
@@ -174,29 +170,27 @@ class CopyUpsert:
 
 
 def _stored_rows(
-    conn: Connection, target: sa.Table, ranges: list[KeyRange], column: str, schema: pa.Schema
+    conn: sa.Connection, target: sa.Table, ranges: list[KeyRange], column: str, schema: pa.Schema
 ) -> pa.Table:
     """The target's values of ``schema``'s columns (the key columns first, in index order,
     then perhaps the version) for its keys within ``ranges``."""
-    from psycopg import sql as pgsql
-
     keys = schema.names[: schema.names.index(column) + 1]
     fixed = [name for name in keys if name != column]
-    term = pgsql.SQL(" AND ").join(
+    term = psycopg.sql.SQL(" AND ").join(
         [
-            *(pgsql.SQL("{} = %s").format(pgsql.Identifier(name)) for name in fixed),
-            pgsql.SQL("{} BETWEEN %s AND %s").format(pgsql.Identifier(column)),
+            *(psycopg.sql.SQL("{} = %s").format(psycopg.sql.Identifier(name)) for name in fixed),
+            psycopg.sql.SQL("{} BETWEEN %s AND %s").format(psycopg.sql.Identifier(column)),
         ]
     )
     qualified = (
-        pgsql.Identifier(target.schema, target.name)
+        psycopg.sql.Identifier(target.schema, target.name)
         if target.schema
-        else pgsql.Identifier(target.name)
+        else psycopg.sql.Identifier(target.name)
     )
-    query = pgsql.SQL("SELECT {} FROM {} WHERE {}").format(
-        pgsql.SQL(", ").join(map(pgsql.Identifier, schema.names)),
+    query = psycopg.sql.SQL("SELECT {} FROM {} WHERE {}").format(
+        psycopg.sql.SQL(", ").join(map(psycopg.sql.Identifier, schema.names)),
         qualified,
-        pgsql.SQL(" OR ").join([pgsql.SQL("({})").format(term)] * len(ranges)),
+        psycopg.sql.SQL(" OR ").join([psycopg.sql.SQL("({})").format(term)] * len(ranges)),
     )
     params = [value for r in ranges for value in (*r.fixed, r.low, r.high)]
     raw = conn.connection.driver_connection

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from kafka_share_eos._libs import sa
 
 SQLITE_BUSY_TIMEOUT_S = 60.0
 """How long a SQLite writer waits for another's write lock unless the URL sets ``timeout``."""
 
 
-def create_sql_engine(url: str, **kwargs: Any) -> Engine:
+def create_sql_engine(url: str, **kwargs: Any) -> sa.Engine:
     """An engine for ``url`` (keyword arguments go to :func:`sqlalchemy.create_engine`).
 
     SQLite lets one connection write at a time, and pysqlite gives up after 5 s: a batch of one

@@ -6,18 +6,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-from sqlalchemy.types import TypeEngine
 
+from kafka_share_eos._libs import sa
 from kafka_share_eos.errors import MissingColumnsError, TargetTableError
 
 
-def sql_type(field: pa.Field) -> TypeEngine[Any]:
+def sql_type(field: pa.Field) -> sa.types.TypeEngine[Any]:
     """The SQLAlchemy column type that stores values of an Arrow field without loss."""
     t = field.type
     types = pa.types
-    mapped: TypeEngine[Any] | None = None
+    mapped: sa.types.TypeEngine[Any] | None = None
     if types.is_boolean(t):
         mapped = sa.Boolean()
     elif types.is_int8(t) or types.is_int16(t) or types.is_uint8(t):
@@ -78,7 +76,7 @@ def _unique_column_sets(
 
 
 def open_target(
-    conn: Connection,
+    conn: sa.Connection,
     name: str,
     schema: pa.Schema,
     key_columns: Sequence[str],

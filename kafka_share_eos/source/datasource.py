@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from typing import TYPE_CHECKING
 
-from kafka_share_eos._extras import needs_extra
+from kafka_share_eos._extras import SPARK
 from kafka_share_eos.source.group import delivery_count_limit
 from kafka_share_eos.source.options import FORMAT, SourceOptions
-from kafka_share_eos.source.schema import spark_schema
+from kafka_share_eos.source.schema import DELIVERY_COUNT, DELIVERY_COUNT_LIMIT_KEY, HEADERS
 
-with needs_extra("spark", "the kafka-share Spark source"):
+with SPARK.needed_by("the kafka-share Spark source"):
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
 
     from kafka_share_eos.source.reader import KafkaShareStreamReader
-
-if TYPE_CHECKING:
-    from pyspark.sql.types import StructType
-
 
 
 class KafkaShareDataSource(DataSource):
@@ -44,3 +49,24 @@ class KafkaShareDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """The reader planning micro-batches in Spark's source runner."""
         return KafkaShareStreamReader(self.source_options)
+
+
+def spark_schema(include_headers: bool, delivery_count_limit: int | None = None) -> StructType:
+    """The Spark schema of the stream (what ``df.schema`` shows); ``delivery_count_limit``
+    becomes the metadata of ``deliveryCount``."""
+    fields = [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+    ]
+    if include_headers:
+        header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+        fields.append(StructField(HEADERS, ArrayType(header)))
+    metadata = ({} if delivery_count_limit is None
+                else {DELIVERY_COUNT_LIMIT_KEY: delivery_count_limit})
+    fields.append(StructField(DELIVERY_COUNT, IntegerType(), metadata=metadata))
+    return StructType(fields)

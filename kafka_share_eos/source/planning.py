@@ -9,10 +9,13 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import pyarrow as pa
-from pyspark.sql.datasource import InputPartition
 
+from kafka_share_eos._extras import SPARK
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
+
+with SPARK.needed_by("the kafka-share Spark source"):
+    from pyspark.sql.datasource import InputPartition
 
 
 class JournalPartition(Protocol):

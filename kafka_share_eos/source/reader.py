@@ -12,14 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxRows,
-    SupportsTriggerAvailableNow,
-)
-
+from kafka_share_eos._extras import SPARK
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.source.group import resolve_group
 from kafka_share_eos.source.journal import Journal
@@ -29,6 +22,15 @@ from kafka_share_eos.source.runner import BatchPlanner
 from kafka_share_eos.source.schema import project
 from kafka_share_eos.source.slot_planner import SlotPlanner
 from kafka_share_eos.source.slots import SlotPartition
+
+with SPARK.needed_by("the kafka-share Spark source"):
+    from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
 
 _SEQ = "seq"
 

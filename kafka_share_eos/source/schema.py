@@ -9,12 +9,9 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
-
-if TYPE_CHECKING:
-    from pyspark.sql.types import StructType
 
 HEADERS = "headers"
 DELIVERY_COUNT = "deliveryCount"
@@ -47,38 +44,6 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
     if include_headers:
         return JOURNAL_SCHEMA
     return JOURNAL_SCHEMA.remove(JOURNAL_SCHEMA.get_field_index(HEADERS))
-
-
-def spark_schema(include_headers: bool, delivery_count_limit: int | None = None) -> StructType:
-    """The Spark schema of the stream (what ``df.schema`` shows); ``delivery_count_limit``
-    becomes the metadata of ``deliveryCount``."""
-    from pyspark.sql.types import (
-        ArrayType,
-        BinaryType,
-        IntegerType,
-        LongType,
-        StringType,
-        StructField,
-        StructType,
-        TimestampType,
-    )
-
-    fields = [
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()),
-        StructField("timestampType", IntegerType()),
-    ]
-    if include_headers:
-        header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
-        fields.append(StructField(HEADERS, ArrayType(header)))
-    metadata = ({} if delivery_count_limit is None
-                else {DELIVERY_COUNT_LIMIT_KEY: delivery_count_limit})
-    fields.append(StructField(DELIVERY_COUNT, IntegerType(), metadata=metadata))
-    return StructType(fields)
 
 
 @contextlib.contextmanager

@@ -31,9 +31,9 @@ import threading
 import time
 
 import pyarrow as pa
-from pyspark.sql.datasource import InputPartition
 
 from kafka_share_eos import faults
+from kafka_share_eos._extras import SPARK
 from kafka_share_eos.errors import JournalError
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.leases import EXECUTOR, Lease
@@ -42,6 +42,9 @@ from kafka_share_eos.source.options import AckPolicy, SourceOptions
 from kafka_share_eos.source.schema import to_record_batch
 from kafka_share_eos.source.session import ACCEPT, RELEASE, ShareSession
 from kafka_share_eos.storage import open_location, write_atomically
+
+with SPARK.needed_by("the kafka-share Spark source"):
+    from pyspark.sql.datasource import InputPartition
 
 log = logging.getLogger("kafka_share_eos.source")
 

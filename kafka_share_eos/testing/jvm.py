@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from kafka_share_eos._libs import pyspark
+
 log = logging.getLogger("kafka_share_eos.testing")
 
 WARM_UP_TIMEOUT_S = 300.0
@@ -49,8 +51,6 @@ def _java() -> Path | None:
 def archive_path() -> Path | None:
     """Where the archive of this Java and PySpark installation lives (it may not exist yet);
     None when no ``java`` is found."""
-    import pyspark
-
     java = _java()
     if java is None:
         return None

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from kafka_share_eos._libs import sa
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.errors import PostgresNotFoundError as PostgresNotFoundError
 from kafka_share_eos.errors import PostgresServerError as PostgresServerError
@@ -126,9 +127,7 @@ class PostgresDatabases:
 
     def database_url(self, name: str) -> str:
         """SQLAlchemy URL of database ``name`` on this server."""
-        from sqlalchemy.engine import make_url
-
-        return make_url(self.url).set(database=name).render_as_string(hide_password=False)
+        return sa.engine.make_url(self.url).set(database=name).render_as_string(hide_password=False)
 
     def create_database(self, name: str | None = None) -> str:
         """Create a database (named uniquely unless ``name`` is given) and return its URL."""
@@ -142,28 +141,25 @@ class PostgresDatabases:
         Prepared transactions outlive sessions and would block the drop, so a test that left
         one in doubt must not leak it.
         """
-        from sqlalchemy import create_engine, text
-
-        engine = create_engine(self.database_url(name), isolation_level="AUTOCOMMIT")
+        engine = sa.create_engine(self.database_url(name), isolation_level="AUTOCOMMIT")
         try:
             with engine.connect() as conn:
                 gids = conn.execute(
-                    text("SELECT gid FROM pg_prepared_xacts WHERE database = current_database()")
+                    sa.text("SELECT gid FROM pg_prepared_xacts WHERE database = current_database()")
                 ).scalars()
                 for gid in list(gids):
-                    conn.execute(text(f"ROLLBACK PREPARED '{gid.replace(chr(39), chr(39) * 2)}'"))
+                    quoted = gid.replace("'", "''")
+                    conn.execute(sa.text(f"ROLLBACK PREPARED '{quoted}'"))
         finally:
             engine.dispose()
         self._execute_autocommit(self.url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     @staticmethod
     def _execute_autocommit(url: str, statement: str) -> None:
-        from sqlalchemy import create_engine, text
-
-        engine = create_engine(url, isolation_level="AUTOCOMMIT")
+        engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
         try:
             with engine.connect() as conn:
-                conn.execute(text(statement))
+                conn.execute(sa.text(statement))
         finally:
             engine.dispose()
 

@@ -7,12 +7,9 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from kafka_share_eos._libs import spark_sql
 from kafka_share_eos.testing.jvm import java_options
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 
 def local_spark_session(
@@ -20,7 +17,7 @@ def local_spark_session(
     cores: int = 2,
     short_lived: bool = False,
     executors: int | None = None,
-) -> SparkSession:
+) -> spark_sql.SparkSession:
     """Start (or reuse) a local-mode SparkSession whose Python workers run this interpreter.
 
     Workers must import the same environment as the driver, otherwise the ``kafka-share`` data
@@ -38,17 +35,16 @@ EXECUTOR_MEMORY_MB = 1024
 
 def spark_session(
     app_name: str, cores: int, java_options: Sequence[str], executors: int | None = None
-) -> SparkSession:
+) -> spark_sql.SparkSession:
     """:func:`local_spark_session` with the driver JVM's extra options given explicitly."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
 
     master = (f"local[{cores}]" if executors is None
               else f"local-cluster[{executors},{cores},{EXECUTOR_MEMORY_MB}]")
     parallelism = cores * (executors or 1)
     spark = (
-        SparkSession.builder.master(master)
+        spark_sql.SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         # Its stage progress bar is carriage-return art on stderr: noise in every log.
@@ -75,7 +71,7 @@ def spark_session(
 SOURCE_RUNNER_MODULE = "pyspark.sql.streaming.python_streaming_source_runner"
 
 
-def wait_for_source_runners(spark: SparkSession, timeout_s: float = 60.0) -> None:
+def wait_for_source_runners(spark: spark_sql.SparkSession, timeout_s: float = 60.0) -> None:
     """Wait until the Python source runners that ``spark``'s JVM started have exited (call it
     once the session's queries are stopped).
 

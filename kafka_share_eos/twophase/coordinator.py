@@ -138,7 +138,7 @@ class TransactionCoordinator:
         if all(t.rows_written == 0 for t in tokens):
             # Nothing prepared anywhere (e.g. a replayed batch): there is nothing to decide.
             return CommitResult(txn.txid, tokens, recovery)
-        faults.maybe_crash("2pc.after_prepare")
+        faults.maybe_crash(faults.TWO_PHASE_AFTER_PREPARE)
         stored = self.log.write(Decision(txn.txid, batch_id, Outcome.COMMIT, tokens))
         if stored.outcome is not Outcome.COMMIT:
             self._roll_back(txn)
@@ -150,15 +150,15 @@ class TransactionCoordinator:
                 f"transactions; otherwise another application uses app_id {self.app_id!r} with "
                 "this decision log: give each application its own app_id"
             )
-        faults.maybe_crash("2pc.after_decision")
+        faults.maybe_crash(faults.TWO_PHASE_AFTER_DECISION)
         participants = {p.name: p for p in self.participants}
         skipped: dict[str, int] = {}
         for index, token in enumerate(tokens):
             if index == 1:
-                faults.maybe_crash("2pc.between_commits")
+                faults.maybe_crash(faults.TWO_PHASE_BETWEEN_COMMITS)
             left_out = participants[token.participant].commit(token) or 0
             skipped[token.participant] = skipped.get(token.participant, 0) + left_out
-        faults.maybe_crash("2pc.after_commit")
+        faults.maybe_crash(faults.TWO_PHASE_AFTER_COMMIT)
         self.log.delete(txn.txid)
         return CommitResult(txn.txid, tokens, recovery, skipped)
 
@@ -180,7 +180,7 @@ class TransactionCoordinator:
                          else [functools.partial(prepare, p, txn) for p in others])
                 tokens = list(prepare(first, txn))
                 if others:
-                    faults.maybe_crash("2pc.between_prepares")
+                    faults.maybe_crash(faults.TWO_PHASE_BETWEEN_PREPARES)
                 for finish in later:
                     tokens.extend(finish())
         except BaseException:

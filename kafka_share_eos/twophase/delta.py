@@ -30,24 +30,23 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from kafka_share_eos import faults
-from kafka_share_eos._extras import require
+from kafka_share_eos._extras import DELTA
+from kafka_share_eos._libs import deltalake
 from kafka_share_eos.errors import (
     AppIdConflictError,
     CommitConflictError,
     TargetTableError,
     TwoPhaseCommitError,
 )
+from kafka_share_eos.sinks.delta import delta_keys_held, rows_absent
 from kafka_share_eos.storage import open_location
 from kafka_share_eos.twophase.delta_staging import StagingArea, action_rows
 from kafka_share_eos.twophase.protocol import Token, Transaction, check_name
-
-if TYPE_CHECKING:
-    from deltalake import DeltaTable
 
 _TXID_KEY = "kse.txid"
 _FILES_KEY = "kse.files"
@@ -89,14 +88,14 @@ class DeltaParticipant:
         max_commit_attempts: int = 8,
         retry_backoff_seconds: float = 0.05,
     ) -> None:
-        require("deltalake", "delta", "DeltaParticipant")
+        DELTA.require("DeltaParticipant")
         self._uri = table_uri.rstrip("/")
         self._name = check_name("name", name)
         self._storage_options = storage_options
         self._max_commit_attempts = max(1, max_commit_attempts)
         self._retry_backoff_seconds = retry_backoff_seconds
         self._staging = StagingArea(*open_location(self._uri))
-        self._delta: DeltaTable | None = None
+        self._delta: deltalake.DeltaTable | None = None
 
     @property
     def name(self) -> str:
@@ -109,8 +108,6 @@ class DeltaParticipant:
         Raises:
             TargetTableError: the table has other columns than the batch.
         """
-        from kafka_share_eos.sinks.delta import rows_absent
-
         table = self._table(rows.schema)
         schema = pa.schema(table.schema().to_arrow())
         if set(schema.names) != set(rows.column_names):
@@ -131,7 +128,7 @@ class DeltaParticipant:
         }
         manifest["actions"] = [self._staging.stage(txn.txid, manifest, new_rows)]
         self._staging.write(txn.txid, manifest)
-        faults.maybe_crash("2pc.delta.after_stage")
+        faults.maybe_crash(faults.TWO_PHASE_DELTA_AFTER_STAGE)
         return Token(self._name, txn.txid, new_rows.num_rows, manifest)
 
     def commit(self, token: Token) -> int:
@@ -169,8 +166,6 @@ class DeltaParticipant:
 
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys`` (the key columns), whether a committed batch wrote it."""
-        from kafka_share_eos.sinks.delta import delta_keys_held
-
         return delta_keys_held(self._uri, keys, self._storage_options)
 
     def recover(self, prefix: str) -> list[Token]:
@@ -183,8 +178,6 @@ class DeltaParticipant:
         return tokens
 
     def _commit_staged(self, token: Token) -> _Committed:
-        from deltalake.exceptions import CommitFailedError
-
         app_id, version = str(token.data["app_id"]), int(token.data["version"])
         snapshot = int(token.data["snapshot"])
         actions: list[dict[str, Any]] = list(token.data["actions"])
@@ -195,7 +188,7 @@ class DeltaParticipant:
             # the loop below re-reads the table.
             try:
                 return self._add(held, token, actions, version)
-            except CommitFailedError:
+            except deltalake.exceptions.CommitFailedError:
                 pass
         version_taken = False
         last_error: Exception | None = None
@@ -220,7 +213,7 @@ class DeltaParticipant:
                 snapshot = table.version()
             try:
                 return self._add(table, token, actions, version, version_taken)
-            except CommitFailedError as error:
+            except deltalake.exceptions.CommitFailedError as error:
                 last_error = error
             if attempt < self._max_commit_attempts:
                 time.sleep(delay)
@@ -233,34 +226,32 @@ class DeltaParticipant:
         )
 
     def _add(
-        self, table: DeltaTable, token: Token, actions: list[dict[str, Any]], version: int,
+        self, table: deltalake.DeltaTable, token: Token, actions: list[dict[str, Any]],
+        version: int,
         version_taken: bool = False,
     ) -> _Committed:
         """Commit ``actions`` as the version after ``table``'s, with the application
         transaction ``(app_id, version)``; raises ``CommitFailedError`` if that version exists.
         """
-        from deltalake import CommitProperties
-        from deltalake import Transaction as DeltaTxn
-        from deltalake.transaction import AddAction
-
         files = [a["path"] for a in actions]
         rows = sum(action_rows(a) for a in actions)
         # No retries inside delta-rs: a retry would land on a later version without checking
         # the keys again, which is exactly the blind append to avoid.
         table.create_write_transaction(
-            [AddAction(a["path"], int(a["size"]), {}, int(a["modification_time"]), True,
-                       str(a["stats"])) for a in actions],
+            [deltalake.transaction.AddAction(a["path"], int(a["size"]), {},
+                                             int(a["modification_time"]), True, str(a["stats"]))
+             for a in actions],
             mode="append",
             schema=table.schema(),
-            commit_properties=CommitProperties(
+            commit_properties=deltalake.CommitProperties(
                 max_commit_retries=0,
-                app_transactions=[DeltaTxn(str(token.data["app_id"]), version)],
+                app_transactions=[deltalake.Transaction(str(token.data["app_id"]), version)],
                 custom_metadata={_TXID_KEY: token.txid, _FILES_KEY: files, _ROWS_KEY: rows},
             ),
         )
         return _Committed(frozenset(files), rows, version_taken)
 
-    def _own_commit(self, table: DeltaTable, token: Token) -> _Committed | None:
+    def _own_commit(self, table: deltalake.DeltaTable, token: Token) -> _Committed | None:
         """This token's commit among those since its prepare's snapshot, if it landed."""
         since = int(token.data["snapshot"])
         for entry in table.history(limit=max(table.version() - since, 1)):
@@ -269,12 +260,10 @@ class DeltaParticipant:
         return None
 
     def _restage(
-        self, table: DeltaTable, token: Token, actions: list[dict[str, Any]]
+        self, table: deltalake.DeltaTable, token: Token, actions: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
         """The actions to commit on ``table``'s snapshot: the staged records whose keys it does
         not hold, staged anew when some must be left out."""
-        from kafka_share_eos.sinks.delta import rows_absent
-
         if not actions:
             return actions
         staged = self._staging.rows(actions)
@@ -287,30 +276,25 @@ class DeltaParticipant:
         manifest = self._staging.read(token.txid) or dict(token.data)
         return [self._staging.stage(token.txid, manifest, absent)]
 
-    def _table(self, schema: pa.Schema) -> DeltaTable:
-        from deltalake import DeltaTable
-        from deltalake.exceptions import DeltaError
-
-        if self._delta is None and not DeltaTable.is_deltatable(
+    def _table(self, schema: pa.Schema) -> deltalake.DeltaTable:
+        if self._delta is None and not deltalake.DeltaTable.is_deltatable(
             self._uri, storage_options=self._storage_options
         ):
             try:
-                DeltaTable.create(self._uri, schema, mode="ignore",
+                deltalake.DeltaTable.create(self._uri, schema, mode="ignore",
                                   storage_options=self._storage_options)
-            except DeltaError:
+            except deltalake.exceptions.DeltaError:
                 # Another application created it at the same moment: use theirs.
-                if not DeltaTable.is_deltatable(self._uri,
+                if not deltalake.DeltaTable.is_deltatable(self._uri,
                                                 storage_options=self._storage_options):
                     raise
         return self._latest()
 
-    def _latest(self) -> DeltaTable:
+    def _latest(self) -> deltalake.DeltaTable:
         """The table at its latest version, through a handle kept between batches: bringing it
         up to date reads the commits since, where opening the table replays its log."""
-        from deltalake import DeltaTable
-
         if self._delta is None:
-            self._delta = DeltaTable(self._uri, storage_options=self._storage_options)
+            self._delta = deltalake.DeltaTable(self._uri, storage_options=self._storage_options)
         else:
             self._delta.update_incremental()
         return self._delta

@@ -6,23 +6,21 @@ so a notification exists exactly once per record, if and only if the batch commi
 process reads the outbox, sends, and marks or deletes the rows it sent; the receiving side
 deduplicates on the outbox ``id`` because the notifier itself may crash after sending.
 
-The module imports without SQLAlchemy; the constructor checks that it is installed.
+The module imports without SQLAlchemy (see :mod:`kafka_share_eos._extras`); the constructor
+checks that it is installed.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from kafka_share_eos._extras import require_sql
+from kafka_share_eos._libs import sa
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.twophase.postgres import PostgresParticipant
-
-if TYPE_CHECKING:
-    from sqlalchemy import Connection, Engine
 
 
 class OutboxParticipant(PostgresParticipant):
@@ -42,7 +40,7 @@ class OutboxParticipant(PostgresParticipant):
 
     def __init__(
         self,
-        engine: Engine | str,
+        engine: sa.Engine | str,
         columns: Sequence[str],
         *,
         table: str = "kse_outbox",
@@ -51,30 +49,26 @@ class OutboxParticipant(PostgresParticipant):
         if not columns:
             raise ConfigurationError("columns must name at least one record column for the payload")
         require_sql(engine, f"OutboxParticipant {name!r}")
-        from sqlalchemy import create_engine, text
-
-        base = create_engine(engine) if isinstance(engine, str) else engine
+        base = sa.create_engine(engine) if isinstance(engine, str) else engine
         self._columns = list(columns)
         self._outbox = base.dialect.identifier_preparer.quote(table)
         with base.begin() as conn:
             conn.execute(
-                text(
+                sa.text(
                     f"CREATE TABLE IF NOT EXISTS {self._outbox} (id bigserial PRIMARY KEY,"
                     " payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"
                 )
             )
         super().__init__(base, self._append, name=name)
 
-    def _append(self, conn: Connection, rows: pa.Table) -> None:
+    def _append(self, conn: sa.Connection, rows: pa.Table) -> None:
         missing = [c for c in self._columns if c not in rows.column_names]
         if missing:
             raise ConfigurationError(
                 f"outbox columns {missing} are not in the batch (columns: {rows.column_names})"
             )
         payloads = [json.dumps(m, default=str) for m in rows.select(self._columns).to_pylist()]
-        from sqlalchemy import text
-
         conn.execute(
-            text(f"INSERT INTO {self._outbox} (payload) SELECT unnest(CAST(:p AS jsonb[]))"),
+            sa.text(f"INSERT INTO {self._outbox} (payload) SELECT unnest(CAST(:p AS jsonb[]))"),
             {"p": payloads},
         )

@@ -19,23 +19,26 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 
 from kafka_share_eos import faults
 from kafka_share_eos._extras import require_sql
+from kafka_share_eos._libs import psycopg, sa
 from kafka_share_eos.errors import ConfigurationError, TwoPhaseCommitError
 from kafka_share_eos.errors import (
     PreparedTransactionsDisabledError as PreparedTransactionsDisabledError,
 )
+from kafka_share_eos.sinks import contained
+from kafka_share_eos.sinks.sql import keys_held
+from kafka_share_eos.sinks.sql_bulk import copy_rows
+from kafka_share_eos.sinks.sql_schema import sql_type
+from kafka_share_eos.sinks.sql_values import postgres_array
 from kafka_share_eos.twophase.protocol import Token, Transaction, app_of, check_name
 from kafka_share_eos.twophase.row_effect import server_loop
 
-if TYPE_CHECKING:
-    from sqlalchemy import Connection, Engine, TextClause
-
-Effect: TypeAlias = "str | TextClause | Callable[[Connection, pa.Table], None]"
+Effect: TypeAlias = "str | sa.TextClause | Callable[[sa.Connection, pa.Table], None]"
 """SQL run once per new record (columns as ``:name`` parameters), or ``f(connection, rows)``."""
 
 # SQLSTATE of "prepared transaction with identifier ... does not exist".
@@ -61,8 +64,6 @@ def _rolled_back_by_server(error: BaseException) -> bool:
 def _array_parameter(column: pa.ChunkedArray) -> str | list[Any]:
     """``column`` as a parameter cast to a PostgreSQL array: a literal Arrow builds, or a list
     the driver adapts for types without one."""
-    from kafka_share_eos.sinks.sql_values import postgres_array
-
     try:
         return postgres_array(column)
     except ConfigurationError:
@@ -97,7 +98,7 @@ class PostgresParticipant:
 
     def __init__(
         self,
-        engine: Engine | str,
+        engine: sa.Engine | str,
         effect: Effect,
         *,
         name: str = "postgres",
@@ -123,16 +124,14 @@ class PostgresParticipant:
         return {**self.__dict__, "_engine_or_none": None}
 
     @staticmethod
-    def _autocommit(engine: Engine) -> Engine:
+    def _autocommit(engine: sa.Engine) -> sa.Engine:
         # Explicit BEGIN / PREPARE TRANSACTION statements: the driver must not open its own.
         return engine.execution_options(isolation_level="AUTOCOMMIT")
 
     @property
-    def _engine(self) -> Engine:
+    def _engine(self) -> sa.Engine:
         if self._engine_or_none is None:
-            from sqlalchemy import create_engine
-
-            self._engine_or_none = self._autocommit(create_engine(self._url))
+            self._engine_or_none = self._autocommit(sa.create_engine(self._url))
         return self._engine_or_none
 
     def _quote(self, identifier: str) -> str:
@@ -174,8 +173,6 @@ class PostgresParticipant:
         raise AssertionError("unreachable")
 
     def _prepare_once(self, rows: pa.Table, txn: Transaction, part: str) -> Token:
-        from sqlalchemy.exc import DBAPIError
-
         gid = self.gid(txn.txid, part)
         with self._engine.connect() as conn:
             conn.exec_driver_sql("BEGIN")
@@ -189,11 +186,11 @@ class PostgresParticipant:
                 faults.maybe_crash(faults.SINK_MID_WRITE)
                 self._run_effect(conn, new_rows)
                 xid = conn.exec_driver_sql("SELECT pg_current_xact_id()::text").scalar_one()
-                faults.maybe_crash("2pc.postgres.before_prepare")
+                faults.maybe_crash(faults.TWO_PHASE_POSTGRES_BEFORE_PREPARE)
                 conn.exec_driver_sql(f"PREPARE TRANSACTION {_literal(gid)}")
             except BaseException:
                 # A broken connection rolls back by itself: keep the original error.
-                with contextlib.suppress(DBAPIError):
+                with contextlib.suppress(sa.exc.DBAPIError):
                     conn.exec_driver_sql("ROLLBACK")
                 raise
         return Token(self._name, txn.txid, new_rows.num_rows, {"gid": gid, "xid": xid}, part)
@@ -225,16 +222,14 @@ class PostgresParticipant:
         Tokens of older releases carry no transaction id: their ledger names the transaction
         of each key instead.
         """
-        from sqlalchemy import text
-
         with self._engine.connect() as conn:
             if "xid" in token.data:
                 status = conn.execute(
-                    text("SELECT pg_xact_status(CAST(:x AS xid8))"), {"x": token.data["xid"]}
+                    sa.text("SELECT pg_xact_status(CAST(:x AS xid8))"), {"x": token.data["xid"]}
                 ).scalar_one()
                 return bool(status == "aborted")
             applied = conn.execute(
-                text(f"SELECT EXISTS (SELECT 1 FROM {self._ledger} WHERE txid = :t)"),
+                sa.text(f"SELECT EXISTS (SELECT 1 FROM {self._ledger} WHERE txid = :t)"),
                 {"t": token.txid},
             ).scalar_one()
         return token.rows_written > 0 and not applied
@@ -260,8 +255,6 @@ class PostgresParticipant:
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys`` (the key columns), whether a committed batch applied it:
         a prepared transaction's ledger rows stay invisible until it commits."""
-        from kafka_share_eos.sinks.sql import keys_held
-
         with self._engine.connect() as conn:
             return keys_held(conn, self._ledger_name, keys)
 
@@ -277,22 +270,17 @@ class PostgresParticipant:
 
     def _finish(self, command: str, gid: str) -> bool:
         """Run ``COMMIT/ROLLBACK PREPARED``; False if no such prepared transaction exists."""
-        from sqlalchemy.exc import DBAPIError
-
         with self._engine.connect() as conn:
             try:
                 conn.exec_driver_sql(f"{command} {_literal(gid)}")
-            except DBAPIError as error:
+            except sa.exc.DBAPIError as error:
                 if getattr(error.orig, "sqlstate", None) == _UNDEFINED_OBJECT:
                     return False
                 raise
         return True
 
-    def _claim_new_rows(self, conn: Connection, rows: pa.Table, txn: Transaction) -> pa.Table:
+    def _claim_new_rows(self, conn: sa.Connection, rows: pa.Table, txn: Transaction) -> pa.Table:
         """Insert the keys into the ledger; the rows whose keys were not there yet."""
-        from psycopg.errors import UniqueViolation
-        from sqlalchemy.exc import IntegrityError
-
         if self._direct_copy_wait == 0:
             try:
                 # Most batches hold only new keys: a COPY into the ledger is the cheapest claim
@@ -301,18 +289,16 @@ class PostgresParticipant:
                 with conn.begin_nested():
                     self._copy_keys(conn, rows, txn)
                 return rows
-            except IntegrityError as error:
-                if not isinstance(error.orig, UniqueViolation):
+            except sa.exc.IntegrityError as error:
+                if not isinstance(error.orig, psycopg.errors.UniqueViolation):
                     raise
                 self._direct_copy_wait = _DIRECT_COPY_BACKOFF
         else:
             self._direct_copy_wait -= 1
         return self._insert_new_keys(conn, rows, txn)
 
-    def _copy_keys(self, conn: Connection, rows: pa.Table, txn: Transaction) -> None:
+    def _copy_keys(self, conn: sa.Connection, rows: pa.Table, txn: Transaction) -> None:
         """COPY the keys of ``rows`` into the ledger; a key already there fails it."""
-        from kafka_share_eos.sinks.sql_bulk import copy_rows
-
         keys = rows.select(list(txn.key_columns))
         if self._ledger_has_txid:
             keys = keys.append_column(
@@ -320,13 +306,9 @@ class PostgresParticipant:
             )
         copy_rows(conn, None, self._ledger_name, keys)
 
-    def _insert_new_keys(self, conn: Connection, rows: pa.Table, txn: Transaction) -> pa.Table:
+    def _insert_new_keys(self, conn: sa.Connection, rows: pa.Table, txn: Transaction) -> pa.Table:
         """Insert the keys of ``rows`` the ledger does not hold, sent as one array per key
         column; the rows whose keys were inserted."""
-        from sqlalchemy import text
-
-        from kafka_share_eos.sinks import contained
-
         keys = txn.key_columns
         arrays = ", ".join(
             f"CAST(:k{i} AS {self._type(rows.schema.field(c))}[])" for i, c in enumerate(keys)
@@ -340,7 +322,7 @@ class PostgresParticipant:
             params["txid"] = txn.txid
             target, values = f"{columns}, txid", "*, :txid"
         inserted = conn.execute(
-            text(
+            sa.text(
                 f"INSERT INTO {self._ledger} ({target}) SELECT {values}"
                 f" FROM unnest({arrays}) ON CONFLICT DO NOTHING RETURNING {columns}"
             ),
@@ -351,14 +333,12 @@ class PostgresParticipant:
         )
         return rows.filter(pa.array(contained(rows.select(list(keys)), claimed), pa.bool_()))
 
-    def _run_effect(self, conn: Connection, rows: pa.Table) -> None:
+    def _run_effect(self, conn: sa.Connection, rows: pa.Table) -> None:
         if callable(self._effect):
             self._effect(conn, rows)
             return
-        from psycopg import Error
-        from sqlalchemy import exc, text
 
-        statement = text(self._effect) if isinstance(self._effect, str) else self._effect
+        statement = sa.text(self._effect) if isinstance(self._effect, str) else self._effect
         loop = server_loop(statement.text, rows, self._type)
         if loop is None:
             conn.execute(statement, rows.to_pylist())
@@ -367,9 +347,9 @@ class PostgresParticipant:
         assert raw is not None
         try:
             raw.execute(loop)
-        except Error as error:
+        except psycopg.Error as error:
             # Surfaced as SQLAlchemy's, like the errors of the one-by-one path.
-            raise exc.DBAPIError.instance(loop[:200], None, error, Error) from error
+            raise sa.exc.DBAPIError.instance(loop[:200], None, error, psycopg.Error) from error
 
     def create_ledger(self, schema: pa.Schema, keys: Sequence[str]) -> None:
         """Check the server and create the ledger for ``keys`` of ``schema`` unless it exists.
@@ -382,7 +362,6 @@ class PostgresParticipant:
         columns = ", ".join(
             f"{self._quote(c)} {self._type(schema.field(c))} NOT NULL" for c in keys
         )
-        from sqlalchemy.exc import DBAPIError
 
         with self._engine.connect() as conn:
             try:
@@ -391,7 +370,7 @@ class PostgresParticipant:
                     f" applied_at timestamptz NOT NULL DEFAULT now(),"
                     f" PRIMARY KEY ({', '.join(self._quote(c) for c in keys)}))"
                 )
-            except DBAPIError as error:
+            except sa.exc.DBAPIError as error:
                 # Another application sharing the ledger created it at the same moment.
                 if getattr(error.orig, "sqlstate", None) not in _ALREADY_CREATED:
                     raise
@@ -403,8 +382,6 @@ class PostgresParticipant:
 
     def _type(self, field: pa.Field) -> str:
         """The Postgres type of a key column, as the upsert sinks map it."""
-        from kafka_share_eos.sinks.sql_schema import sql_type
-
         return str(sql_type(field).compile(dialect=self._engine.dialect))
 
     def _check_server(self) -> None:
@@ -423,14 +400,12 @@ class PostgresParticipant:
         self._checked_server = True
 
 
-def _prepared_gids(engine: Engine, prefix: str) -> list[str]:
+def _prepared_gids(engine: sa.Engine, prefix: str) -> list[str]:
     """Gids of the transactions prepared in ``engine``'s database under ``prefix``, oldest first."""
-    from sqlalchemy import text
-
     with engine.connect() as conn:
         return list(
             conn.execute(
-                text(
+                sa.text(
                     "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()"
                     " AND starts_with(gid, :p) ORDER BY prepared"
                 ),
@@ -439,11 +414,11 @@ def _prepared_gids(engine: Engine, prefix: str) -> list[str]:
         )
 
 
-def _resolution_only(conn: Connection, rows: pa.Table) -> None:
+def _resolution_only(conn: sa.Connection, rows: pa.Table) -> None:
     raise TwoPhaseCommitError("a participant made to resolve transactions cannot prepare any")
 
 
-def prepared_participants(engine: Engine | str, prefix: str) -> list[PostgresParticipant]:
+def prepared_participants(engine: sa.Engine | str, prefix: str) -> list[PostgresParticipant]:
     """A participant for each name with transactions prepared under ``prefix`` in the database:
     enough to commit or roll them back from any process, without knowing their effect.
 
@@ -451,9 +426,8 @@ def prepared_participants(engine: Engine | str, prefix: str) -> list[PostgresPar
         MissingExtraError: SQLAlchemy or psycopg is not installed (``[postgres]``).
     """
     require_sql(engine, "prepared_participants")
-    from sqlalchemy import create_engine
 
-    bound = create_engine(engine) if isinstance(engine, str) else engine
+    bound = sa.create_engine(engine) if isinstance(engine, str) else engine
     names = sorted({
         fields[4] for fields in (gid.split(":") for gid in _prepared_gids(bound, prefix))
         if len(fields) in (5, 6)

@@ -15,16 +15,14 @@ wait on each other's ledger keys.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import pyarrow as pa
 
+from kafka_share_eos._libs import pyspark, spark_sql
 from kafka_share_eos.spark_partitions import map_key_partitions
 from kafka_share_eos.twophase.postgres import PostgresParticipant
 from kafka_share_eos.twophase.protocol import Token, Transaction
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
 
 _RESULT = pa.schema(
     [
@@ -60,9 +58,7 @@ class _PreparePartition:
     txn: Transaction
 
     def __call__(self, table: pa.Table | None) -> dict[str, str | int | None]:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
+        context = pyspark.TaskContext.get()
         assert context is not None, "_PreparePartition runs only inside a Spark task"
         partition, attempt = context.partitionId(), context.attemptNumber()
         if attempt > 0:
@@ -80,7 +76,7 @@ class _PreparePartition:
 
 
 def prepare_on_executors(
-    batch_df: DataFrame, participant: PostgresParticipant, identity: Deduplication,
+    batch_df: spark_sql.DataFrame, participant: PostgresParticipant, identity: Deduplication,
     txn: Transaction,
 ) -> ExecutorPrepare:
     """Prepare ``participant``'s part of ``txn`` partition by partition on the executors."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka_share_eos._libs import sa
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.testing.jvm import ensure_archive
 from kafka_share_eos.testing.postgres import PostgresDatabases, postgres_for_tests
@@ -237,9 +238,7 @@ def _where(env: RunEnvironment) -> str:
     broker = f"{env.broker.name} at {env.broker.bootstrap_servers}"
     postgres = "no PostgreSQL"
     if env.postgres is not None:
-        from sqlalchemy.engine import make_url
-
-        url = make_url(env.postgres.url)
+        url = sa.engine.make_url(env.postgres.url)
         postgres = f"PostgreSQL at {url.host}:{url.port}"
     return f"{broker}, {postgres}, state in {env.work}"
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from kafka_share_eos import faults
+from kafka_share_eos._libs import deltalake, sa
 from kafka_share_eos.errors import ConfigurationError
-from kafka_share_eos.ledger.claims import BEFORE_CLAIM
 from kafka_share_eos.verify.records import PlannedRecord, effect_rows
 
 Coordinates = tuple[int, int]
@@ -127,8 +127,6 @@ class Target(ABC):
 
 def _sql_execute(url: str, statements: Sequence[str], rows: list[dict[str, Any]] | None = None,
                  insert: str | None = None) -> None:
-    import sqlalchemy as sa
-
     engine = sa.create_engine(url)
     try:
         with engine.begin() as conn:
@@ -141,8 +139,6 @@ def _sql_execute(url: str, statements: Sequence[str], rows: list[dict[str, Any]]
 
 
 def _sql_rows(url: str, query: str) -> list[tuple[Any, ...]]:
-    import sqlalchemy as sa
-
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:
@@ -176,16 +172,14 @@ def _increments(url: str, produced: Produced) -> Landed:
 
 
 def _delta_rows(path: str) -> Counter[Coordinates]:
-    from deltalake import DeltaTable, QueryBuilder
-
-    if not DeltaTable.is_deltatable(path):
+    if not deltalake.DeltaTable.is_deltatable(path):
         return Counter()
     import pyarrow as pa
 
     # QueryBuilder: to_pyarrow_table() in a process that read Delta can abort at exit.
     table = pa.table(
-        QueryBuilder()
-        .register("t", DeltaTable(path))
+        deltalake.QueryBuilder()
+        .register("t", deltalake.DeltaTable(path))
         .execute('SELECT "partition", "offset", count(*) AS n FROM t GROUP BY 1, 2')
     )
     return Counter({
@@ -320,7 +314,7 @@ class DedupDelta(Target):
     name = "dedup-delta"
     description = "CheckpointDedupStore: Delta identity ledger + Delta append sink"
     own_points = (faults.DEDUP_BEFORE_SINK, faults.DEDUP_AFTER_SINK)
-    hold_point = BEFORE_CLAIM
+    hold_point = faults.DEDUP_BEFORE_CLAIM
 
     def build(self, ctx: RunContext, pipeline: str) -> Any:
         from kafka_share_eos.ledger.delta_sink import DeltaAppendSink

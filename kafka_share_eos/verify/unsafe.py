@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from kafka_share_eos import faults
+from kafka_share_eos._libs import sa
 from kafka_share_eos.strategies import BatchReport, as_arrow
 
 
@@ -23,8 +24,6 @@ class UnsafeIncrementSink:
     name = "UnsafeIncrementSink"
 
     def __init__(self, url: str, statement: str) -> None:
-        import sqlalchemy as sa
-
         self._engine = sa.create_engine(url)
         self._statement = sa.text(statement)
 

@@ -29,14 +29,12 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from kafka_share_eos._libs import spark_errors, spark_sql
 from kafka_share_eos.testing.console.cause import failure_cause
 from kafka_share_eos.testing.console.crash import SimulatedCrash
 from kafka_share_eos.testing.console.logfile import StderrToFile
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.streaming.query import StreamingQuery
-
     from kafka_share_eos.strategies import ReportTotals
 
 INTERRUPTED_EXIT = 130
@@ -46,7 +44,7 @@ T = TypeVar("T")
 class ReportingStrategy(Protocol):
     """A ``foreachBatch`` strategy keeping totals over its batches."""
 
-    def __call__(self, batch_df: DataFrame, batch_id: int) -> object: ...
+    def __call__(self, batch_df: spark_sql.DataFrame, batch_id: int) -> object: ...
 
     @property
     def totals(self) -> ReportTotals: ...
@@ -76,7 +74,7 @@ class RunConsole:
         self.console = Console(highlight=False)
         self._stderr = StderrToFile(log_path, title)
         self._log: TextIO | None = None
-        self._spark: SparkSession | None = None
+        self._spark: spark_sql.SparkSession | None = None
 
     def __enter__(self) -> Self:
         self._log = self._stderr.__enter__()
@@ -143,7 +141,7 @@ class RunConsole:
         self.stage(f"{what} started")
         return value
 
-    def spark(self, app_name: str) -> SparkSession:
+    def spark(self, app_name: str) -> spark_sql.SparkSession:
         """A local Spark session logging to this run's log; it is stopped when the run ends."""
         from kafka_share_eos.testing.jvm import archive_path
         from kafka_share_eos.testing.spark import local_spark_session
@@ -162,7 +160,7 @@ class RunConsole:
     @contextlib.contextmanager
     def tracking(
         self, strategy: ReportingStrategy, total: int | None, unit: str
-    ) -> Iterator[Callable[[DataFrame, int], None]]:
+    ) -> Iterator[Callable[[spark_sql.DataFrame, int], None]]:
         """A ``foreachBatch`` function running ``strategy`` under a progress bar of the
         ``unit`` it has applied (written or dead-lettered) out of ``total`` (None: unknown)."""
         with self.progress(
@@ -171,7 +169,7 @@ class RunConsole:
         ) as bar:
             task = bar.add_task(unit, total=total, detail="")
 
-            def pipeline(batch_df: DataFrame, batch_id: int) -> None:
+            def pipeline(batch_df: spark_sql.DataFrame, batch_id: int) -> None:
                 strategy(batch_df, batch_id)
                 totals = strategy.totals
                 bar.update(
@@ -182,16 +180,13 @@ class RunConsole:
 
             yield pipeline
 
-    def drain(self, start: Callable[[], StreamingQuery]) -> None:
+    def drain(self, start: Callable[[], spark_sql.streaming.query.StreamingQuery]) -> None:
         """Run the query ``start`` starts until it ends. After a :class:`SimulatedCrash` it is
         started again, as a scheduler would restart a failed job, and the crash is one line.
 
         Raises:
             StreamingQueryException: the query failed for any other reason.
         """
-        from pyspark.errors import StreamingQueryException
-        from pyspark.sql import SparkSession
-
         from kafka_share_eos.testing.spark import wait_for_source_runners
 
         while True:
@@ -199,10 +194,10 @@ class RunConsole:
             try:
                 query.awaitTermination()
                 return
-            except StreamingQueryException as failure:
+            except spark_errors.StreamingQueryException as failure:
                 crash = SimulatedCrash.named_in(str(failure))
                 if crash is None:
                     raise
             # The restart must not share the group with the crashed query's departing consumer.
-            wait_for_source_runners(SparkSession.active())
+            wait_for_source_runners(spark_sql.SparkSession.active())
             self.stage(f"[yellow]{crash}: restarting[/]")

@@ -1,0 +1,42 @@
+"""The optional libraries, each a module that loads on first use (see :mod:`._extras`).
+
+Type checkers see the real modules; at run time each name is a module that imports its library
+the first time one of its attributes is used, so importing a module of the toolkit loads none of
+them. Every feature checks its extra (``DELTA.require(...)``) before it uses one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafka_share_eos._extras import DELTA, POSTGRES, SPARK, SQLITE
+
+if TYPE_CHECKING:
+    import deltalake as deltalake
+    import psycopg as psycopg
+    import pyspark as pyspark
+    import sqlalchemy as sa
+    from pyspark import errors as spark_errors
+    from pyspark import find_spark_home as spark_home
+    from pyspark import sql as spark_sql
+    from pyspark.sql import functions as spark_functions
+    from pyspark.sql import types as spark_types
+    from sqlalchemy.dialects import postgresql as sa_postgresql
+    from sqlalchemy.dialects import sqlite as sa_sqlite
+else:
+    deltalake = DELTA.lazy("deltalake")
+    psycopg = POSTGRES.lazy("psycopg")
+    pyspark = SPARK.lazy("pyspark")
+    sa = SQLITE.lazy("sqlalchemy")
+    spark_errors = SPARK.lazy("pyspark.errors")
+    spark_home = SPARK.lazy("pyspark.find_spark_home")
+    spark_sql = SPARK.lazy("pyspark.sql")
+    spark_functions = SPARK.lazy("pyspark.sql.functions")
+    spark_types = SPARK.lazy("pyspark.sql.types")
+    sa_postgresql = SQLITE.lazy("sqlalchemy.dialects.postgresql")
+    sa_sqlite = SQLITE.lazy("sqlalchemy.dialects.sqlite")
+
+__all__ = [
+    "deltalake", "psycopg", "pyspark", "sa", "sa_postgresql", "sa_sqlite", "spark_errors",
+    "spark_functions", "spark_home", "spark_sql", "spark_types",
+]
