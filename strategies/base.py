@@ -9,16 +9,19 @@ the identity before anything is written, and yields one :class:`BatchReport`.
 
 from __future__ import annotations
 
+import contextlib
+import difflib
+import inspect
 import sys
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import pyarrow as pa
 
 from kafka_share_eos import faults
-from kafka_share_eos.deadletter import DeadLetterSink
+from kafka_share_eos.deadletter import DeadLetterSink, open_dead_letters
 from kafka_share_eos.sinks import RowChecker, UpsertOutcome
 
 from .identity import SOURCE_IDENTITY, RecordIdentity
@@ -58,17 +61,60 @@ class StrategyOptions(TypedDict, total=False):
         transform: ``transform(rows) -> rows`` turns the source's rows into the rows to apply
             (e.g. decodes the value into columns), one output row per input row. With dead
             letters, a row it raises on is dead-lettered and the rest of the batch applied.
-        dead_letters: a :class:`DeadLetterPolicy`, or just its sink: records past the delivery
-            limit, that ``transform`` cannot handle, with a null identity or that the target
-            refuses go there, with the error, and the rest of the batch is applied.
+        dead_letters: a :class:`DeadLetterPolicy`, or just its sink, or the sink's URI (as
+            :func:`~kafka_share_eos.deadletter.open_dead_letters` takes it): records past the
+            delivery limit, that ``transform`` cannot handle, with a null identity or that the
+            target refuses go there, with the error, and the rest of the batch is applied.
         metrics_path: a local file to which one JSON line per batch report is appended.
     """
 
     name: str
     keep_reports: int
     transform: Callable[[pa.Table], pa.Table]
-    dead_letters: DeadLetterPolicy | DeadLetterSink
+    dead_letters: DeadLetterPolicy | DeadLetterSink | str
     metrics_path: str
+
+
+def _refuse_unknown(strategy: type, options: Mapping[str, object]) -> None:
+    """Refuse a keyword no strategy option and no parameter of ``strategy`` has: a misspelled
+    ``dead_letters`` would otherwise switch the dead letters off without a word.
+
+    Raises:
+        TypeError: naming the keyword and the nearest valid one.
+    """
+    unknown = sorted(set(options) - set(StrategyOptions.__annotations__))
+    if not unknown:
+        return
+    valid = set(StrategyOptions.__annotations__)
+    for member in vars(strategy).values():
+        function = getattr(member, "__func__", member)
+        if callable(function):
+            with contextlib.suppress(TypeError, ValueError):
+                valid.update(inspect.signature(function).parameters)
+    valid -= {"self", "cls", "options"}
+    name = unknown[0]
+    nearest = difflib.get_close_matches(name, sorted(valid), n=1)
+    hint = f"; did you mean {nearest[0]!r}?" if nearest else ""
+    raise TypeError(f"{strategy.__name__} got an unexpected keyword argument {name!r}{hint}")
+
+
+def _dead_letter_policy(given: object) -> DeadLetterPolicy | None:
+    """``dead_letters=`` as a policy: a policy, a sink, or a sink's URI.
+
+    Raises:
+        TypeError: something else was given.
+        ConfigurationError: a URI no dead-letter sink understands.
+    """
+    if given is None or isinstance(given, DeadLetterPolicy):
+        return given
+    if isinstance(given, str):
+        return DeadLetterPolicy(open_dead_letters(given))
+    if isinstance(given, DeadLetterSink):
+        return DeadLetterPolicy(given)
+    raise TypeError(
+        "dead_letters must be a DeadLetterPolicy, a dead-letter sink or its URI, "
+        f"not {type(given).__name__}"
+    )
 
 
 class BatchStrategy(ABC):
@@ -82,15 +128,11 @@ class BatchStrategy(ABC):
     def __init__(
         self, identity: RecordIdentity, default_name: str, **options: Unpack[StrategyOptions]
     ) -> None:
+        _refuse_unknown(type(self), options)
         self.identity = identity
         self.name = options.get("name") or default_name
         self._log = ReportLog(options.get("keep_reports", 1000), options.get("metrics_path"))
-        dead_letters = options.get("dead_letters")
-        self.dead_letters = (
-            DeadLetterPolicy(dead_letters)
-            if isinstance(dead_letters, DeadLetterSink)
-            else dead_letters
-        )
+        self.dead_letters = _dead_letter_policy(options.get("dead_letters"))
         self.transform = options.get("transform")
         self._ready = False
 

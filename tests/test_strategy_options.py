@@ -1,0 +1,64 @@
+"""A misspelled keyword is refused, never ignored: a strategy given ``dead_letter=`` would
+otherwise run with its dead letters off, and the first bad row would fail the batch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from kafka_share_eos import (
+    CheckpointDedupStore,
+    DeltaAppendSink,
+    DeltaParticipant,
+    FileDecisionLog,
+    IdempotentUpsertSink,
+    SqlDeadLetters,
+    TwoPhaseCommitCoordinator,
+)
+from kafka_share_eos.strategies import BatchStrategy
+
+Build = Callable[[Path, dict[str, Any]], BatchStrategy]
+
+BUILDERS: dict[str, Build] = {
+    "sql": lambda tmp, kw: IdempotentUpsertSink.sql(f"sqlite:///{tmp / 't.db'}", "t", **kw),
+    "delta": lambda tmp, kw: IdempotentUpsertSink.delta(str(tmp / "delta"), **kw),
+    "dedup": lambda tmp, kw: CheckpointDedupStore(
+        str(tmp / "ledger"), DeltaAppendSink(str(tmp / "sink")), **kw
+    ),
+    "two-phase": lambda tmp, kw: TwoPhaseCommitCoordinator(
+        FileDecisionLog(str(tmp / "log")), [DeltaParticipant(str(tmp / "effect"))], app_id="app",
+        **kw,
+    ),
+}
+
+MISSPELLED = [
+    ("dead_letter", "dead_letters"),
+    ("metric_path", "metrics_path"),
+    ("keycolumns", "key_columns"),
+    ("transfrom", "transform"),
+]
+
+
+@pytest.mark.parametrize("strategy", list(BUILDERS))
+@pytest.mark.parametrize(("given", "meant"), MISSPELLED, ids=[m[0] for m in MISSPELLED])
+def test_a_misspelled_keyword_names_the_one_meant(
+    tmp_path: Path, strategy: str, given: str, meant: str
+) -> None:
+    with pytest.raises(TypeError, match=f"'{given}'; did you mean '{meant}'"):
+        BUILDERS[strategy](tmp_path, {given: object()})
+
+
+@pytest.mark.parametrize("strategy", list(BUILDERS))
+def test_dead_letters_take_a_policy_a_sink_or_its_uri(tmp_path: Path, strategy: str) -> None:
+    uri = f"sqlite:///{tmp_path / 'letters.db'}"
+    by_uri = BUILDERS[strategy](tmp_path, {"dead_letters": uri})
+    assert by_uri.dead_letters is not None
+    assert isinstance(by_uri.dead_letters.sink, SqlDeadLetters)
+    by_sink = BUILDERS[strategy](tmp_path, {"dead_letters": SqlDeadLetters(uri)})
+    assert by_sink.dead_letters is not None
+    with pytest.raises(TypeError, match="dead_letters must be"):
+        BUILDERS[strategy](tmp_path, {"dead_letters": pa.table({"x": [1]})})
