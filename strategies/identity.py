@@ -84,7 +84,9 @@ class RecordIdentity:
         return keep_latest(table, self.key_columns, self.version_column)
 
     def unique_rows(self, table: pa.Table, batch_id: int) -> pa.Table:
-        """The rows of batch ``batch_id`` to apply: keys checked, one row per identity."""
+        """The rows of batch ``batch_id`` to apply: columns and keys checked (on every batch,
+        not only the first), one row per identity."""
+        self.check_columns(table.column_names, f"batch {batch_id}")
         self.check_keys_present(table, batch_id)
         return self.deduplicate(table)
 

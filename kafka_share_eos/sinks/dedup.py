@@ -24,6 +24,23 @@ def _all_distinct(table: pa.Table, keys: Sequence[str]) -> bool:
     return bool(distinct.num_rows == table.num_rows)
 
 
+def real_versions(versions: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Which ``versions`` are real: not null and, for floating-point versions, not NaN."""
+    real = pc.is_valid(versions)
+    if pa.types.is_floating(versions.type):
+        real = pc.and_(real, pc.invert(pc.fill_null(pc.is_nan(versions), True)))
+    return real
+
+
+def newer_versions(
+    incoming: pa.Array | pa.ChunkedArray, stored: pa.Array | pa.ChunkedArray
+) -> pa.Array | pa.ChunkedArray:
+    """Which ``incoming`` versions replace the ``stored`` ones: a real version replaces a
+    strictly lower one and a null or NaN one; a null or NaN version replaces nothing."""
+    higher = pc.fill_null(pc.greater(incoming, stored), False)
+    return pc.and_(real_versions(incoming), pc.or_(pc.invert(real_versions(stored)), higher))
+
+
 def keep_latest(
     table: pa.Table, key_columns: Sequence[str], version_column: str | None = None
 ) -> pa.Table:
@@ -31,7 +48,7 @@ def keep_latest(
 
     Without a version column the first occurrence of each key is kept (redeliveries of one
     record carry the same content). With one, the row with the highest version wins; among equal
-    versions the one that came last in the batch wins; a null version loses to any other.
+    versions the one that came last in the batch wins; a null or NaN version loses to any other.
     """
     keys = list(key_columns)
     if table.num_rows <= 1 or _all_distinct(table, keys):
@@ -42,8 +59,13 @@ def keep_latest(
     if version_column is None:
         picked = numbered.group_by(keys).aggregate([(row, "min")])[f"{row}_min"]
     else:
-        # Nulls sort last by default; "first" needs ordered, single-threaded grouping.
-        ordered = numbered.sort_by([(version_column, "descending"), (row, "descending")])
+        # Real versions first (Arrow sorts NaN above every number); "first" needs ordered,
+        # single-threaded grouping.
+        real = _free_column_name(numbered, "__real")
+        numbered = numbered.append_column(real, real_versions(numbered[version_column]))
+        ordered = numbered.sort_by(
+            [(real, "descending"), (version_column, "descending"), (row, "descending")]
+        )
         picked = ordered.group_by(keys, use_threads=False).aggregate([(row, "first")])[
             f"{row}_first"
         ]
@@ -80,9 +102,8 @@ def split_by_stored(
 
     ``stored`` holds the key columns and, with ``version_column``, the stored version, typed
     like ``rows``. A row is *absent* when its key is not stored, *newer* when it is stored with a
-    strictly lower version (a null version on either side is never newer, as in ``ON CONFLICT
-    ... WHERE excluded.version > table.version``); the other rows are already applied. Both
-    parts keep the batch's row order.
+    strictly lower version, or a null or NaN one (see :func:`newer_versions`); the other rows are
+    already applied. Both parts keep the batch's row order.
     """
     if stored.num_rows == 0:
         # The steady state of a stream: nothing to join, nothing to copy.
@@ -103,7 +124,7 @@ def split_by_stored(
             join_type="inner",
         )
         held = pairs[row]
-        is_newer = pc.fill_null(pc.greater(pairs[version_column], pairs[stored_version]), False)
+        is_newer = newer_versions(pairs[version_column], pairs[stored_version])
         newer = pairs.filter(is_newer)[row]
         # The hash join does not keep the batch's order.
         newer = newer.take(pc.sort_indices(newer))

@@ -39,6 +39,7 @@ from kafka_share_eos.errors import (
     SinkConfigurationError,
 )
 
+from .columns import require_columns
 from .dedup import contained, split_by_stored
 from .outcome import UpsertOutcome
 
@@ -213,6 +214,8 @@ class DeltaMergeWriter:
         """
         if table.num_rows == 0:
             return UpsertOutcome(0, 0, "merge")
+        require_columns(table, [*self.key_columns, *filter(None, [self.version_column])],
+                        f"batch {batch_id} for Delta table {self.table_uri!r}")
         table = _delta_compatible(table)
         delay = self.retry_backoff_seconds
         self._refresh_batches = max(self._refresh_batches - 1, 0)
@@ -335,15 +338,26 @@ class DeltaMergeWriter:
             ),
         )
         if self.version_column is not None:
-            version = quote_identifier(self.version_column)
             merger = merger.when_matched_update_all(
-                predicate=f"source.{version} > target.{version}"
+                predicate=_newer(self.version_column, table.schema.field(self.version_column))
             )
         merger = merger.when_not_matched_insert_all()
         faults.maybe_crash(faults.SINK_MID_WRITE)
         metrics = merger.execute()
         written = int(metrics["num_target_rows_inserted"]) + int(metrics["num_target_rows_updated"])
         return UpsertOutcome(written, table.num_rows - written, "merge")
+
+
+def _newer(column: str, field: pa.Field) -> str:
+    """The MERGE predicate of :func:`~kafka_share_eos.sinks.dedup.newer_versions`: a real source
+    version replaces a strictly lower target one and a null or NaN one."""
+    version = quote_identifier(column)
+    real = f"source.{version} IS NOT NULL"
+    replaceable = f"target.{version} IS NULL OR source.{version} > target.{version}"
+    if pa.types.is_floating(field.type):
+        real += f" AND NOT isnan(source.{version})"
+        replaceable += f" OR isnan(target.{version})"
+    return f"{real} AND ({replaceable})"
 
 
 def _as_stored(delta: deltalake.DeltaTable, rows: pa.Table) -> pa.Table | None:

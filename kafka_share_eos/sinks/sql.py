@@ -25,6 +25,7 @@ from kafka_share_eos import faults
 from kafka_share_eos._libs import sa, sa_postgresql, sa_sqlite
 from kafka_share_eos.errors import SinkConfigurationError, TargetTableError
 
+from .columns import require_columns
 from .dedup import contained
 from .outcome import UpsertOutcome
 from .sql_bulk import CopyUpsert
@@ -33,6 +34,20 @@ from .sql_schema import open_target
 from .sql_values import python_rows as python_rows
 
 _DIALECTS = ("postgresql", "sqlite")
+
+
+def _newer(incoming: Any, stored: Any, dialect: str) -> Any:
+    """A real ``incoming`` version replaces a strictly lower ``stored`` one and a null (or, in
+    PostgreSQL, NaN) one; a null or NaN ``incoming`` version replaces nothing. SQLite stores NaN
+    as null."""
+    real = sa.and_(incoming.is_not(None))
+    replaceable = sa.or_(stored.is_(None), incoming > stored)
+    if dialect == "postgresql" and isinstance(stored.type, sa.Float | sa.Numeric):
+        # PostgreSQL orders NaN above every number.
+        nan = sa.literal(float("nan"), stored.type)
+        real = sa.and_(real, incoming != nan)
+        replaceable = sa.or_(replaceable, stored == nan)
+    return sa.and_(real, replaceable)
 
 
 def _insert(dialect: str) -> Callable[[sa.Table], Any]:
@@ -163,6 +178,8 @@ class SqlUpsertWriter:
         """Apply ``table`` in one transaction; ``batch_id`` only appears in errors."""
         if table.num_rows == 0:
             return UpsertOutcome(0, 0, "rows")
+        require_columns(table, [*self.key_columns, *filter(None, [self.version_column])],
+                        f"batch {batch_id} for table {self.target!r}")
         if self._table is None:
             self.prepare(table.schema)
         assert self._table is not None
@@ -213,7 +230,8 @@ class SqlUpsertWriter:
             return statement.on_conflict_do_nothing(index_elements=keys)
         version = self.version_column
         return statement.on_conflict_do_update(
-            index_elements=keys, set_=updates, where=excluded[version] > target.c[version]
+            index_elements=keys, set_=updates,
+            where=_newer(excluded[version], target.c[version], self.dialect),
         )
 
     def _row_upsert(self, conn: sa.Connection, target: sa.Table, table: pa.Table) -> int:
