@@ -283,6 +283,12 @@ class DeltaMergeWriter:
         """One attempt at the batch on the handle's snapshot; raises ``CommitFailedError`` when a
         concurrent commit got in first."""
         delta = self._open(table.schema)
+        # Checked on every batch, as prepare() checks the first: a new column would otherwise be
+        # dropped on the way into the table.
+        names = [field.name for field in delta.schema().fields]
+        extra = [name for name in table.column_names if name not in names]
+        if extra:
+            raise MissingColumnsError(f"Delta table {self.table_uri!r}", extra, names)
         applied = batch_order(delta, self.app_id, batch_id, f"Delta table {self.table_uri!r}")
         if applied == batch_id:
             return UpsertOutcome(0, table.num_rows, "skipped-batch")

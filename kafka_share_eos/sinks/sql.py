@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from kafka_share_eos import faults
 from kafka_share_eos._libs import sa, sa_postgresql, sa_sqlite
-from kafka_share_eos.errors import SinkConfigurationError, TargetTableError
+from kafka_share_eos.errors import MissingColumnsError, SinkConfigurationError, TargetTableError
 
 from .columns import require_columns
 from .dedup import contained
@@ -183,6 +183,11 @@ class SqlUpsertWriter:
         if self._table is None:
             self.prepare(table.schema)
         assert self._table is not None
+        # Checked on every batch: a column the first batch lacked is refused as it would have
+        # been then, not turned into a statement the database refuses row by row.
+        extra = [name for name in table.column_names if name not in self._table.c]
+        if extra:
+            raise MissingColumnsError(f"table {self.target!r}", extra, self._table.c.keys())
         use_copy = self.supports_bulk and table.num_rows >= self.bulk_threshold
         try:
             with self.engine.begin() as conn:

@@ -1,7 +1,8 @@
-"""The version guard is total: across batches, a null or NaN version loses to any real version
-(a stored one never blocks the next real version, an incoming one never replaces a real one),
-as inside one batch; a batch without the version column is refused. Real targets: SQLite,
-PostgreSQL (row path and COPY path) and Delta tables on disk."""
+"""Every batch is held to what the first one was: the version guard is total (across batches a
+null or NaN version loses to any real version, as inside one batch: a stored one never blocks
+the next real version, an incoming one never replaces a real one), and a later batch without
+the key or version column, or with a column the target lacks, is refused as a first batch would
+be. Real targets: SQLite, PostgreSQL (row path and COPY path) and Delta tables on disk."""
 
 from __future__ import annotations
 
@@ -70,3 +71,14 @@ def test_a_later_batch_without_the_version_column_is_refused(target: Target) -> 
     with pytest.raises(MissingColumnsError, match="'k'"):
         sink.apply(SECOND.drop_columns(["k"]), 2)
     assert set(stored()) == {1, 2, 3, 4}
+
+
+def test_a_later_batch_with_a_new_column_is_refused_as_a_first_one_would_be(
+    target: Target,
+) -> None:
+    sink, stored = target
+    sink.apply(FIRST, 0)
+    wider = SECOND.append_column("note", pa.array(["n"] * SECOND.num_rows))
+    with pytest.raises(MissingColumnsError, match="'note'"):
+        sink.apply(wider, 1)
+    assert stored() == {1: "1-null", 2: "2-nan", 3: "3-five", 4: "4-two"}
