@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from kafka_share_eos import faults
 from kafka_share_eos.deadletter import DeadLetterSink, open_dead_letters
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.sinks import RowChecker, UpsertOutcome
 
 from .identity import SOURCE_IDENTITY, RecordIdentity
@@ -98,6 +99,20 @@ def _refuse_unknown(strategy: type, options: Mapping[str, object]) -> None:
     raise TypeError(f"{strategy.__name__} got an unexpected keyword argument {name!r}{hint}")
 
 
+def _check_batch_id(batch_id: object) -> None:
+    """A batch id names one set of records in the targets' bookkeeping: Spark's are the
+    non-negative integers, and anything else would be recorded, or skipped, as something else.
+
+    Raises:
+        TypeError: not an integer.
+        ConfigurationError: negative.
+    """
+    if isinstance(batch_id, bool) or not isinstance(batch_id, int):
+        raise TypeError(f"batch_id must be an integer, not {type(batch_id).__name__}")
+    if batch_id < 0:
+        raise ConfigurationError(f"batch_id must be 0 or more, got {batch_id}")
+
+
 def _dead_letter_policy(given: object) -> DeadLetterPolicy | None:
     """``dead_letters=`` as a policy: a policy, a sink, or a sink's URI.
 
@@ -161,7 +176,9 @@ class BatchStrategy(ABC):
         restart) applies what it did not.
 
         Raises:
-            TypeError: ``data`` is not an Arrow table or record batch or a pandas DataFrame.
+            TypeError: ``data`` is not an Arrow table or record batch or a pandas DataFrame, or
+                ``batch_id`` is not an integer.
+            ConfigurationError: ``batch_id`` is negative.
             MissingColumnsError: the batch or the target table lacks an identity or configured
                 column.
             SinkConfigurationError: a key column is null and the strategy has no dead letters,
@@ -183,6 +200,7 @@ class BatchStrategy(ABC):
                 of the target that is not about a row (a lost connection), unchanged.
         """
         started = time.perf_counter()
+        _check_batch_id(batch_id)
         table = as_arrow(data)
         if not self.screens_rows:
             self._ensure_ready(table.schema)

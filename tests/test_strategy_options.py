@@ -12,6 +12,7 @@ import pytest
 
 from kafka_share_eos import (
     CheckpointDedupStore,
+    ConfigurationError,
     DeltaAppendSink,
     DeltaParticipant,
     FileDecisionLog,
@@ -62,3 +63,16 @@ def test_dead_letters_take_a_policy_a_sink_or_its_uri(tmp_path: Path, strategy: 
     assert by_sink.dead_letters is not None
     with pytest.raises(TypeError, match="dead_letters must be"):
         BUILDERS[strategy](tmp_path, {"dead_letters": pa.table({"x": [1]})})
+
+
+@pytest.mark.parametrize("strategy", list(BUILDERS))
+@pytest.mark.parametrize("batch_id", [None, "3", 1.0, True, -1])
+def test_a_batch_id_that_is_not_a_non_negative_integer_is_refused(
+    tmp_path: Path, strategy: str, batch_id: object
+) -> None:
+    sink = BUILDERS[strategy](tmp_path, {})
+    rows = pa.table({"topic": ["t"], "partition": pa.array([0], pa.int32()),
+                     "offset": pa.array([0], pa.int64())})
+    error = ConfigurationError if batch_id == -1 else TypeError
+    with pytest.raises(error, match="batch_id"):
+        sink.apply(rows, batch_id)  # type: ignore[arg-type]
