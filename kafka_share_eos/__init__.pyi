@@ -12,6 +12,7 @@ from .deadletter import KafkaDeadLetters as KafkaDeadLetters
 from .deadletter import SqlDeadLetters as SqlDeadLetters
 from .deadletter import open_dead_letters as open_dead_letters
 from .errors import AppIdConflictError as AppIdConflictError
+from .errors import BatchIdReusedError as BatchIdReusedError
 from .errors import ClaimConflictError as ClaimConflictError
 from .errors import CommitConflictError as CommitConflictError
 from .errors import ConfigurationError as ConfigurationError

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 __all__ = [
     "AppIdConflictError",
+    "BatchIdReusedError",
     "ClaimConflictError",
     "CommitConflictError",
     "ConfigurationError",
@@ -128,6 +129,12 @@ class TransformShapeError(SinkConfigurationError):
 
 
 # -- Run time: the source, the sinks and the ledger
+
+
+class BatchIdReusedError(KafkaShareEosError, RuntimeError):
+    """A batch id that a target or a ledger already recorded came again with records it did not
+    hold then: a batch id names one set of records, and skipping the batch as a replay would
+    count records as applied that never were."""
 
 
 class JournalError(KafkaShareEosError, RuntimeError):

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 
 from kafka_share_eos import faults
 from kafka_share_eos._libs import deltalake
+from kafka_share_eos.errors import BatchIdReusedError
 from kafka_share_eos.errors import ClaimConflictError as ClaimConflictError
 from kafka_share_eos.faults import DEDUP_BEFORE_CLAIM as BEFORE_CLAIM
 from kafka_share_eos.ledger.rows import (
@@ -88,8 +89,8 @@ def claim(
     known = ledger.known_claims()
     for attempt in range(1, max_attempts + 1):
         table = _open(ledger, batch, fresh=attempt > 1)
-        check_batch_order(ledger.location.transaction_version(table, ledger.app_id),
-                          ledger.app_id, batch_id, f"ledger {ledger.uri!r}")
+        recorded = check_batch_order(ledger.location.transaction_version(table, ledger.app_id),
+                                     ledger.app_id, batch_id, f"ledger {ledger.uri!r}")
         split = known.split(table, batch, ledger.app_id, batch_id) if known is not None else None
         if split is None:
             seen = ledger.read(
@@ -99,6 +100,14 @@ def claim(
             )
             split = _split(ledger, batch, seen, batch_id)
         own, fresh = split
+        if recorded == batch_id and fresh.num_rows:
+            # A replay of the batch finds every record claimed, by this run or another
+            # application: records in no claim make it another batch under the same id.
+            raise BatchIdReusedError(
+                f"ledger {ledger.uri!r} already holds the claims of batch {batch_id} of app_id "
+                f"{ledger.app_id!r}, and this batch {batch_id} brings {fresh.num_rows} record(s) "
+                "in no claim: a batch id names one set of records (is the app_id shared?)"
+            )
         faults.maybe_crash(BEFORE_CLAIM)
         if fresh.num_rows:
             try:

@@ -34,6 +34,7 @@ from kafka_share_eos._extras import DELTA
 from kafka_share_eos._libs import deltalake
 from kafka_share_eos.errors import (
     AppIdConflictError,
+    BatchIdReusedError,
     CommitConflictError,
     MissingColumnsError,
     SinkConfigurationError,
@@ -279,6 +280,22 @@ class DeltaMergeWriter:
         self._delta = deltalake.DeltaTable(self.table_uri, storage_options=self.storage_options)
         return self._delta
 
+    def _check_replay(self, delta: deltalake.DeltaTable, table: pa.Table, batch_id: int) -> None:
+        """A replay of the batch recorded last finds every key of it stored; a key missing
+        makes it another batch under the same id.
+
+        Raises:
+            BatchIdReusedError: a key of ``table`` is not in the table.
+        """
+        keys = table.select(list(self.key_columns))
+        absent = rows_absent(delta, keys, self.key_columns)
+        if absent.num_rows:
+            raise BatchIdReusedError(
+                f"Delta table {self.table_uri!r} already recorded batch {batch_id} of app_id "
+                f"{self.app_id!r}, and this batch {batch_id} brings {absent.num_rows} key(s) it "
+                "does not hold: a batch id names one set of records (is the app_id shared?)"
+            )
+
     def _apply(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
         """One attempt at the batch on the handle's snapshot; raises ``CommitFailedError`` when a
         concurrent commit got in first."""
@@ -291,6 +308,7 @@ class DeltaMergeWriter:
             raise MissingColumnsError(f"Delta table {self.table_uri!r}", extra, names)
         applied = batch_order(delta, self.app_id, batch_id, f"Delta table {self.table_uri!r}")
         if applied == batch_id:
+            self._check_replay(delta, table, batch_id)
             return UpsertOutcome(0, table.num_rows, "skipped-batch")
         appendable = _as_stored(delta, table)
         if appendable is None:
