@@ -72,12 +72,15 @@ class ReportTotals:
 
 class ReportLog:
     """The latest reports (bounded, for long-running streams) and totals since creation;
-    with a ``metrics_path``, every report is also appended to it as one JSON line."""
+    with a ``metrics_path``, every report is also appended to it as one JSON line. Metrics are
+    not data: a file that cannot be written is reported once, as a warning, and the batch's
+    effect stands."""
 
     def __init__(self, keep: int = 1000, metrics_path: str | None = None) -> None:
         self._reports: deque[BatchReport] = deque(maxlen=keep)
         self.totals = ReportTotals()
         self.metrics_path = None if metrics_path is None else Path(metrics_path)
+        self._metrics_failed = False
 
     def add(self, strategy: str, report: BatchReport) -> None:
         """Keep, total, log and export ``report``."""
@@ -91,9 +94,15 @@ class ReportLog:
                 "duplicates_absorbed": report.duplicates,
                 "at": dt.datetime.now(dt.UTC).isoformat(),
             }
-            self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.metrics_path.open("a") as out:
-                out.write(json.dumps(line) + "\n")
+            try:
+                self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
+                with self.metrics_path.open("a") as out:
+                    out.write(json.dumps(line) + "\n")
+            except OSError as error:
+                if not self._metrics_failed:
+                    self._metrics_failed = True
+                    logger.warning("%s: cannot write the batch metrics to %s (%s); the batches "
+                                   "are applied all the same", strategy, self.metrics_path, error)
 
     @property
     def reports(self) -> tuple[BatchReport, ...]:

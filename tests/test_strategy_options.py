@@ -76,3 +76,17 @@ def test_a_batch_id_that_is_not_a_non_negative_integer_is_refused(
     error = ConfigurationError if batch_id == -1 else TypeError
     with pytest.raises(error, match="batch_id"):
         sink.apply(rows, batch_id)  # type: ignore[arg-type]
+
+
+def test_an_unwritable_metrics_path_is_reported_once_and_the_batches_are_applied(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    sink = BUILDERS["sql"](tmp_path, {"metrics_path": str(blocker / "metrics.jsonl")})
+    for batch_id in range(3):
+        rows = pa.table({"topic": ["t"], "partition": pa.array([0], pa.int32()),
+                         "offset": pa.array([batch_id], pa.int64())})
+        assert sink.apply(rows, batch_id).rows_written == 1
+    warnings = [r for r in caplog.records if "cannot write the batch metrics" in r.getMessage()]
+    assert len(warnings) == 1
