@@ -83,7 +83,8 @@ def test_an_unwritable_metrics_path_is_reported_once_and_the_batches_are_applied
 ) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")
-    sink = BUILDERS["sql"](tmp_path, {"metrics_path": str(blocker / "metrics.jsonl")})
+    sink = IdempotentUpsertSink.sql(f"sqlite:///{tmp_path / 't.db'}", "t", create_table=True,
+                                    metrics_path=str(blocker / "metrics.jsonl"))
     for batch_id in range(3):
         rows = pa.table({"topic": ["t"], "partition": pa.array([0], pa.int32()),
                          "offset": pa.array([batch_id], pa.int64())})
