@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import decimal
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,10 +54,18 @@ class Rejection:
 
 
 def _json_safe(value: Any) -> Any:
+    """``value`` as strict JSON can hold it: binary as base64, temporal values in ISO 8601,
+    decimals as their exact text, and NaN and infinities (which strict JSON lacks) as text."""
     if isinstance(value, bytes):
         return {"base64": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, dt.datetime | dt.date):
+    if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
     if isinstance(value, dict):
         return {str(k): _json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -78,7 +88,7 @@ def letters(
     for rejection in rejections:
         source = table.slice(rejection.index, 1).to_pylist()[0]
         letter = {column: source.get(name) for name, column in _COORDINATES.items()}
-        row_json = json.dumps(_json_safe(source), sort_keys=True)
+        row_json = json.dumps(_json_safe(source), sort_keys=True, allow_nan=False)
         if None in (letter["topic"], letter["partition"], letter["offset"]):
             letter_id = "sha256:" + hashlib.sha256(row_json.encode()).hexdigest()
         else:
