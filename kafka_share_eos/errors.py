@@ -41,6 +41,7 @@ __all__ = [
     "TargetTableError",
     "TransformShapeError",
     "TwoPhaseCommitError",
+    "ValueNotStorableError",
 ]
 
 
@@ -122,6 +123,11 @@ class MissingColumnsError(SinkConfigurationError):
 
 class TargetTableError(SinkConfigurationError):
     """The target table is missing or cannot receive idempotent upserts."""
+
+
+class ValueNotStorableError(KafkaShareEosError, ValueError):
+    """A value of a batch does not fit its column's type in the target (an integer out of range,
+    text that is no number); a dead-letter policy takes the row instead of failing the batch."""
 
 
 class TransformShapeError(SinkConfigurationError):

@@ -29,7 +29,14 @@ from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION, compact
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger
 from kafka_share_eos.ledger.retention import RetentionPolicy, prune
 from kafka_share_eos.ledger.rows import DEFAULT_APP_ID
-from kafka_share_eos.sinks import FollowsStreamingQuery, UpsertOutcome, contained
+from kafka_share_eos.sinks import (
+    ChecksRows,
+    FollowsStreamingQuery,
+    RowChecker,
+    UpsertOutcome,
+    contained,
+)
+from kafka_share_eos.sinks.outcome import OneByOne
 
 from .base import BatchStrategy, StrategyOptions, streaming_query_id
 from .identity import RecordIdentity
@@ -151,6 +158,9 @@ class CheckpointDedupStore(BatchStrategy):
         return super().apply_dataframe(batch_df, batch_id)
 
     def _write(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
+        if isinstance(self.sink, ChecksRows):
+            # A row the sink refuses is found before the ledger claims it as applied.
+            self.sink.check(table)
         owned = self.ledger.claim(table, batch_id).rows
         maybe_crash(CRASH_BEFORE_SINK)
         # A sink may return False to say it had already applied this batch id (a replay after
@@ -165,6 +175,9 @@ class CheckpointDedupStore(BatchStrategy):
     def _applied(self, keys: pa.Table) -> list[bool] | None:
         fresh = self.ledger.new_rows(keys)
         return [not new for new in contained(keys, fresh)]
+
+    def _check_rows(self) -> RowChecker | None:
+        return OneByOne(self.sink) if isinstance(self.sink, ChecksRows) else None
 
     def _maintain(self, batch_id: int) -> None:
         """Automatic pruning and compaction; a failure is logged, the recorded batch stands."""

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+
+import pyarrow as pa
 
 from kafka_share_eos import faults
 from kafka_share_eos.errors import MissingColumnsError
 from kafka_share_eos.ledger.delta_txn import DeltaLocation, append_once
-
-if TYPE_CHECKING:
-    import pyarrow as pa
+from kafka_share_eos.sinks.delta_types import storable
 
 DEFAULT_SINK_APP_ID = "kafka-share-eos.delta-append"
 QUERY_SINK_APP_ID_PREFIX = "kafka-share-eos/delta-append"
@@ -64,7 +63,22 @@ class DeltaAppendSink:
 
         Raises:
             MissingColumnsError: the batch lacks one of ``columns``.
+            ValueNotStorableError: a value does not fit its column in the table.
         """
+        table = self._storable(table)
+        faults.maybe_crash(faults.SINK_MID_WRITE)
+        return append_once(
+            self.location, table, app_id=self.app_id, batch_id=batch_id,
+            partition_by=self.partition_by,
+        )
+
+    def check(self, table: pa.Table) -> None:
+        """Raise what appending ``table`` would raise about its rows; writes nothing."""
+        self._storable(table)
+
+    def _storable(self, table: pa.Table) -> pa.Table:
+        """The batch's columns in the types the table stores them in (a value that does not
+        fit is refused here, in Arrow: delta-rs would panic on it)."""
         if self.columns is not None:
             missing = [c for c in self.columns if c not in table.column_names]
             if missing:
@@ -73,8 +87,6 @@ class DeltaAppendSink:
                     missing, table.column_names,
                 )
             table = table.select(self.columns)
-        faults.maybe_crash(faults.SINK_MID_WRITE)
-        return append_once(
-            self.location, table, app_id=self.app_id, batch_id=batch_id,
-            partition_by=self.partition_by,
-        )
+        existing = self.location.snapshot()
+        target = None if existing is None else pa.schema(existing.schema().to_arrow())
+        return storable(table, target, where=f"Delta table {self.location.uri!r}")

@@ -42,6 +42,7 @@ from kafka_share_eos.errors import (
 
 from .columns import require_columns
 from .dedup import contained, split_by_stored
+from .delta_types import storable
 from .outcome import UpsertOutcome
 
 DEFAULT_APP_ID_PREFIX = "kafka-share-eos/upsert"
@@ -51,18 +52,6 @@ _REFRESH_AFTER_CONFLICT = 16
 def quote_identifier(name: str) -> str:
     """Quote a column name for a delta-rs (DataFusion) SQL predicate."""
     return '"' + name.replace('"', '""') + '"'
-
-
-def _delta_compatible(table: pa.Table) -> pa.Table:
-    """Cast nanosecond timestamps (e.g. from pandas) to the microseconds Delta stores."""
-    fields = [
-        pa.field(f.name, pa.timestamp("us", f.type.tz), f.nullable)
-        if pa.types.is_timestamp(f.type) and f.type.unit == "ns"
-        else f
-        for f in table.schema
-    ]
-    schema = pa.schema(fields)
-    return table if schema.equals(table.schema) else table.cast(schema, safe=False)
 
 
 def stored_keys(
@@ -217,7 +206,7 @@ class DeltaMergeWriter:
             return UpsertOutcome(0, 0, "merge")
         require_columns(table, [*self.key_columns, *filter(None, [self.version_column])],
                         f"batch {batch_id} for Delta table {self.table_uri!r}")
-        table = _delta_compatible(table)
+        table = storable(table, where=f"Delta table {self.table_uri!r}")
         delay = self.retry_backoff_seconds
         self._refresh_batches = max(self._refresh_batches - 1, 0)
         for attempt in range(1, self.max_commit_attempts + 1):
@@ -239,14 +228,11 @@ class DeltaMergeWriter:
     def check(self, table: pa.Table) -> None:
         """Cast ``table`` to the target's column types, raising what a MERGE of these rows
         would (a value out of range, a type that does not convert); changes nothing."""
-        if not deltalake.DeltaTable.is_deltatable(self.table_uri, self.storage_options):
-            return
-        target = deltalake.DeltaTable(self.table_uri, storage_options=self.storage_options).schema()
-        types = {field.name: field.type for field in pa.schema(target.to_arrow())}
-        rows = _delta_compatible(table)
-        for name in rows.column_names:
-            if name in types:
-                rows[name].cast(types[name], safe=True)
+        target = None
+        if deltalake.DeltaTable.is_deltatable(self.table_uri, self.storage_options):
+            delta = deltalake.DeltaTable(self.table_uri, storage_options=self.storage_options)
+            target = pa.schema(delta.schema().to_arrow())
+        storable(table, target, where=self.target)
 
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys``, whether the table holds its key; reads, never writes."""
@@ -306,6 +292,8 @@ class DeltaMergeWriter:
         extra = [name for name in table.column_names if name not in names]
         if extra:
             raise MissingColumnsError(f"Delta table {self.table_uri!r}", extra, names)
+        # Cast in Arrow: a value delta-rs could not cast would panic in Rust.
+        table = storable(table, pa.schema(delta.schema().to_arrow()), where=self.target)
         applied = batch_order(delta, self.app_id, batch_id, f"Delta table {self.table_uri!r}")
         if applied == batch_id:
             self._check_replay(delta, table, batch_id)

@@ -44,6 +44,7 @@ from kafka_share_eos.errors import (
     TwoPhaseCommitError,
 )
 from kafka_share_eos.sinks.delta import delta_keys_held, rows_absent
+from kafka_share_eos.sinks.delta_types import storable
 from kafka_share_eos.storage import open_location
 from kafka_share_eos.twophase.delta_staging import StagingArea, action_rows
 from kafka_share_eos.twophase.protocol import Token, Transaction, check_name
@@ -107,16 +108,22 @@ class DeltaParticipant:
 
         Raises:
             TargetTableError: the table has other columns than the batch.
+            ValueNotStorableError: a value does not fit its column in the table.
         """
+        where = f"Delta table {self._uri!r} (participant {self._name!r})"
+        rows = storable(rows, where=where)
         table = self._table(rows.schema)
         schema = pa.schema(table.schema().to_arrow())
         if set(schema.names) != set(rows.column_names):
             raise TargetTableError(
-                f"Delta table {self._uri!r} (participant {self._name!r}) has columns "
+                f"{where} has columns "
                 f"{schema.names}, the batch has {rows.column_names}: select the table's columns "
                 "before the coordinator, or write to a new table"
             )
-        new_rows = rows_absent(table, rows.select(schema.names).cast(schema), txn.key_columns)
+        new_rows = rows_absent(
+            table, storable(rows.select(schema.names), schema, where=where).cast(schema),
+            txn.key_columns,
+        )
         if new_rows.num_rows == 0:
             return Token(self._name, txn.txid, 0, {"files": []})
         manifest: dict[str, Any] = {

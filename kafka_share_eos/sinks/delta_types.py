@@ -1,0 +1,68 @@
+"""Arrow batches as Delta stores them, converted in Arrow before delta-rs sees them.
+
+delta-rs casts a batch to the table's types itself, and a value that does not fit (an unsigned
+64-bit integer beyond the signed range Delta has, text that is no number) ends in a Rust panic
+that Python sees as a ``BaseException``, or in a bare ``Exception``. Cast here, the same value is
+a :class:`~kafka_share_eos.errors.ValueNotStorableError` naming the column: an error about the
+row, which dead-letter policies find by bisection.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from kafka_share_eos.errors import ValueNotStorableError
+
+# Delta has no unsigned integers: each is stored in the signed type that holds all its values
+# (delta-rs itself would keep the width, turning uint8 200 into a panic), uint64 in int64.
+_SIGNED_HOLDING = {
+    pa.uint8(): pa.int16(),
+    pa.uint16(): pa.int32(),
+    pa.uint32(): pa.int64(),
+    pa.uint64(): pa.int64(),
+    pa.float16(): pa.float32(),
+}
+
+
+def storable(rows: pa.Table, target: pa.Schema | None = None, *, where: str = "Delta") -> pa.Table:
+    """``rows`` in types a Delta table stores: cast to ``target``'s type for each column it has,
+    otherwise to the type Delta stores the column's values in.
+
+    Nanosecond timestamps (from pandas) become the microseconds Delta keeps, as delta-rs does.
+
+    Raises:
+        ValueNotStorableError: a value does not fit its column's type in ``where`` (an
+            overflow, text that does not parse); the row is at fault.
+    """
+    columns, fields = [], []
+    for field, column in zip(rows.schema, rows.columns, strict=True):
+        wanted = _stored_type(field.type, None if target is None else _type_of(target, field.name))
+        if wanted is not None and wanted != field.type:
+            try:
+                column = column.cast(wanted, safe=not pa.types.is_timestamp(wanted))
+            except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                # No Arrow cast between the two: delta-rs has its own, let it decide.
+                wanted = field.type
+            except pa.ArrowInvalid as error:
+                raise ValueNotStorableError(
+                    f"column {field.name!r} ({field.type}) does not fit {wanted} in {where}: "
+                    f"{error}"
+                ) from error
+            field = field.with_type(wanted)
+        columns.append(column)
+        fields.append(field)
+    schema = pa.schema(fields, metadata=rows.schema.metadata)
+    return rows if schema.equals(rows.schema) else pa.table(columns, schema=schema)
+
+
+def _type_of(schema: pa.Schema, name: str) -> pa.DataType | None:
+    index = schema.get_field_index(name)
+    return None if index < 0 else schema.field(index).type
+
+
+def _stored_type(given: pa.DataType, target: pa.DataType | None) -> pa.DataType | None:
+    if target is not None:
+        return target
+    if pa.types.is_timestamp(given) and given.unit == "ns":
+        return pa.timestamp("us", given.tz)
+    return _SIGNED_HOLDING.get(given)
