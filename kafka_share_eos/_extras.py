@@ -86,7 +86,8 @@ def require_sql(engine: object, feature: str) -> None:
     if backend == "sqlite":
         extra = SQLITE
     else:
-        extra = POSTGRES if backend == "postgresql" and driver == "psycopg" else (
+        # SQLAlchemy 2.1 reads a URL without a driver with psycopg.
+        extra = POSTGRES if backend == "postgresql" and driver in ("psycopg", "") else (
             _POSTGRES_OTHER_DRIVER
         )
     extra.require(feature)

@@ -137,6 +137,9 @@ class DeadLetterPolicy:
             broker only the number given here counts.
 
     Raises:
+        TypeError: ``sink`` is not a dead-letter sink (a URI goes through
+            :func:`~kafka_share_eos.deadletter.open_dead_letters`, or straight to a strategy's
+            ``dead_letters=``).
         ConfigurationError: ``max_delivery_count`` is below 1.
     """
 
@@ -144,6 +147,16 @@ class DeadLetterPolicy:
     max_delivery_count: int | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.sink, DeadLetterSink):
+            hint = (
+                f": open it with open_dead_letters({self.sink!r}), or give the URI to the "
+                "strategy's dead_letters="
+                if isinstance(self.sink, str) else ""
+            )
+            raise TypeError(
+                f"DeadLetterPolicy's sink must be a dead-letter sink (SqlDeadLetters, "
+                f"DeltaDeadLetters, KafkaDeadLetters), not {type(self.sink).__name__}{hint}"
+            )
         if self.max_delivery_count is not None and self.max_delivery_count < 1:
             raise ConfigurationError(
                 f"max_delivery_count must be >= 1, got {self.max_delivery_count}"

@@ -184,7 +184,14 @@ class Screening:
         assert self.transform is not None
         result = self.transform(rows)
         if not isinstance(result, pa.Table):
-            result = pa.table(result)
+            try:
+                result = pa.table(result)
+            except (TypeError, pa.ArrowInvalid) as error:
+                # Not a row's fault: every batch would be dead-lettered whole.
+                raise TransformShapeError(
+                    "transform must return a pyarrow Table or RecordBatch, a pandas DataFrame "
+                    f"or a dict of columns, not {type(result).__name__} ({error})"
+                ) from error
         if result.num_rows != rows.num_rows:
             raise TransformShapeError(
                 f"transform returned {result.num_rows} rows for {rows.num_rows}: it must map "

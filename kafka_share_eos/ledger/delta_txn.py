@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from kafka_share_eos._extras import DELTA
 from kafka_share_eos._libs import deltalake
 from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.sinks.delta_types import check_delta_uri
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -42,6 +43,7 @@ class DeltaLocation:
         # Every Delta ledger, append sink and dead-letter table starts here: fail at
         # construction, naming the extra, rather than at the first batch.
         DELTA.require("Delta tables")
+        check_delta_uri(self.uri, "Delta table")
 
     def options(self) -> dict[str, str] | None:
         """The storage options as the plain dict delta-rs expects."""

@@ -42,7 +42,7 @@ from kafka_share_eos.errors import (
 
 from .columns import require_columns
 from .dedup import contained, split_by_stored
-from .delta_types import storable
+from .delta_types import check_delta_uri, storable
 from .outcome import UpsertOutcome
 
 DEFAULT_APP_ID_PREFIX = "kafka-share-eos/upsert"
@@ -164,6 +164,7 @@ class DeltaMergeWriter:
                 f"max_commit_attempts must be >= 1, got {max_commit_attempts}"
             )
         self.table_uri = os.fspath(table_uri)
+        check_delta_uri(self.table_uri, "Delta table")
         self.key_columns = tuple(key_columns)
         self.version_column = version_column
         self.app_id = app_id or f"{DEFAULT_APP_ID_PREFIX}:{self.table_uri}"

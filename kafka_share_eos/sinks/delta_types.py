@@ -1,4 +1,5 @@
-"""Arrow batches as Delta stores them, converted in Arrow before delta-rs sees them.
+"""What delta-rs accepts, checked before it is asked: table URIs, and Arrow batches converted
+to the types Delta stores.
 
 delta-rs casts a batch to the table's types itself, and a value that does not fit (an unsigned
 64-bit integer beyond the signed range Delta has, text that is no number) ends in a Rust panic
@@ -9,9 +10,14 @@ row, which dead-letter policies find by bisection.
 
 from __future__ import annotations
 
+import functools
+import re
+from urllib.parse import urlsplit
+
 import pyarrow as pa
 
-from kafka_share_eos.errors import ValueNotStorableError
+from kafka_share_eos._libs import deltalake
+from kafka_share_eos.errors import ConfigurationError, ValueNotStorableError
 
 # Delta has no unsigned integers: each is stored in the signed type that holds all its values
 # (delta-rs itself would keep the width, turning uint8 200 into a panic), uint64 in int64.
@@ -66,3 +72,31 @@ def _stored_type(given: pa.DataType, target: pa.DataType | None) -> pa.DataType 
     if pa.types.is_timestamp(given) and given.unit == "ns":
         return pa.timestamp("us", given.tz)
     return _SIGNED_HOLDING.get(given)
+
+
+def check_delta_uri(uri: str, what: str) -> None:
+    """Refuse a table URI whose scheme delta-rs has no store for, when the object is built
+    rather than at its first batch (delta-rs names the schemes it knows only when asked to
+    open one).
+
+    Raises:
+        ConfigurationError: ``uri``'s scheme is not one delta-rs knows.
+    """
+    scheme = urlsplit(uri).scheme.lower()
+    known = _known_schemes()
+    if len(scheme) > 1 and known and scheme not in known:  # one letter: a Windows drive
+        raise ConfigurationError(
+            f"{what} {uri!r}: delta-rs has no store for scheme {scheme!r}; give a local path "
+            f"or one of {', '.join(sorted(s for s in known if '+' not in s))}"
+        )
+
+
+@functools.cache
+def _known_schemes() -> frozenset[str]:
+    try:
+        deltalake.DeltaTable("kafka-share-eos-unknown://probe")
+    except Exception as error:
+        listed = re.search(r"Known schemes: ([\w+,.-]+)", str(error))
+        if listed:
+            return frozenset(listed.group(1).split(","))
+    return frozenset()

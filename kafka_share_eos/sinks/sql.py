@@ -29,7 +29,7 @@ from .columns import require_columns
 from .dedup import contained
 from .outcome import UpsertOutcome
 from .sql_bulk import CopyUpsert
-from .sql_engine import create_sql_engine
+from .sql_engine import create_sql_engine, parse_sql_url
 from .sql_schema import open_target
 from .sql_values import python_rows as python_rows
 
@@ -119,7 +119,7 @@ class SqlUpsertWriter:
             if isinstance(engine, sa.Engine)
             else engine
         )
-        self.dialect = sa.make_url(self._url).get_backend_name()
+        self.dialect = parse_sql_url(self._url).get_backend_name()
         if self.dialect not in _DIALECTS:
             raise SinkConfigurationError(
                 f"SQL dialect {self.dialect!r} of the sink URL is not supported; "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_share_eos._libs import sa
+from kafka_share_eos.errors import ConfigurationError, MissingExtraError
 
 SQLITE_BUSY_TIMEOUT_S = 60.0
 """How long a SQLite writer waits for another's write lock unless the URL sets ``timeout``."""
@@ -17,9 +18,42 @@ def create_sql_engine(url: str, **kwargs: Any) -> sa.Engine:
     application (or executor task) then fails with "database is locked" while another holds
     its transaction open a little longer, where PostgreSQL would wait for the row lock. So a
     SQLite URL without ``?timeout=`` waits :data:`SQLITE_BUSY_TIMEOUT_S`.
+
+    Raises:
+        ConfigurationError: ``url`` is not a SQLAlchemy URL, or names a dialect SQLAlchemy has
+            not got.
+        MissingExtraError: the URL's driver is not installed.
     """
-    parsed = sa.make_url(url)
+    parsed = parse_sql_url(url)
     if parsed.get_backend_name() == "sqlite" and "timeout" not in parsed.query:
         connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S, **kwargs.pop("connect_args", {})}
         kwargs["connect_args"] = connect_args
-    return sa.create_engine(parsed, **kwargs)
+    shown = parsed.render_as_string(hide_password=True)
+    try:
+        return sa.create_engine(parsed, **kwargs)
+    except ImportError as error:
+        raise MissingExtraError(
+            f"the SQL URL {shown!r}; the postgres extra installs psycopg, for "
+            "postgresql+psycopg:// URLs",
+            error.name or parsed.get_driver_name(), "postgres",
+        ) from error
+    except sa.exc.ArgumentError as error:
+        raise ConfigurationError(f"SQL URL {shown!r}: {error}") from error
+
+
+def parse_sql_url(url: str) -> sa.URL:
+    """``url`` parsed by SQLAlchemy.
+
+    Raises:
+        ConfigurationError: ``url`` is not a SQLAlchemy URL; the message shows no more of it
+            than its scheme, as a password may be in the rest.
+    """
+    try:
+        return sa.make_url(url)
+    except sa.exc.ArgumentError as error:
+        scheme = url.partition("://")[0] if "://" in url else "no scheme"
+        raise ConfigurationError(
+            f"the SQL URL ({scheme}) is not a SQLAlchemy URL: {error}; it is "
+            "dialect+driver://user:password@host:port/database, e.g. "
+            "postgresql+psycopg://app@db:5432/orders or sqlite:////data/orders.db"
+        ) from error

@@ -44,7 +44,7 @@ from kafka_share_eos.errors import (
     TwoPhaseCommitError,
 )
 from kafka_share_eos.sinks.delta import delta_keys_held, rows_absent
-from kafka_share_eos.sinks.delta_types import storable
+from kafka_share_eos.sinks.delta_types import check_delta_uri, storable
 from kafka_share_eos.storage import open_location
 from kafka_share_eos.twophase.delta_staging import StagingArea, action_rows
 from kafka_share_eos.twophase.protocol import Token, Transaction, check_name
@@ -90,6 +90,7 @@ class DeltaParticipant:
         retry_backoff_seconds: float = 0.05,
     ) -> None:
         DELTA.require("DeltaParticipant")
+        check_delta_uri(table_uri, f"DeltaParticipant {name!r}")
         self._uri = table_uri.rstrip("/")
         self._name = check_name("name", name)
         self._storage_options = storage_options

@@ -20,6 +20,7 @@ import pyarrow as pa
 from kafka_share_eos._extras import require_sql
 from kafka_share_eos._libs import sa
 from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.sinks.sql_engine import create_sql_engine
 from kafka_share_eos.twophase.postgres import PostgresParticipant
 
 
@@ -49,7 +50,7 @@ class OutboxParticipant(PostgresParticipant):
         if not columns:
             raise ConfigurationError("columns must name at least one record column for the payload")
         require_sql(engine, f"OutboxParticipant {name!r}")
-        base = sa.create_engine(engine) if isinstance(engine, str) else engine
+        base = create_sql_engine(engine) if isinstance(engine, str) else engine
         self._columns = list(columns)
         self._outbox = base.dialect.identifier_preparer.quote(table)
         with base.begin() as conn:

@@ -33,6 +33,7 @@ from kafka_share_eos.errors import (
 from kafka_share_eos.sinks import contained
 from kafka_share_eos.sinks.sql import keys_held
 from kafka_share_eos.sinks.sql_bulk import copy_rows
+from kafka_share_eos.sinks.sql_engine import create_sql_engine
 from kafka_share_eos.sinks.sql_schema import sql_type
 from kafka_share_eos.sinks.sql_values import postgres_array
 from kafka_share_eos.twophase.protocol import Token, Transaction, app_of, check_name
@@ -131,7 +132,7 @@ class PostgresParticipant:
     @property
     def _engine(self) -> sa.Engine:
         if self._engine_or_none is None:
-            self._engine_or_none = self._autocommit(sa.create_engine(self._url))
+            self._engine_or_none = self._autocommit(create_sql_engine(self._url))
         return self._engine_or_none
 
     def _quote(self, identifier: str) -> str:
@@ -427,7 +428,7 @@ def prepared_participants(engine: sa.Engine | str, prefix: str) -> list[Postgres
     """
     require_sql(engine, "prepared_participants")
 
-    bound = sa.create_engine(engine) if isinstance(engine, str) else engine
+    bound = create_sql_engine(engine) if isinstance(engine, str) else engine
     names = sorted({
         fields[4] for fields in (gid.split(":") for gid in _prepared_gids(bound, prefix))
         if len(fields) in (5, 6)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from kafka_share_eos._extras import require_sql
 from kafka_share_eos._libs import sa
+from kafka_share_eos.sinks.sql_engine import create_sql_engine
 from kafka_share_eos.twophase.protocol import Decision, store_first
 
 
@@ -28,7 +29,7 @@ class PostgresDecisionLog:
 
     def __init__(self, engine: sa.Engine | str, table: str = "kse_2pc_decisions") -> None:
         require_sql(engine, "PostgresDecisionLog")
-        self._engine = sa.create_engine(engine) if isinstance(engine, str) else engine
+        self._engine = create_sql_engine(engine) if isinstance(engine, str) else engine
         self.first_writer_wins = True
         self._table = self._engine.dialect.identifier_preparer.quote(table)
         with self._engine.begin() as conn:
