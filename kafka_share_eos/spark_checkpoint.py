@@ -23,6 +23,9 @@ from kafka_share_eos.storage import delete_if_present, open_existing
 
 # The logs Spark 4.1+ wants empty when it finds no batch in the offset log.
 _CHECKED_LOGS = ("offsets", "commits")
+# What a query writes at the root of its checkpoint; a directory with none of them holding
+# anything else was never one.
+_SPARK_ENTRIES = frozenset({"metadata", "offsets", "commits", "sources", "state", ".metadata.crc"})
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 # CheckpointFileManager's temporary name for a log entry, and Hadoop's checksum of it.
 _TEMP_FILE = re.compile(rf"^\.\d+\.{_UUID}\.tmp$|^\.\.\d+\.{_UUID}\.tmp\.crc$")
@@ -37,14 +40,27 @@ class CheckpointReport:
     leftovers: tuple[str, ...] = ()
     unexpected: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
+    foreign: tuple[str, ...] = ()
 
     @property
     def healthy(self) -> bool:
         """Whether Spark can start the query from this checkpoint as it is."""
-        return not self.leftovers and not self.unexpected
+        return not self.leftovers and not self.unexpected and not self.foreign
+
+    @property
+    def is_checkpoint(self) -> bool:
+        """False when the directory holds files, but none a Spark query writes."""
+        return not self.foreign
 
     def explanation(self) -> str:
         """One paragraph: what happened and what to do."""
+        if self.foreign:
+            return (
+                f"This is not a Spark checkpoint: it holds {', '.join(self.foreign)} and none "
+                "of what a streaming query writes (metadata, offsets/, commits/, sources/). Is "
+                "it the query's journalPath, or another directory? Give the query's "
+                "checkpointLocation."
+            )
         if self.removed and self.healthy:
             return (
                 f"Removed {len(self.removed)} temporary file(s) of the offset-log write a kill "
@@ -92,6 +108,7 @@ class CheckpointReport:
             "leftovers": list(self.leftovers),
             "unexpected": list(self.unexpected),
             "removed": list(self.removed),
+            "is_checkpoint": self.is_checkpoint,
             "explanation": self.explanation(),
         }
 
@@ -104,6 +121,9 @@ def diagnose(checkpoint: str) -> CheckpointReport:
         LocationNotFoundError: there is no directory at ``checkpoint``.
     """
     fs, root = open_existing(checkpoint)
+    top = _names(fs, root)
+    if top and _SPARK_ENTRIES.isdisjoint(top):
+        return CheckpointReport(checkpoint, 0, foreign=tuple(top[:5]))
     entries = {log: _names(fs, f"{root}/{log}") for log in _CHECKED_LOGS}
     logged = [name for name in entries["offsets"] if name.isdigit()]
     if logged:
@@ -122,7 +142,7 @@ def repair(checkpoint: str) -> CheckpointReport:
     """Remove exactly the temporary files :func:`diagnose` reports as left over (none when
     anything else is in the way) and report again."""
     report = diagnose(checkpoint)
-    if report.healthy or report.unexpected:
+    if report.healthy or report.unexpected or report.foreign:
         return report
     fs, root = open_existing(checkpoint)
     for path in report.leftovers:

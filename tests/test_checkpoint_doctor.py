@@ -142,15 +142,20 @@ def test_after_the_fix_the_query_applies_every_record_once(
     checkpoint = tmp_path / "checkpoint"
     interrupted_first_write(checkpoint)
 
-    # The default check, which the test session turns off.
-    strict = spark.newSession()
-    strict.conf.set("spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart", "true")
-    stream = share_stream(strict, share_topic, tmp_path / "journal", acknowledge="afterJournal",
+    # The default check, which the test session turns off. Set on the session itself: a
+    # newSession() does not find a data source its parent session registered.
+    check = "spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart"
+    stream = share_stream(spark, share_topic, tmp_path / "journal", acknowledge="afterJournal",
                           maxRecordsPerTrigger="20", availableNowIdleMs="2000")
     target = f"sqlite:///{tmp_path / 'target.db'}"
     sink = IdempotentUpsertSink.sql(target, "records", create_table=True)
-    with pytest.raises(Exception, match="STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY"):
-        run_available_now(stream, checkpoint, sink)
+    relaxed = spark.conf.get(check)
+    spark.conf.set(check, "true")
+    try:
+        with pytest.raises(Exception, match="STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY"):
+            run_available_now(stream, checkpoint, sink)
+    finally:
+        spark.conf.set(check, relaxed)
     assert sink.totals.batches == 0
 
     assert doctor(checkpoint, "--fix")[0] == 0

@@ -19,6 +19,9 @@ from kafka_share_eos.sharegroup.group_config import (
     ISOLATION_LEVEL,
 )
 
+# Kafka's int configs (lock duration, delivery limit, session and heartbeat intervals).
+KAFKA_INT_MAX = 2**31 - 1
+
 
 def broker(
     topic: Annotated[
@@ -32,16 +35,20 @@ def broker(
         ),
     ] = [],  # noqa: B006 - typer reads the default, it is never mutated
     lock_ms: Annotated[
-        int | None, typer.Option(min=1, help="Record lock duration in milliseconds.")
+        int | None,
+        typer.Option(min=1, max=KAFKA_INT_MAX, help="Record lock duration in milliseconds.")
     ] = None,
     max_deliveries: Annotated[
-        int | None, typer.Option(min=1, help="Deliveries before a record is archived.")
+        int | None,
+        typer.Option(min=1, max=KAFKA_INT_MAX, help="Deliveries before a record is archived.")
     ] = None,
     session_timeout_ms: Annotated[
-        int | None, typer.Option(min=1, help="Share-group session timeout in milliseconds.")
+        int | None,
+        typer.Option(min=1, max=KAFKA_INT_MAX, help="Share-group session timeout in milliseconds.")
     ] = None,
     heartbeat_ms: Annotated[
-        int | None, typer.Option(min=1, help="Share-group heartbeat interval in milliseconds.")
+        int | None,
+        typer.Option(min=1, max=KAFKA_INT_MAX, help="Share-group heartbeat interval in ms."),
     ] = None,
     offset_reset: Annotated[
         str, typer.Option(help="Where new share groups start: earliest or latest.")

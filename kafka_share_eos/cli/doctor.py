@@ -33,7 +33,10 @@ def doctor(
     if as_json:
         print(json.dumps(report.to_dict()))
     else:
-        state = "healthy" if report.healthy else "cannot restart"
+        state = (
+            "healthy" if report.healthy
+            else "cannot restart" if report.is_checkpoint else "not a Spark checkpoint"
+        )
         print(f"checkpoint {checkpoint}: {state}")
         for path in report.removed:
             print(f"  removed {path}")

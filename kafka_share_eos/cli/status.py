@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Annotated
 
@@ -9,7 +10,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kafka_share_eos.source.status import JournalStatus, journal_status
+from kafka_share_eos.deadletter.sql import DEFAULT_TABLE
+from kafka_share_eos.errors import LocationNotFoundError
+from kafka_share_eos.source.status import JournalStatus, count_dead_letters, journal_status
 
 
 def render(status: JournalStatus, console: Console) -> None:
@@ -55,17 +58,27 @@ def status(
     dead_letters: Annotated[
         str | None,
         typer.Option("--dead-letters", help="Count the records in this dead-letter sink "
-                     "(a Postgres/SQLite URL, kafka://host:port/topic, or a Delta table)."),
+                     "(a Postgres/SQLite URL, kafka://host:port/topic, or a Delta table); "
+                     "read only: nothing is created."),
+    ] = None,
+    dead_letter_table: Annotated[
+        str | None,
+        typer.Option("--dead-letter-table", help="The dead-letter table in the SQL database "
+                     f"of --dead-letters (default {DEFAULT_TABLE})."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Show batches journaled, acknowledged and pending, batch-metric totals and dead letters."""
     try:
-        result = journal_status(journal, dead_letters)
-    except FileNotFoundError as exc:
-        raise typer.BadParameter(f"no journal at {journal!r}", param_hint="--journal") from exc
-    except ValueError as exc:  # a dead-letter URI the sinks do not understand
-        raise typer.BadParameter(str(exc), param_hint="--dead-letters") from exc
+        result = journal_status(journal)
+    except LocationNotFoundError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--journal") from exc
+    if dead_letters is not None:
+        try:
+            counted = count_dead_letters(dead_letters, dead_letter_table)
+        except (LocationNotFoundError, ValueError) as exc:  # ValueError: a URI none takes
+            raise typer.BadParameter(str(exc), param_hint="--dead-letters") from exc
+        result = dataclasses.replace(result, dead_letters=counted)
     if as_json:
         print(json.dumps(result.to_dict()))
     else:

@@ -14,7 +14,11 @@ _SQL_SCHEMES = ("postgresql", "postgres", "sqlite")
 
 
 def open_dead_letters(
-    uri: str, *, table: str | None = None, config: Mapping[str, Any] | None = None
+    uri: str,
+    *,
+    table: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    create: bool = True,
 ) -> DeadLetterSink:
     """The dead-letter sink at ``uri``.
 
@@ -24,8 +28,11 @@ def open_dead_letters(
       producer/consumer settings, e.g. security);
     - anything else (a path, ``file://``, ``s3://``, ...): :class:`DeltaDeadLetters`.
 
+    Without ``create``, nothing is created: a SQL table (or SQLite file) must exist already.
+
     Raises:
         ConfigurationError: a ``kafka://`` URI without a host or a topic.
+        LocationNotFoundError: without ``create``, the SQL table does not exist.
         MissingExtraError: the sink's library is not installed (SQLAlchemy, psycopg or
             deltalake).
     """
@@ -33,7 +40,7 @@ def open_dead_letters(
     if scheme in _SQL_SCHEMES:
         from .sql import DEFAULT_TABLE, SqlDeadLetters
 
-        return SqlDeadLetters(uri, table or DEFAULT_TABLE)
+        return SqlDeadLetters(uri, table or DEFAULT_TABLE, create_table=create)
     if scheme == "kafka":
         from .kafka import KafkaDeadLetters
 

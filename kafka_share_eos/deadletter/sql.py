@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from typing import Any
 
 import pyarrow as pa
 
 from kafka_share_eos._extras import require_sql
 from kafka_share_eos._libs import sa, sa_postgresql, sa_sqlite
-from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
 from kafka_share_eos.sinks.sql_engine import create_sql_engine
 
 from .letters import DEAD_LETTER_SCHEMA
@@ -27,14 +28,23 @@ class SqlDeadLetters(DeadLetterSink):
         engine: an Engine or URL (``postgresql+psycopg://...``, ``sqlite:///...``).
         table: the table name.
         db_schema: the database schema holding it (PostgreSQL).
+        create_table: create the table when missing; without, a missing table (or SQLite
+            database file) is refused and nothing is created, as inspecting needs.
 
     Raises:
         MissingExtraError: SQLAlchemy is not installed (or psycopg, for a PostgreSQL URL).
         ConfigurationError: the database is neither PostgreSQL nor SQLite.
+        LocationNotFoundError: ``create_table`` is False and the table (or the SQLite file)
+            does not exist.
     """
 
     def __init__(
-        self, engine: sa.Engine | str, table: str = DEFAULT_TABLE, *, db_schema: str | None = None
+        self,
+        engine: sa.Engine | str,
+        table: str = DEFAULT_TABLE,
+        *,
+        db_schema: str | None = None,
+        create_table: bool = True,
     ) -> None:
         require_sql(engine, "SqlDeadLetters")
 
@@ -46,7 +56,10 @@ class SqlDeadLetters(DeadLetterSink):
                 f"dead letters need a PostgreSQL or SQLite database, not {dialect!r}"
             )
         self.table = _table_for(table, db_schema)
-        self.table.metadata.create_all(self.engine, checkfirst=True)
+        if create_table:
+            self.table.metadata.create_all(self.engine, checkfirst=True)
+        else:
+            self._require_table()
 
     @property
     def target(self) -> str:
@@ -75,6 +88,18 @@ class SqlDeadLetters(DeadLetterSink):
     def close(self) -> None:
         if self._owns_engine:
             self.engine.dispose()
+
+    def _require_table(self) -> None:
+        database = self.engine.url.database
+        # Connecting to a SQLite file that is not there would create it.
+        if self.engine.dialect.name == "sqlite" and database not in (None, "", ":memory:") and (
+            not os.path.exists(database)
+        ):
+            raise LocationNotFoundError(f"no SQLite database at {database!r}")
+        if not sa.inspect(self.engine).has_table(self.table.name, schema=self.table.schema):
+            raise LocationNotFoundError(
+                f"no dead-letter table {self.table.fullname!r} in {self.engine.url!r}"
+            )
 
 
 def _table_for(name: str, db_schema: str | None) -> sa.Table:

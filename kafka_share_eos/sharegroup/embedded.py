@@ -28,6 +28,11 @@ _TOPIC_SPEC = re.compile(r"(?P<name>[^:]*)(?::(?P<partitions>[0-9]+))?")
 _AUTO_OFFSET_RESET_CODES: dict[str, int] = {"latest": 0, "earliest": 1}
 
 
+# The embedded broker allocates every partition when it creates the topic: far beyond this,
+# librdkafka's allocation fails and aborts the process.
+MAX_PARTITIONS = 100_000
+
+
 @dataclass(frozen=True)
 class TopicSpec:
     """A topic to create: its name and partition count (both checked on construction).
@@ -53,11 +58,11 @@ class TopicSpec:
         if (
             isinstance(self.partitions, bool)
             or not isinstance(self.partitions, int)
-            or self.partitions < 1
+            or not 1 <= self.partitions <= MAX_PARTITIONS
         ):
             raise ConfigurationError(
-                f"partitions of topic {self.name!r} must be a positive integer, "
-                f"got {self.partitions!r}"
+                f"partitions of topic {self.name!r} must be an integer from 1 to "
+                f"{MAX_PARTITIONS}, got {self.partitions!r}"
             )
 
     @classmethod

@@ -95,11 +95,8 @@ class Journal:
 
     def read(self, seq: int, slot: int | None = None) -> pa.Table:
         """Read segment ``seq`` (its slot ``slot``, complete); raise :class:`JournalError` if it
-        is gone or unfinished."""
-        if slot is None:
-            table = self._read(self._path(seq), _which(seq, slot))
-        else:
-            table = self.read_slot(seq, slot)
+        is gone, unfinished or damaged."""
+        table = self.read_present(seq, slot)
         if table is None:
             raise JournalError(
                 f"journal segment {_which(seq, slot)} ({self._path(seq, slot)}) is missing or "
@@ -107,6 +104,17 @@ class Journal:
                 f"{self.location!r} was changed outside this query, or is shared by two queries"
             )
         return table
+
+    def read_present(self, seq: int, slot: int | None = None) -> pa.Table | None:
+        """Read segment ``seq`` (its slot ``slot``); None while it is gone or unfinished.
+
+        Raises:
+            JournalError: the segment is damaged: truncated, empty, of another schema or
+                unreadable (each is named, never skipped).
+        """
+        if slot is None:
+            return self._read(self._path(seq), _which(seq, slot))
+        return self.read_slot(seq, slot)
 
     def read_slot(self, seq: int, slot: int) -> pa.Table | None:
         """Read slot ``slot`` of batch ``seq``; None until a task completed it."""
@@ -142,6 +150,10 @@ class Journal:
                 table = pa.ipc.open_file(source).read_all()
         except FileNotFoundError:
             return None
+        except (OSError, pa.ArrowInvalid) as error:
+            raise JournalError(
+                f"journal segment {which} ({path}) is damaged or unreadable: {error}"
+            ) from error
         if not table.schema.equals(JOURNAL_SCHEMA):
             raise JournalError(f"journal segment {which} ({path}) has an unexpected schema")
         return table

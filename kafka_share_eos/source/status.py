@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_share_eos.errors import JournalError
+from kafka_share_eos.errors import LocationNotFoundError
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.metrics import BatchMetrics
 from kafka_share_eos.source.metrics_store import MetricsStore
@@ -114,36 +114,48 @@ class JournalStatus:
 RUNNER_MEMBER = "runner"
 
 
-def journal_status(location: str, dead_letters: str | None = None) -> JournalStatus:
-    """Inspect the journal at ``location`` (and count the dead letters at ``dead_letters``).
+def journal_status(
+    location: str, dead_letters: str | None = None, dead_letter_table: str | None = None
+) -> JournalStatus:
+    """Inspect the journal at ``location`` (and count the dead letters at ``dead_letters``, in
+    table ``dead_letter_table`` of a SQL database: the sinks' default table otherwise).
 
     Raises:
-        LocationNotFoundError: no journal directory at ``location``.
+        LocationNotFoundError: no journal directory at ``location``, or no dead-letter table
+            in the SQL database at ``dead_letters``.
+        JournalError: a segment is damaged (truncated, empty, another schema, unreadable).
     """
-    open_existing(location)
+    try:
+        open_existing(location)
+    except LocationNotFoundError as error:
+        raise LocationNotFoundError(f"no journal at {location!r}") from error
     batches = tuple(MetricsStore(location, create=False).read_all())
     journal = Journal(location)
     rows: dict[int, int] = {}
     for seq, slot in journal.entries():
-        try:
-            rows[seq] = rows.get(seq, 0) + journal.read(seq, slot).num_rows
-        except JournalError:
-            continue  # purged by the running query since the listing
+        # None: purged by the running query since the listing, or a slot still being written.
+        table = journal.read_present(seq, slot)
+        if table is not None:
+            rows[seq] = rows.get(seq, 0) + table.num_rows
     segments = [Segment(seq, n, _settled(seq, batches)) for seq, n in sorted(rows.items())]
-    return JournalStatus(location, tuple(segments), batches, _count_dead_letters(dead_letters))
+    counted = None if dead_letters is None else count_dead_letters(dead_letters, dead_letter_table)
+    return JournalStatus(location, tuple(segments), batches, counted)
 
 
 def _settled(seq: int, batches: tuple[BatchMetrics, ...]) -> bool:
     return any(m.first_seq <= seq <= m.seq for m in batches)
 
 
-def _count_dead_letters(uri: str | None) -> int | None:
-    if uri is None:
-        return None
+def count_dead_letters(uri: str, table: str | None = None) -> int:
+    """The records in the dead-letter sink at ``uri`` (SQL table ``table``); creates nothing.
+
+    Raises:
+        LocationNotFoundError: no such SQL table, or no SQLite file.
+    """
     # Imported here: the dead-letter sinks pull in database and Delta clients.
     from kafka_share_eos.deadletter import open_dead_letters
 
-    sink = open_dead_letters(uri)
+    sink = open_dead_letters(uri, table=table, create=False)
     try:
         return sink.count()
     finally:
