@@ -23,6 +23,7 @@ from .errors import GroupConfigError as GroupConfigError
 from .errors import JournalError as JournalError
 from .errors import KafkaLauncherError as KafkaLauncherError
 from .errors import KafkaShareEosError as KafkaShareEosError
+from .errors import KafkaTransactionError as KafkaTransactionError
 from .errors import LibrdkafkaNotFoundError as LibrdkafkaNotFoundError
 from .errors import LocationNotFoundError as LocationNotFoundError
 from .errors import MissingColumnsError as MissingColumnsError
@@ -47,6 +48,7 @@ from .strategies import BatchReport as BatchReport
 from .strategies import CheckpointDedupStore as CheckpointDedupStore
 from .strategies import DeadLetterPolicy as DeadLetterPolicy
 from .strategies import IdempotentUpsertSink as IdempotentUpsertSink
+from .strategies import KafkaTopicSink as KafkaTopicSink
 from .strategies import RecordIdentity as RecordIdentity
 from .strategies import TwoPhaseCommitCoordinator as TwoPhaseCommitCoordinator
 from .twophase import CommitResult as CommitResult

@@ -25,6 +25,7 @@ __all__ = [
     "JournalError",
     "KafkaLauncherError",
     "KafkaShareEosError",
+    "KafkaTransactionError",
     "LibrdkafkaNotFoundError",
     "LocationNotFoundError",
     "MissingColumnsError",
@@ -135,6 +136,11 @@ class TransformShapeError(SinkConfigurationError):
 
 
 # -- Run time: the source, the sinks and the ledger
+
+
+class KafkaTransactionError(KafkaShareEosError, RuntimeError):
+    """A Kafka topic sink's transaction failed, timed out or was fenced by a newer writer of the
+    same application; nothing of the batch was committed."""
 
 
 class BatchIdReusedError(KafkaShareEosError, RuntimeError):

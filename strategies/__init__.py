@@ -18,6 +18,7 @@ from .base import BatchStrategy, StrategyOptions, as_arrow
 from .checkpoint_dedup import CheckpointDedupStore
 from .idempotent_upsert import IdempotentUpsertSink
 from .identity import SOURCE_IDENTITY, RecordIdentity
+from .kafka_topic import KafkaTopicSink
 from .quarantine import DeadLetterPolicy
 from .report import BatchReport, ReportTotals
 from .two_phase_commit import TwoPhaseCommitCoordinator
@@ -30,6 +31,7 @@ __all__ = [
     "CommitConflictError",
     "DeadLetterPolicy",
     "IdempotentUpsertSink",
+    "KafkaTopicSink",
     "MissingColumnsError",
     "RecordIdentity",
     "ReportTotals",

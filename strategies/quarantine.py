@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafka_share_eos.deadletter import DeadLetterSink, Rejection
-from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.errors import ConfigurationError, ValueNotStorableError
 from kafka_share_eos.errors import DeliveryLimitReached as DeliveryLimitReached
 from kafka_share_eos.errors import NullIdentityError as NullIdentityError
 from kafka_share_eos.sinks.errors import database_unavailable, error_chain, refused_row
@@ -53,7 +53,8 @@ def is_data_error(error: BaseException) -> bool:
     if database_unavailable(error):
         return False
     return any(
-        isinstance(current, pa.ArrowInvalid | pa.ArrowTypeError) for current in error_chain(error)
+        isinstance(current, pa.ArrowInvalid | pa.ArrowTypeError | ValueNotStorableError)
+        for current in error_chain(error)
     )
 
 

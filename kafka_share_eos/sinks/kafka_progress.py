@@ -1,0 +1,137 @@
+"""The progress topic of Kafka topic sinks: one marker per committed batch, keyed by app_id.
+
+A marker is written in the batch's own transaction, so a read_committed reader finds it exactly
+when the batch's records are committed. The topic is compacted: only each application's last
+marker is kept, which is all a restarted writer needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import confluent_kafka as ck
+import confluent_kafka.admin as ck_admin
+import pyarrow as pa
+
+from kafka_share_eos.errors import KafkaTransactionError
+from kafka_share_eos.sharegroup.group_config import admin_config
+
+DEFAULT_PROGRESS_TOPIC = "kafka-share-eos-progress"
+IDENTITY = ("topic", "partition", "offset")
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A batch an application committed: its id, record count and identity digest."""
+
+    batch_id: int
+    records: int
+    digest: str
+
+    @classmethod
+    def of(cls, rows: pa.Table, batch_id: int) -> Marker:
+        """The marker of ``rows`` as batch ``batch_id``: the digest does not depend on the
+        rows' order."""
+        identities = sorted(zip(*(rows[c].to_pylist() for c in IDENTITY), strict=True))
+        digest = hashlib.sha256(json.dumps(identities).encode()).hexdigest()
+        return cls(batch_id, rows.num_rows, digest)
+
+    def to_bytes(self, app_id: str) -> bytes:
+        """The marker as the progress topic's record value."""
+        return json.dumps({"app_id": app_id, "batch_id": self.batch_id,
+                           "records": self.records, "digest": self.digest}).encode()
+
+    @classmethod
+    def from_bytes(cls, value: bytes) -> Marker:
+        """A marker read back from the progress topic."""
+        fields = json.loads(value)
+        return cls(int(fields["batch_id"]), int(fields["records"]), str(fields["digest"]))
+
+
+class ProgressTopic:
+    """Reads an application's last committed marker (read_committed), creating the compacted
+    topic on a cluster that has none.
+
+    Its clients stay connected until :meth:`close`: on the embedded broker a client that
+    disconnects drops every share session, the pipeline's source consumers' too.
+    """
+
+    def __init__(self, config: Mapping[str, Any], topic: str, timeout_s: float) -> None:
+        self.topic = topic
+        self.timeout_s = timeout_s
+        self._config = admin_config(config)
+        self._admin: ck_admin.AdminClient | None = None
+        self._consumer: ck.Consumer | None = None
+
+    def last_marker(self, app_id: str) -> Marker | None:
+        """The last marker ``app_id`` committed, None when it committed none."""
+        if not self._ready():
+            return None
+        consumer = self._reader()
+        partitions = sorted(consumer.list_topics(self.topic, self.timeout_s)
+                            .topics[self.topic].partitions)
+        consumer.assign([ck.TopicPartition(self.topic, p, ck.OFFSET_BEGINNING)
+                         for p in partitions])
+        last: Marker | None = None
+        ended: set[int | None] = set()
+        try:
+            while len(ended) < len(partitions):
+                message = consumer.poll(self.timeout_s)
+                if message is None:
+                    raise KafkaTransactionError(
+                        f"progress topic {self.topic!r} could not be read to its end in "
+                        f"{self.timeout_s:.0f} s"
+                    )
+                error, value = message.error(), message.value()
+                if error is not None:
+                    if error.code() != ck.KafkaError._PARTITION_EOF:
+                        raise KafkaTransactionError(f"progress topic {self.topic!r}: {error}")
+                    ended.add(message.partition())
+                elif message.key() == app_id.encode() and value:
+                    last = Marker.from_bytes(value)
+        finally:
+            consumer.unassign()
+        return last
+
+    def close(self) -> None:
+        """Disconnect the clients."""
+        if self._consumer is not None:
+            self._consumer.close()
+        self._consumer = self._admin = None
+
+    def _reader(self) -> ck.Consumer:
+        if self._consumer is None:
+            self._consumer = ck.Consumer({
+                **self._config, "group.id": "kafka-share-eos-progress",
+                "enable.auto.commit": False, "isolation.level": "read_committed",
+                "enable.partition.eof": True,
+            })
+        return self._consumer
+
+    def _ready(self) -> bool:
+        """Whether the topic exists, after creating it where the cluster lets clients."""
+        if self._admin is None:
+            self._admin = ck_admin.AdminClient(self._config)
+        metadata = self._admin.list_topics(timeout=self.timeout_s)
+        if self.topic in metadata.topics:
+            return True
+        if metadata.controller_id not in metadata.brokers:
+            # The embedded broker creates no topic through the admin API: the first batch's
+            # transaction creates it, and until then no marker exists.
+            return False
+        created = self._admin.create_topics([ck_admin.NewTopic(
+            self.topic, num_partitions=1, config={"cleanup.policy": "compact"},
+        )])
+        try:
+            created[self.topic].result(self.timeout_s)
+        except ck.KafkaException as error:
+            if error.args[0].code() != ck.KafkaError.TOPIC_ALREADY_EXISTS:
+                raise KafkaTransactionError(
+                    f"could not create the progress topic {self.topic!r} (create it, compacted, "
+                    f"or give the sink one the application may write): {error}"
+                ) from error
+        return True

@@ -1,0 +1,282 @@
+"""Batches written to a Kafka topic in producer transactions, each with a marker of its batch.
+
+One transaction per batch holds the batch's records and a marker ``(app_id, batch_id, digest of
+the records' source identities)`` on a compacted progress topic. A read_committed reader sees
+the records and the marker together or not at all. Before its first batch the writer calls
+``init_transactions`` with a ``transactional.id`` derived from ``app_id``: that fences any
+earlier writer of the application (a zombie of a killed query) and aborts its open
+transaction, and only then reads the application's last committed marker. A batch whose
+marker is already committed is a replay and is skipped; the same batch id with other records
+is refused.
+
+librdkafka's mock cluster (the embedded broker) neither fences an older writer nor hides aborted
+records from read_committed readers: there the markers still make replays no-ops, but a writer
+killed mid-transaction leaves its records visible. The guarantee holds on Apache Kafka.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import confluent_kafka as ck
+import pyarrow as pa
+
+from kafka_share_eos import faults
+from kafka_share_eos.errors import (
+    AppIdConflictError,
+    BatchIdReusedError,
+    ConfigurationError,
+    KafkaTransactionError,
+    MissingColumnsError,
+    ValueNotStorableError,
+)
+
+from .errors import error_chain
+from .kafka_progress import DEFAULT_PROGRESS_TOPIC, IDENTITY, Marker, ProgressTopic
+
+SOURCE_HEADERS = ("kse.source.topic", "kse.source.partition", "kse.source.offset",
+                  "kse.source.delivery-count")
+_PURGED = frozenset({ck.KafkaError._PURGE_QUEUE, ck.KafkaError._PURGE_INFLIGHT})
+_PURGED_ATTEMPTS = 3
+# Errors about a record itself: the rest of the batch can be written without it.
+_RECORD_ERRORS = frozenset({
+    ck.KafkaError.MSG_SIZE_TOO_LARGE,
+    ck.KafkaError.TOPIC_AUTHORIZATION_FAILED, ck.KafkaError.UNKNOWN_TOPIC_OR_PART,
+    ck.KafkaError._UNKNOWN_TOPIC, ck.KafkaError._UNKNOWN_PARTITION,
+    ck.KafkaError.INVALID_RECORD, ck.KafkaError.RECORD_LIST_TOO_LARGE,
+    ck.KafkaError.INVALID_MSG,
+})
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which of the batch's columns become the output record's key, value, headers and
+    partition (None: not taken from the batch)."""
+
+    key: str | None = "key"
+    value: str = "value"
+    headers: str | None = "headers"
+    partition: str | None = None
+
+
+class KafkaTopicWriter:
+    """Writes batches to ``topic`` exactly once per ``(app_id, batch id)``; see the module."""
+
+    def __init__(
+        self,
+        topic: str,
+        config: Mapping[str, Any],
+        *,
+        app_id: str,
+        progress_topic: str = DEFAULT_PROGRESS_TOPIC,
+        columns: Columns = Columns(),
+        timeout_s: float = 60.0,
+    ) -> None:
+        if "bootstrap.servers" not in config:
+            raise ConfigurationError("KafkaTopicSink's config needs 'bootstrap.servers'")
+        if "transactional.id" in config:
+            raise ConfigurationError(
+                "KafkaTopicSink sets transactional.id from app_id (one per application and "
+                "query, stable across restarts); give app_id instead of transactional.id"
+            )
+        self.topic = topic
+        self.config = dict(config)
+        self.app_id = app_id
+        self.progress_topic = progress_topic
+        self.columns = columns
+        self.timeout_s = timeout_s
+        self._producer: ck.Producer | None = None
+        self._progress = ProgressTopic(config, progress_topic, timeout_s)
+        self._last: Marker | None = None
+
+    @property
+    def transactional_id(self) -> str:
+        """The producer's ``transactional.id``: the application's, stable across restarts."""
+        return f"kafka-share-eos:{self.app_id}"
+
+    def write(self, rows: pa.Table, batch_id: int) -> bool:
+        """Write ``rows`` as batch ``batch_id`` in one transaction with its marker; False when
+        that batch is already committed (a replay), which writes nothing.
+
+        Raises:
+            BatchIdReusedError: the batch was committed with other records.
+            AppIdConflictError: the application committed a later batch already.
+            ValueNotStorableError: the broker refused a record (too large, no such topic, not
+                authorised); nothing of the batch was committed.
+            KafkaTransactionError: the transaction failed, timed out or was fenced.
+        """
+        missing = [c for c in (*IDENTITY, self.columns.value) if c not in rows.column_names]
+        if missing:
+            raise MissingColumnsError(f"the batch for Kafka topic {self.topic!r}", missing,
+                                      rows.column_names)
+        self._open()
+        marker = Marker.of(rows, batch_id)
+        if self._skips(marker):
+            return False
+        self._transact(rows, marker)
+        self._last = marker
+        return True
+
+    def check(self, rows: pa.Table) -> None:
+        """Raise what writing ``rows`` would raise about a record: they are produced in a
+        transaction that is then aborted (read_committed readers never see them)."""
+        self._transact(rows, None)
+
+    def _transact(self, rows: pa.Table, marker: Marker | None) -> None:
+        """Produce ``rows`` in a transaction, committed with ``marker``, aborted without one.
+
+        The transaction after an aborted one may find its records purged by the abort's epoch
+        bump before they were sent: such an attempt is made again.
+        """
+        for _ in range(_PURGED_ATTEMPTS):
+            producer = self._open()
+            try:
+                producer.begin_transaction()
+                failures = self._produce(producer, rows)
+                if marker is not None:
+                    producer.produce(self.progress_topic, key=self.app_id.encode(),
+                                     value=marker.to_bytes(self.app_id))
+                    faults.maybe_crash(faults.SINK_MID_WRITE)
+                producer.flush(self.timeout_s)
+                if failures or marker is None:
+                    producer.abort_transaction(self.timeout_s)
+                else:
+                    producer.commit_transaction(self.timeout_s)
+            except BaseException as error:
+                self._abort(error)
+                raise
+            refused = [f for f in failures if f[1].code() not in _PURGED]
+            if refused:
+                raise _refused(refused, self.topic)
+            if not failures:
+                return
+        raise KafkaTransactionError(
+            f"Kafka topic {self.topic!r}: the records were purged before they were sent in "
+            f"{_PURGED_ATTEMPTS} transactions in a row"
+        )
+
+    def close(self) -> None:
+        """Drop the producer and the progress topic's clients; the next batch starts anew."""
+        if self._producer is not None:
+            self._producer.flush(1.0)
+            self._producer = None
+        self._progress.close()
+
+    def _open(self) -> ck.Producer:
+        if self._producer is None:
+            producer = ck.Producer({
+                **self.config, "transactional.id": self.transactional_id,
+                "enable.idempotence": True, "acks": "all",
+                "transaction.timeout.ms": int(self.timeout_s * 1000),
+            })
+            try:
+                producer.init_transactions(self.timeout_s)
+            except ck.KafkaException as error:
+                raise _transaction_error(error, self.transactional_id) from error
+            self._producer = producer
+            # Read after init_transactions, which aborted what an older writer left open.
+            self._last = self._progress.last_marker(self.app_id)
+        return self._producer
+
+    def _skips(self, marker: Marker) -> bool:
+        last = self._last
+        if last is None or last.batch_id < marker.batch_id:
+            return False
+        if last.batch_id > marker.batch_id:
+            raise AppIdConflictError(
+                f"Kafka topic {self.topic!r}: app_id {self.app_id!r} committed batch "
+                f"{last.batch_id} already, so batch {marker.batch_id} would be skipped: another "
+                "application or an earlier checkpoint uses this app_id"
+            )
+        if last != marker:
+            raise BatchIdReusedError(
+                f"Kafka topic {self.topic!r}: app_id {self.app_id!r} committed batch "
+                f"{marker.batch_id} with {last.records} other record(s) than this batch "
+                f"{marker.batch_id} holds ({marker.records}): a batch id names one set of records"
+            )
+        return True
+
+    def _produce(self, producer: ck.Producer, rows: pa.Table) -> list[tuple[int, ck.KafkaError]]:
+        failures: list[tuple[int, ck.KafkaError]] = []
+        records = _records(rows, self.columns)
+        for index, (key, value, headers, partition) in enumerate(records):
+            def delivered(error: ck.KafkaError | None, _: Any, index: int = index) -> None:
+                if error is not None:
+                    failures.append((index, error))
+            extra = {} if partition is None else {"partition": partition}
+            while True:
+                try:
+                    producer.produce(self.topic, value=value, key=key, headers=headers,
+                                     on_delivery=delivered, **extra)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+                except ck.KafkaException as error:
+                    failures.append((index, error.args[0]))
+                    break
+        return failures
+
+    def _abort(self, error: BaseException) -> None:
+        producer = self._producer
+        if producer is None:
+            return
+        try:
+            producer.abort_transaction(self.timeout_s)
+        except ck.KafkaException:
+            # Fenced or fatal: a new producer (and init_transactions) is the only way on.
+            self._producer = None
+        # A fatal error met inside flush() surfaces as the SystemError of the delivery callback
+        # that ran while it was set: the KafkaException is further down the chain.
+        kafka = next((e for e in error_chain(error) if isinstance(e, ck.KafkaException)), None)
+        if kafka is not None:
+            raise _transaction_error(kafka, self.transactional_id) from error
+
+
+def _records(rows: pa.Table, columns: Columns) -> list[tuple[Any, Any, Any, Any]]:
+    def column(name: str | None) -> list[Any]:
+        if name is None or name not in rows.column_names:
+            return [None] * rows.num_rows
+        values: list[Any] = rows[name].to_pylist()
+        return values
+
+    keys, values, partitions = column(columns.key), column(columns.value), column(
+        columns.partition)
+    given = column(columns.headers)
+    counts = column("deliveryCount")
+    identity = zip(*(rows[c].to_pylist() for c in IDENTITY), strict=True)
+    out = []
+    for i, (topic, partition, offset) in enumerate(identity):
+        headers = [(h["key"], h["value"]) for h in given[i] or []]
+        headers += list(zip(SOURCE_HEADERS, [str(topic).encode(), str(partition).encode(),
+                                             str(offset).encode(),
+                                             str(counts[i] or "").encode()], strict=True))
+        out.append((_bytes(keys[i]), _bytes(values[i]), headers, partitions[i]))
+    return out
+
+
+def _bytes(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    return str(value).encode()
+
+
+def _refused(failures: list[tuple[int, ck.KafkaError]], topic: str) -> Exception:
+    """The error of a record the broker refused, before any other failure."""
+    index, error = min(failures, key=lambda failure: failure[1].code() not in _RECORD_ERRORS)
+    if error.code() in _RECORD_ERRORS:
+        return ValueNotStorableError(
+            f"Kafka topic {topic!r} refused row {index} of the batch: {error.str()}"
+        )
+    return KafkaTransactionError(f"writing to Kafka topic {topic!r} failed: {error.str()}")
+
+
+def _transaction_error(error: ck.KafkaException, transactional_id: str) -> KafkaTransactionError:
+    cause = error.args[0]
+    fenced = cause.code() in (ck.KafkaError._FENCED, ck.KafkaError.PRODUCER_FENCED,
+                              ck.KafkaError.INVALID_PRODUCER_EPOCH)
+    why = (f"another writer with transactional.id {transactional_id!r} took over (a restarted "
+           "query, or another application with the same app_id)" if fenced else cause.str())
+    return KafkaTransactionError(f"the Kafka transaction failed: {why}; nothing of the batch "
+                                 "was committed")
