@@ -8,6 +8,7 @@ Java or Maven, or with a version Maven cannot fetch, it says so in one line.
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import signal
@@ -135,3 +136,16 @@ def test_a_failed_fetch_gives_mavens_reason(tmp_path: Path) -> None:
     line = outcome.stderr.strip().splitlines()[-1]
     assert "fetching Apache Kafka 0.0.404 with Maven failed" in line
     assert "org.apache.kafka:kafka_2.13:jar:0.0.404" in line
+
+
+def test_a_cluster_id_that_starts_with_a_dash_formats(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafka_share_eos.testing import kafka_cluster
+
+    # URL-safe base64 of a first byte 0xF8 starts with "-": one random id in 64 does.
+    dashed = base64.urlsafe_b64encode(b"\xf8" + bytes(15)).decode().rstrip("=")
+    assert dashed.startswith("-")
+    monkeypatch.setattr(kafka_cluster, "_cluster_id", lambda: dashed)
+    with kafka_cluster.KafkaCluster() as cluster:
+        cluster.create_topic("dashed", 1)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        assert "dashed" in admin.list_topics(timeout=30).topics

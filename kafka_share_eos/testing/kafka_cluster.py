@@ -350,7 +350,8 @@ class KafkaCluster:
             node.node_id: subprocess.Popen(
                 [str(java), *self._jvm_options(node), "-cp", f"{jars}/*",
                  "kafka.tools.StorageTool", "format", "--ignore-formatted",
-                 "--cluster-id", cluster_id,
+                 # One argument: an id starting with "-" (1 in 64) would read as an option.
+                 f"--cluster-id={cluster_id}",
                  "--config", str(node.directory / "server.properties")],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                 preexec_fn=_die_with_parent,
