@@ -30,7 +30,10 @@ class KafkaTopicSink(BatchStrategy):
     Each batch is one producer transaction: its records, and a marker of the batch (``app_id``,
     batch id, a digest of the records' source identities) on a compacted progress topic the
     sink creates. A replayed batch whose marker is committed is skipped; the same batch id with
-    other records raises :class:`~kafka_share_eos.errors.BatchIdReusedError`. The producer's
+    other records raises :class:`~kafka_share_eos.errors.BatchIdReusedError`. The marker also
+    holds every source record the application committed so far (offset ranges), so a record the
+    broker delivers again in a later batch, after its acknowledgement was lost, is not written
+    twice. The producer's
     ``transactional.id`` comes from ``app_id``, so a restarted query fences its killed
     predecessor and aborts what that left open. Each output record carries its source record's
     topic, partition, offset and delivery count in the headers ``kse.source.topic``,
@@ -117,7 +120,7 @@ class KafkaTopicSink(BatchStrategy):
         :class:`~kafka_share_eos.strategies.CheckpointDedupStore`, an Arrow table of the records
         the ledger gave this application, returning False when the batch was committed before."""
         if isinstance(batch, pa.Table):
-            return self.writer.write(batch, batch_id)
+            return self.writer.write(batch, batch_id) is not None
         return super().__call__(batch, batch_id)
 
     def close(self) -> None:
@@ -128,9 +131,10 @@ class KafkaTopicSink(BatchStrategy):
         """Nothing to create up front: the progress topic is made on the first batch."""
 
     def _write(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
-        if not self.writer.write(table, batch_id):
+        written = self.writer.write(table, batch_id)
+        if written is None:
             return UpsertOutcome(0, table.num_rows, "skipped-batch")
-        return UpsertOutcome(table.num_rows, 0, "transaction")
+        return UpsertOutcome(written, table.num_rows - written, "transaction")
 
     def _check_rows(self) -> RowChecker | None:
         return OneByOne(self.writer)

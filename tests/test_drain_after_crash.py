@@ -26,8 +26,9 @@ from kafka_share_eos.sharegroup.group_config import (
 from kafka_share_eos.verify.pipeline import PipelineConfig
 from kafka_share_eos.verify.process import Exit, PipelineProcess
 from kafka_share_eos.verify.records import plan_records, produce
+from kafka_share_eos.verify.registry import TARGETS
 from kafka_share_eos.verify.score import score
-from kafka_share_eos.verify.targets import TARGETS, RunContext, dead_lettered
+from kafka_share_eos.verify.targets import RunContext, dead_lettered
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -115,3 +115,14 @@ def test_dead_letters_example_applies_the_good_payments_and_keeps_the_bad(
         result.stdout
     )
     quiet_run_log(result.stdout + result.stderr)
+
+
+def test_kafka_to_kafka_example_writes_each_order_once(tmp_path: Path) -> None:
+    result = run_python(
+        str(EXAMPLES / "kafka_to_kafka.py"), "--orders", "300", "--workdir", str(tmp_path)
+    )
+    # The embedded broker drops every share session when a client connects (the sink's
+    # producer does on its first batch), so records come again; none is written twice.
+    assert "300 written to orders-enriched" in result.stdout
+    assert "orders-enriched holds 300 orders (300 distinct)" in result.stdout
+    quiet_run_log(result.stdout + result.stderr)

@@ -7,10 +7,10 @@ writer) is proven on Apache Kafka in tests/test_kafka_topic_sink_kafka.py."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
-from helpers.kafka_output import read_topic, source_offsets
 
 from kafka_share_eos import (
     AppIdConflictError,
@@ -21,6 +21,12 @@ from kafka_share_eos import (
 )
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.testing.plugin import ShareTopic
+from kafka_share_eos.verify.kafka_targets import read_topic, source_coordinates
+
+
+def source_offsets(messages: list[Any]) -> list[int]:
+    return sorted(source_coordinates(m)[1] for m in messages)
+
 
 SOURCE_HEADERS = [("trace", b"t-1")]
 
@@ -60,6 +66,21 @@ def test_a_replayed_batch_is_skipped_and_records_name_their_source(
     assert headers["trace"] == b"t-1" and headers["kse.source.topic"] == b"in"
     assert headers["kse.source.delivery-count"] == b"2"
     assert sorted(m.key() for m in records) == [b"k0", b"k1", b"k2", b"k3"]
+
+
+def test_a_record_delivered_again_in_a_later_batch_is_not_written_twice(
+    embedded_broker: EmbeddedBroker, output: str
+) -> None:
+    config = {"bootstrap.servers": embedded_broker.bootstrap_servers}
+    sink = KafkaTopicSink(output, config, app_id=output)
+    sink.apply(batch([0, 1, 2, 7]), 0)
+    again = sink.apply(batch([2, 3]), 1)  # 2's acknowledgement was lost
+    assert (again.rows_written, again.already_applied) == (1, 1)
+    sink.close()
+    restarted = KafkaTopicSink(output, config, app_id=output)
+    after_restart = restarted.apply(batch([1, 4, 5, 6, 7]), 2)
+    assert (after_restart.rows_written, after_restart.already_applied) == (3, 2)
+    assert source_offsets(read_topic(embedded_broker.bootstrap_servers, output)) == list(range(8))
 
 
 def test_a_batch_id_with_other_records_or_an_older_one_is_refused(

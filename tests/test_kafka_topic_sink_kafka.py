@@ -11,18 +11,24 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
-from helpers.kafka_output import read_topic, source_offsets
 
 from kafka_share_eos import KafkaTopicSink, KafkaTransactionError, SqlDeadLetters
 from kafka_share_eos.faults import CRASH_AT_ENV, SINK_MID_WRITE, STRATEGY_AFTER_WRITE
 from kafka_share_eos.testing.kafka_cluster import KafkaCluster
+from kafka_share_eos.verify.kafka_targets import read_topic, source_coordinates
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
 
 BATCHES, PER_BATCH = 3, 10
+
+
+def source_offsets(messages: list[Any]) -> list[int]:
+    return sorted(source_coordinates(m)[1] for m in messages)
+
 WRITER = """
 import sys
 import pyarrow as pa

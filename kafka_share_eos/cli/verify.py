@@ -27,8 +27,8 @@ from kafka_share_eos.verify.defaults import (
 )
 from kafka_share_eos.verify.matrix import MatrixOptions, MatrixResult, run_matrix
 from kafka_share_eos.verify.points import DESCRIPTIONS, RANDOM_KILL
+from kafka_share_eos.verify.registry import SAFE_TARGETS, TARGETS
 from kafka_share_eos.verify.run import Mix, RunResult
-from kafka_share_eos.verify.targets import SAFE_TARGETS, TARGETS
 
 
 def _names(values: list[str]) -> list[str]:

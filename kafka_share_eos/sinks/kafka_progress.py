@@ -1,16 +1,21 @@
 """The progress topic of Kafka topic sinks: one marker per committed batch, keyed by app_id.
 
 A marker is written in the batch's own transaction, so a read_committed reader finds it exactly
-when the batch's records are committed. The topic is compacted: only each application's last
+when the batch's records are committed. It names the batch (id, record count, digest of the
+records' source identities) and every source record the application committed so far, as
+offset ranges per partition: a record the broker delivers again in a later batch (its
+acknowledgement was lost in a crash) is found there. One application's offsets are mostly
+contiguous, so the ranges stay few. The topic is compacted: only each application's last
 marker is kept, which is all a restarted writer needs.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import confluent_kafka as ck
@@ -24,32 +29,87 @@ DEFAULT_PROGRESS_TOPIC = "kafka-share-eos-progress"
 IDENTITY = ("topic", "partition", "offset")
 
 
+Identity = tuple[str, int, int]
+"""A source record's ``(topic, partition, offset)``."""
+
+
+@dataclass
+class CommittedRecords:
+    """Source records as sorted, disjoint, inclusive offset ranges per (topic, partition)."""
+
+    ranges: dict[tuple[str, int], list[list[int]]] = field(default_factory=dict)
+
+    def __contains__(self, identity: Identity) -> bool:
+        topic, partition, offset = identity
+        spans = self.ranges.get((topic, partition), [])
+        at = bisect.bisect_right(spans, [offset, float("inf")]) - 1
+        return at >= 0 and spans[at][0] <= offset <= spans[at][1]
+
+    def with_records(self, identities: Iterable[Identity]) -> CommittedRecords:
+        """These records and ``identities``, neighbouring ranges merged."""
+        grouped: dict[tuple[str, int], list[int]] = {}
+        for topic, partition, offset in identities:
+            grouped.setdefault((topic, partition), []).append(offset)
+        ranges = {key: [list(span) for span in spans] for key, spans in self.ranges.items()}
+        for key, offsets in grouped.items():
+            spans = ranges.get(key, []) + [[o, o] for o in offsets]
+            spans.sort()
+            merged: list[list[int]] = []
+            for start, end in spans:
+                if merged and start <= merged[-1][1] + 1:
+                    merged[-1][1] = max(merged[-1][1], end)
+                else:
+                    merged.append([start, end])
+            ranges[key] = merged
+        return CommittedRecords(ranges)
+
+    def to_json(self) -> list[list[Any]]:
+        """``[[topic, partition, [[start, end], ...]], ...]``."""
+        return [[topic, partition, spans] for (topic, partition), spans in self.ranges.items()]
+
+    @classmethod
+    def from_json(cls, value: list[list[Any]]) -> CommittedRecords:
+        """Read back what :meth:`to_json` wrote."""
+        return cls({(str(t), int(p)): [[int(s), int(e)] for s, e in spans]
+                    for t, p, spans in value})
+
+
+def identities(rows: pa.Table) -> list[Identity]:
+    """The rows' source identities, in row order."""
+    return list(zip(*(rows[c].to_pylist() for c in IDENTITY), strict=True))
+
+
 @dataclass(frozen=True)
 class Marker:
-    """A batch an application committed: its id, record count and identity digest."""
+    """A batch an application committed (id, record count, identity digest), and every record
+    it committed up to that batch."""
 
     batch_id: int
     records: int
     digest: str
+    committed: CommittedRecords = field(default_factory=CommittedRecords, compare=False)
 
     @classmethod
-    def of(cls, rows: pa.Table, batch_id: int) -> Marker:
-        """The marker of ``rows`` as batch ``batch_id``: the digest does not depend on the
-        rows' order."""
-        identities = sorted(zip(*(rows[c].to_pylist() for c in IDENTITY), strict=True))
-        digest = hashlib.sha256(json.dumps(identities).encode()).hexdigest()
-        return cls(batch_id, rows.num_rows, digest)
+    def of(cls, rows: pa.Table, batch_id: int, before: Marker | None) -> Marker:
+        """The marker of ``rows`` as batch ``batch_id`` after ``before``: the digest does not
+        depend on the rows' order."""
+        batch = identities(rows)
+        digest = hashlib.sha256(json.dumps(sorted(batch)).encode()).hexdigest()
+        committed = before.committed if before is not None else CommittedRecords()
+        return cls(batch_id, rows.num_rows, digest, committed.with_records(batch))
 
     def to_bytes(self, app_id: str) -> bytes:
         """The marker as the progress topic's record value."""
         return json.dumps({"app_id": app_id, "batch_id": self.batch_id,
-                           "records": self.records, "digest": self.digest}).encode()
+                           "records": self.records, "digest": self.digest,
+                           "committed": self.committed.to_json()}).encode()
 
     @classmethod
     def from_bytes(cls, value: bytes) -> Marker:
         """A marker read back from the progress topic."""
         fields = json.loads(value)
-        return cls(int(fields["batch_id"]), int(fields["records"]), str(fields["digest"]))
+        return cls(int(fields["batch_id"]), int(fields["records"]), str(fields["digest"]),
+                   CommittedRecords.from_json(fields.get("committed", [])))
 
 
 class ProgressTopic:

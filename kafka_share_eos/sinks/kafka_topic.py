@@ -34,7 +34,7 @@ from kafka_share_eos.errors import (
 )
 
 from .errors import error_chain
-from .kafka_progress import DEFAULT_PROGRESS_TOPIC, IDENTITY, Marker, ProgressTopic
+from .kafka_progress import DEFAULT_PROGRESS_TOPIC, IDENTITY, Marker, ProgressTopic, identities
 
 SOURCE_HEADERS = ("kse.source.topic", "kse.source.partition", "kse.source.offset",
                   "kse.source.delivery-count")
@@ -96,9 +96,11 @@ class KafkaTopicWriter:
         """The producer's ``transactional.id``: the application's, stable across restarts."""
         return f"kafka-share-eos:{self.app_id}"
 
-    def write(self, rows: pa.Table, batch_id: int) -> bool:
-        """Write ``rows`` as batch ``batch_id`` in one transaction with its marker; False when
-        that batch is already committed (a replay), which writes nothing.
+    def write(self, rows: pa.Table, batch_id: int) -> int | None:
+        """Write ``rows`` as batch ``batch_id`` in one transaction with its marker, leaving out
+        records the application committed in an earlier batch (delivered again after a lost
+        acknowledgement). Returns how many records were written; None when the batch itself is
+        already committed (a replay), which writes nothing.
 
         Raises:
             BatchIdReusedError: the batch was committed with other records.
@@ -112,12 +114,16 @@ class KafkaTopicWriter:
             raise MissingColumnsError(f"the batch for Kafka topic {self.topic!r}", missing,
                                       rows.column_names)
         self._open()
-        marker = Marker.of(rows, batch_id)
+        last = self._last
+        marker = Marker.of(rows, batch_id, last)
         if self._skips(marker):
-            return False
+            return None
+        if last is not None:
+            fresh = [identity not in last.committed for identity in identities(rows)]
+            rows = rows.filter(pa.array(fresh, pa.bool_()))
         self._transact(rows, marker)
         self._last = marker
-        return True
+        return int(rows.num_rows)
 
     def check(self, rows: pa.Table) -> None:
         """Raise what writing ``rows`` would raise about a record: they are produced in a

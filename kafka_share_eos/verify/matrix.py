@@ -21,10 +21,10 @@ from kafka_share_eos.verify import defaults
 from kafka_share_eos.verify.brokers import BROKER_KINDS, BrokerKind, verify_broker
 from kafka_share_eos.verify.points import RANDOM_KILL, points_of
 from kafka_share_eos.verify.process import accept_starts, stop_all, stopping
+from kafka_share_eos.verify.registry import SAFE_TARGETS, TARGETS
 from kafka_share_eos.verify.results import ResultsFile, spec_key
 from kafka_share_eos.verify.run import Mix, RunEnvironment, RunResult, RunSpec, execute
 from kafka_share_eos.verify.score import Score
-from kafka_share_eos.verify.targets import SAFE_TARGETS, TARGETS
 
 # A slow sink's batch outlasts the record lock (verify.brokers.RECORD_LOCK_MS).
 SLOW_SINK_SECONDS = 5.0
@@ -59,11 +59,22 @@ class MatrixOptions:
         """Refuse combinations that cannot run.
 
         Raises:
-            ConfigurationError: an unknown broker, or session drops asked of Apache Kafka.
+            ConfigurationError: an unknown broker, session drops asked of Apache Kafka, or a
+                Kafka-topic target asked of the embedded broker.
         """
         if self.broker not in BROKER_KINDS:
             raise ConfigurationError(
                 f"unknown broker {self.broker!r}; choose from {', '.join(BROKER_KINDS)}"
+            )
+        named = [t for t, _ in self.only] if self.only is not None else self.targets
+        needing = [t for t in dict.fromkeys(named)
+                   if t in TARGETS and TARGETS[t].needs_transactions]
+        if self.broker != "kafka" and needing:
+            raise ConfigurationError(
+                f"{', '.join(needing)} need Apache Kafka (--broker kafka): the embedded broker "
+                "(librdkafka's mock) shows read_committed readers the records of aborted "
+                "transactions and fences no older producer, so a pipeline killed inside a "
+                "transaction would count as a duplicate there"
             )
         if self.broker == "kafka" and self.mix.session_drops:
             raise ConfigurationError(

@@ -24,8 +24,9 @@ from typing import Any
 
 from kafka_share_eos import faults
 from kafka_share_eos.verify.records import effect_rows
+from kafka_share_eos.verify.registry import TARGETS
 from kafka_share_eos.verify.stall import ConsumerStall
-from kafka_share_eos.verify.targets import TARGETS, RunContext
+from kafka_share_eos.verify.targets import RunContext
 
 PROGRESS_FILE = "progress.jsonl"
 START_BARRIER_ENV = "KSE_VERIFY_START_TOGETHER"
@@ -67,7 +68,8 @@ class PipelineConfig:
 
     def context(self) -> RunContext:
         """The run's state locations."""
-        return RunContext(Path(self.run_dir), self.postgres_url)
+        return RunContext(Path(self.run_dir), self.postgres_url, self.bootstrap_servers,
+                          self.topic)
 
     def pipeline_dir(self, name: str) -> Path:
         """The directory of pipeline ``name``: checkpoint, journal, progress, logs."""

@@ -40,8 +40,9 @@ from kafka_share_eos.verify.pipeline import PROGRESS_FILE, START_BARRIER_ENV, Pi
 from kafka_share_eos.verify.points import RANDOM_KILL
 from kafka_share_eos.verify.process import Exit, PipelineProcess
 from kafka_share_eos.verify.records import plan_records, produce
+from kafka_share_eos.verify.registry import TARGETS
 from kafka_share_eos.verify.score import Score, score
-from kafka_share_eos.verify.targets import TARGETS, Produced, RunContext, Target, dead_lettered
+from kafka_share_eos.verify.targets import Produced, RunContext, Target, dead_lettered
 
 START_TIMEOUT_S = 300.0
 # Seconds after a start: a pipeline plans its first batch ~6 s after it starts and drains 40
@@ -153,11 +154,11 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
     started = time.monotonic()
     target = TARGETS[spec.target]()
     with _database(env, target) as postgres_url:
-        ctx = RunContext(env.work / spec.key, postgres_url)
+        topic = f"verify-{uuid.uuid4().hex[:12]}"
+        ctx = RunContext(env.work / spec.key, postgres_url, env.broker.bootstrap_servers, topic)
         # A run cut short by an interrupted verifier left its directory behind, unrecorded.
         shutil.rmtree(ctx.run_dir, ignore_errors=True)
         ctx.run_dir.mkdir(parents=True)
-        topic = f"verify-{uuid.uuid4().hex[:12]}"
         env.broker.create_topic(topic, spec.partitions)
         env.broker.prepare_group(topic)
         planned = plan_records(spec.records, spec.rng_seed, spec.mix.bad_records)

@@ -51,12 +51,20 @@ class RunContext:
 
     run_dir: Path
     postgres_url: str | None = None
+    bootstrap_servers: str | None = None
+    source_topic: str = "verify"
 
     def postgres(self) -> str:
         """The run's Postgres database URL."""
         if self.postgres_url is None:
             raise ConfigurationError("this target needs a Postgres database, and the run has none")
         return self.postgres_url
+
+    def kafka(self) -> str:
+        """The run's brokers."""
+        if self.bootstrap_servers is None:
+            raise ConfigurationError("this target writes to Kafka, and the run names no broker")
+        return self.bootstrap_servers
 
     def sqlite(self) -> str:
         """The run's SQLite database URL."""
@@ -109,6 +117,8 @@ class Target(ABC):
     """Where a batch is held past its records' lock to force a handoff: the strategy has read
     what it decides on (its table, ledger or staged work) and not committed yet."""
     needs_postgres: ClassVar[bool] = False
+    needs_transactions: ClassVar[bool] = False
+    """Whether the target needs Kafka's transaction isolation (Apache Kafka, not the mock)."""
     safe: ClassVar[bool] = True
     """False only for the control, which the verifier must catch duplicating."""
 
@@ -346,10 +356,3 @@ class UnsafeIncrement(Target):
 
     def landed(self, ctx: RunContext, produced: Produced) -> Landed:
         return _increments(ctx.sqlite(), produced)
-
-
-TARGETS: dict[str, type[Target]] = {
-    t.name: t for t in (PostgresUpsert, SqliteUpsert, DeltaUpsert, TwoPhase, DedupDelta,
-                        UnsafeIncrement)
-}
-SAFE_TARGETS = tuple(name for name, target in TARGETS.items() if target.safe)
