@@ -20,6 +20,7 @@ from kafka_share_eos import (
     KafkaTopicSink,
 )
 from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos.sinks.kafka_progress import REDELIVERY_WINDOW, CommittedRecords
 from kafka_share_eos.testing.plugin import ShareTopic
 from kafka_share_eos.verify.kafka_targets import read_topic, source_coordinates
 
@@ -117,3 +118,16 @@ def test_config_must_name_brokers_and_leave_the_transactional_id_to_the_sink() -
         KafkaTopicSink("out", {})
     with pytest.raises(ConfigurationError, match="app_id"):
         KafkaTopicSink("out", {"bootstrap.servers": "x:1", "transactional.id": "mine"})
+
+
+def test_committed_records_merge_into_ranges_and_forget_what_cannot_come_back() -> None:
+    committed = CommittedRecords().with_records([("in", 0, o) for o in [*range(10), 12]])
+    assert committed.ranges == {("in", 0): [[0, 9], [12, 12]]}
+    assert ("in", 0, 5) in committed and ("in", 0, 11) not in committed
+    assert ("in", 1, 5) not in committed
+    window = REDELIVERY_WINDOW
+    later = committed.with_records([("in", 0, 11), ("in", 0, window + 5)])
+    assert later.ranges == {("in", 0): [[0, 9], [11, 12], [window + 5, window + 5]]}
+    beyond = later.with_records([("in", 0, window + 13)])  # 0-12 cannot come back now
+    assert beyond.ranges == {("in", 0): [[window + 5, window + 5], [window + 13, window + 13]]}
+    assert CommittedRecords.from_json(beyond.to_json()) == beyond
