@@ -109,5 +109,7 @@ def test_one_drain_after_a_kill_applies_every_record_once(
         assert drained is Exit.DRAINED, log.read_text()[-3000:]
 
         counted = score(target.landed(ctx, produced), produced, dead_lettered(ctx))
+        # No loss proves the drain waited for the killed consumer's locks when they were still
+        # held as it started (it says "the drain waits" then); on a loaded machine the restart
+        # may begin after they expired, and nothing is left to wait for.
         assert (counted.records, counted.duplicates, counted.losses) == (60, 0, 0), counted
-        assert "the drain waits" in log.read_text()
