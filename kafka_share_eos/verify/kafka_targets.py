@@ -44,7 +44,7 @@ def read_topic(bootstrap_servers: str, topic: str, *, committed: bool = True,
         while len(ended) < len(partitions):
             message = consumer.poll(timeout_s)
             if message is None:
-                raise TimeoutError(f"{topic} was not read to its end in {timeout_s:.0f} s")
+                raise RuntimeError(f"{topic} was not read to its end in {timeout_s:.0f} s")
             error = message.error()
             if error is None:
                 seen.append(message)
