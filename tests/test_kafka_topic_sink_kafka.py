@@ -105,6 +105,8 @@ def test_a_second_writer_of_the_application_fences_the_first(
     with pytest.raises(KafkaTransactionError, match="took over"):
         zombie.apply(batch([2, 3]), 1)
     successor.apply(batch([2, 3]), 1)
+    zombie.close()
+    successor.close()
     assert source_offsets(read_topic(kafka_cluster.bootstrap_servers, topic)) == [0, 1, 2, 3]
 
 
@@ -117,6 +119,7 @@ def test_a_record_the_broker_refuses_is_dead_lettered_and_the_rest_committed(
                           app_id=f"app-{topic}", dead_letters=letters)
     rows = pa.concat_tables([batch([0, 1]), batch([2], size=10_000), batch([3])])
     report = sink.apply(rows, 0)
+    sink.close()
     assert (report.rows_written, report.dead_lettered) == (3, 1)
     assert source_offsets(read_topic(kafka_cluster.bootstrap_servers, topic)) == [0, 1, 3]
     (letter,) = letters.read().to_pylist()
