@@ -17,7 +17,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,13 +97,12 @@ class Marker:
     committed: CommittedRecords = field(default_factory=CommittedRecords, compare=False)
 
     @classmethod
-    def of(cls, rows: pa.Table, batch_id: int, before: Marker | None) -> Marker:
-        """The marker of ``rows`` as batch ``batch_id`` after ``before``: the digest does not
-        depend on the rows' order."""
-        batch = identities(rows)
+    def of(cls, batch: list[Identity], batch_id: int, before: Marker | None) -> Marker:
+        """The marker of the records ``batch`` as batch ``batch_id`` after ``before``: the
+        digest does not depend on their order."""
         digest = hashlib.sha256(json.dumps(sorted(batch)).encode()).hexdigest()
         committed = before.committed if before is not None else CommittedRecords()
-        return cls(batch_id, rows.num_rows, digest, committed.with_records(batch))
+        return cls(batch_id, len(batch), digest, committed.with_records(batch))
 
     def to_bytes(self, app_id: str) -> bytes:
         """The marker as the progress topic's record value."""
@@ -117,6 +116,38 @@ class Marker:
         fields = json.loads(value)
         return cls(int(fields["batch_id"]), int(fields["records"]), str(fields["digest"]),
                    CommittedRecords.from_json(fields.get("committed", [])))
+
+
+def records_to_end(
+    consumer: ck.Consumer, topic: str, partitions: Iterable[int], timeout_s: float
+) -> Iterator[ck.Message]:
+    """Every record of ``topic``'s ``partitions`` from the beginning to the end the consumer
+    can see (for read_committed, the last stable offset); a consumer with
+    ``enable.partition.eof`` is assigned them for the reading.
+
+    Raises:
+        KafkaTransactionError: the end was not reached within ``timeout_s`` of a poll, or the
+            brokers failed the read.
+    """
+    ended: set[int | None] = set()
+    wanted = sorted(partitions)
+    consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in wanted])
+    try:
+        while len(ended) < len(wanted):
+            message = consumer.poll(timeout_s)
+            if message is None:
+                raise KafkaTransactionError(
+                    f"topic {topic!r} could not be read to its end in {timeout_s:.0f} s"
+                )
+            error = message.error()
+            if error is None:
+                yield message
+            elif error.code() == ck.KafkaError._PARTITION_EOF:
+                ended.add(message.partition())
+            else:
+                raise KafkaTransactionError(f"reading topic {topic!r}: {error}")
+    finally:
+        consumer.unassign()
 
 
 class ProgressTopic:
@@ -139,29 +170,12 @@ class ProgressTopic:
         if not self._ready():
             return None
         consumer = self._reader()
-        partitions = sorted(consumer.list_topics(self.topic, self.timeout_s)
-                            .topics[self.topic].partitions)
-        consumer.assign([ck.TopicPartition(self.topic, p, ck.OFFSET_BEGINNING)
-                         for p in partitions])
+        partitions = consumer.list_topics(self.topic, self.timeout_s).topics[self.topic].partitions
         last: Marker | None = None
-        ended: set[int | None] = set()
-        try:
-            while len(ended) < len(partitions):
-                message = consumer.poll(self.timeout_s)
-                if message is None:
-                    raise KafkaTransactionError(
-                        f"progress topic {self.topic!r} could not be read to its end in "
-                        f"{self.timeout_s:.0f} s"
-                    )
-                error, value = message.error(), message.value()
-                if error is not None:
-                    if error.code() != ck.KafkaError._PARTITION_EOF:
-                        raise KafkaTransactionError(f"progress topic {self.topic!r}: {error}")
-                    ended.add(message.partition())
-                elif message.key() == app_id.encode() and value:
-                    last = Marker.from_bytes(value)
-        finally:
-            consumer.unassign()
+        for message in records_to_end(consumer, self.topic, partitions, self.timeout_s):
+            value = message.value()
+            if message.key() == app_id.encode() and value:
+                last = Marker.from_bytes(value)
         return last
 
     def close(self) -> None:

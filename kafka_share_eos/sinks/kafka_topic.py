@@ -29,10 +29,10 @@ from kafka_share_eos.errors import (
     BatchIdReusedError,
     ConfigurationError,
     KafkaTransactionError,
-    MissingColumnsError,
     ValueNotStorableError,
 )
 
+from .columns import require_columns
 from .errors import error_chain
 from .kafka_progress import DEFAULT_PROGRESS_TOPIC, IDENTITY, Marker, ProgressTopic, identities
 
@@ -109,17 +109,16 @@ class KafkaTopicWriter:
                 authorised); nothing of the batch was committed.
             KafkaTransactionError: the transaction failed, timed out or was fenced.
         """
-        missing = [c for c in (*IDENTITY, self.columns.value) if c not in rows.column_names]
-        if missing:
-            raise MissingColumnsError(f"the batch for Kafka topic {self.topic!r}", missing,
-                                      rows.column_names)
+        require_columns(rows, [*IDENTITY, self.columns.value],
+                        f"the batch for Kafka topic {self.topic!r}")
         self._open()
         last = self._last
-        marker = Marker.of(rows, batch_id, last)
+        batch = identities(rows)
+        marker = Marker.of(batch, batch_id, last)
         if self._skips(marker):
             return None
         if last is not None:
-            fresh = [identity not in last.committed for identity in identities(rows)]
+            fresh = [identity not in last.committed for identity in batch]
             rows = rows.filter(pa.array(fresh, pa.bool_()))
         self._transact(rows, marker)
         self._last = marker

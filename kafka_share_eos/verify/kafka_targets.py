@@ -16,6 +16,7 @@ from typing import Any
 import confluent_kafka as ck
 import pyarrow as pa
 
+from kafka_share_eos.sinks.kafka_progress import records_to_end
 from kafka_share_eos.verify.records import PlannedRecord
 from kafka_share_eos.verify.targets import Coordinates, Landed, Produced, RunContext, Target
 from kafka_share_eos.verify.targets import screening as screening_options
@@ -37,22 +38,7 @@ def read_topic(bootstrap_servers: str, topic: str, *, committed: bool = True,
         metadata = consumer.list_topics(topic, timeout_s).topics.get(topic)
         if metadata is None or metadata.error is not None:
             return []
-        partitions = sorted(metadata.partitions)
-        consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in partitions])
-        seen: list[ck.Message] = []
-        ended: set[int | None] = set()
-        while len(ended) < len(partitions):
-            message = consumer.poll(timeout_s)
-            if message is None:
-                raise RuntimeError(f"{topic} was not read to its end in {timeout_s:.0f} s")
-            error = message.error()
-            if error is None:
-                seen.append(message)
-            elif error.code() == ck.KafkaError._PARTITION_EOF:
-                ended.add(message.partition())
-            else:
-                raise RuntimeError(f"reading {topic}: {error}")
-        return seen
+        return list(records_to_end(consumer, topic, metadata.partitions, timeout_s))
     finally:
         consumer.close()
 
