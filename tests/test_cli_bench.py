@@ -21,7 +21,7 @@ from rich.console import Console
 from kafka_share_eos.bench.suite import BENCHMARKS, Sizes, SuiteResult
 from kafka_share_eos.cli.bench import markdown, render
 
-pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.kafka, pytest.mark.timeout(600)]
 
 TINY = Sizes(
     source_records=6_000, source_partitions=4, source_poll_records=1_000, source_rounds=1,
@@ -33,7 +33,8 @@ TINY = Sizes(
     delta_batches=3,
     two_phase_rows_per_batch=1_000, two_phase_batches=2, two_phase_repeats=1,
     dedup_ledger_sizes=(1_000, 10_000), dedup_batch_rows=1_000, dedup_batches=3,
-    dedup_batch_sizes=(1_000,), consumers_drain_idle_ms=2000,
+    dedup_batch_sizes=(1_000,), kafka_topic_batch_rows=1_000, kafka_topic_batches=3,
+    consumers_drain_idle_ms=2000,
 )
 
 SUITE = """
@@ -70,7 +71,8 @@ def test_every_benchmark_reports_numeric_ratios(tiny_run: dict[str, Any]) -> Non
     assert "ledger growth: batch cost at 10k vs 1k identities" in names
     assert "runner CPU per record" in names
     assert any(name.startswith("Spark query, afterCommit") for name in names)
-    for strategy in ("upsert, Postgres", "upsert, Delta", "dedup", "two-phase"):
+    assert "Kafka topic sink vs idempotent producer, 1k-record batches" in names
+    for strategy in ("upsert, Postgres", "upsert, Delta", "dedup", "two-phase", "Kafka topic"):
         assert f"end-to-end {strategy}: exactly once vs at least once" in names
     memory = tiny_run["results"]["end-to-end"]["memory"]
     # Batches are counted as they were sampled: a loaded machine may sample fewer than 9.

@@ -121,13 +121,46 @@ def test_config_must_name_brokers_and_leave_the_transactional_id_to_the_sink() -
 
 
 def test_committed_records_merge_into_ranges_and_forget_what_cannot_come_back() -> None:
-    committed = CommittedRecords().with_records([("in", 0, o) for o in [*range(10), 12]])
+    committed = CommittedRecords().with_offsets({("in", 0): [*range(10), 12]})
     assert committed.ranges == {("in", 0): [[0, 9], [12, 12]]}
     assert ("in", 0, 5) in committed and ("in", 0, 11) not in committed
     assert ("in", 1, 5) not in committed
     window = REDELIVERY_WINDOW
-    later = committed.with_records([("in", 0, 11), ("in", 0, window + 5)])
+    assert not committed.may_hold({("in", 0): [13, 14], ("in", 1): [0]})
+    assert committed.may_hold({("in", 0): [11, 14]})
+    later = committed.with_offsets({("in", 0): [11, window + 5]})
     assert later.ranges == {("in", 0): [[0, 9], [11, 12], [window + 5, window + 5]]}
-    beyond = later.with_records([("in", 0, window + 13)])  # 0-12 cannot come back now
+    beyond = later.with_offsets({("in", 0): [window + 13]})  # 0-12 cannot come back now
     assert beyond.ranges == {("in", 0): [[window + 5, window + 5], [window + 13, window + 13]]}
     assert CommittedRecords.from_json(beyond.to_json()) == beyond
+
+
+def test_columns_become_keys_values_headers_and_partitions_as_documented(
+    embedded_broker: EmbeddedBroker, output: str
+) -> None:
+    rows = pa.table({
+        "topic": ["in", "in"],
+        "partition": pa.array([0, 0], pa.int32()),
+        "offset": pa.array([7, 8], pa.int64()),
+        "id": pa.array([41, None], pa.int64()),
+        "text": ["héllo", None],
+        "to": pa.array([1, 0], pa.int32()),
+        "headers": [[{"key": "tag", "value": b"a"}, {"key": "tag", "value": b"b"}], None],
+        "deliveryCount": pa.array([3, None], pa.int16()),
+    })
+    sink = KafkaTopicSink(
+        output, {"bootstrap.servers": embedded_broker.bootstrap_servers}, app_id=output,
+        key_column="id", value_column="text", partition_column="to",
+    )
+    assert sink.apply(rows, 0).rows_written == 2
+    sink.close()
+    records = {m.value(): m for m in read_topic(embedded_broker.bootstrap_servers, output)}
+    first, second = records["héllo".encode()], records[None]
+    assert (first.key(), first.partition()) == (b"41", 1)
+    assert (second.key(), second.partition()) == (None, 0)
+    assert first.headers() == [
+        ("tag", b"a"), ("tag", b"b"), ("kse.source.topic", b"in"),
+        ("kse.source.partition", b"0"), ("kse.source.offset", b"7"),
+        ("kse.source.delivery-count", b"3"),
+    ]
+    assert dict(second.headers() or [])["kse.source.delivery-count"] == b""

@@ -21,6 +21,7 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,14 +92,16 @@ def _drained(query: Any, journal: Path, records: int) -> bool:
     return max((_end_seq(p) for p in query.recentProgress), default=-1) >= last
 
 
-def _pipeline(
+def run_pipeline(
     spark: Any, bootstrap: str, work: Path, write: ForeachBatch, tag: str, records: int,
-    per_trigger: int, topic: str = TOPIC,
+    per_trigger: int, topic: str = TOPIC, prepare_group: Callable[[str], object] = lambda _: None,
 ) -> dict[str, float]:
-    """Run one pipeline over ``records`` records of ``topic`` in a share group of its own."""
+    """Run one pipeline over ``records`` records of ``topic`` in a share group of its own
+    (``bench-<tag>``, passed to ``prepare_group`` before the query starts), and time it."""
     from kafka_share_eos.testing.spark import wait_for_source_runners
 
     journal = work / f"journal-{tag}"
+    prepare_group(f"bench-{tag}")
     # afterJournal: batches of exactly maxRecordsPerTrigger records (under afterCommit a poll,
     # which librdkafka may make larger while a slow batch runs, is the batch), polled while
     # the previous batch runs, as a pipeline tuned for throughput does.
@@ -147,7 +150,7 @@ def _round(
         # Which pipeline goes first alternates between rounds, so a trend in the machine's
         # load does not favour one side.
         order = ("eos", "alo") if n % 2 else ("alo", "eos")
-        runs = {side: _pipeline(spark, bootstrap, work, *sides[side], records, per_trigger)
+        runs = {side: run_pipeline(spark, bootstrap, work, *sides[side], records, per_trigger)
                 for side in order}
         exactly, at_least = runs["eos"], runs["alo"]
         entries[contest.name] = {
@@ -165,7 +168,7 @@ def _memory(
     jvm = spark.sparkContext._gateway.proc.pid
     samples = MemorySamples()
     write = sampling(contest.exactly_once("memory"), jvm, lambda: source_runners(jvm), samples)
-    _pipeline(spark, bootstrap, work, write, "memory", batches * per_trigger, per_trigger,
+    run_pipeline(spark, bootstrap, work, write, "memory", batches * per_trigger, per_trigger,
               MEMORY_TOPIC)
     return samples.growth(min(MEMORY_WARM_UP, batches // 3))
 
@@ -221,7 +224,7 @@ def run(
             # Untimed: starts Spark's Python workers and loads every strategy's libraries, in
             # one query whose batches go through every strategy.
             warm_ups = [contest.exactly_once(f"warm{n}") for n, contest in enumerate(all_contests)]
-            _pipeline(spark, bootstrap, work, _through_each(warm_ups), "warm-up", per_trigger,
+            run_pipeline(spark, bootstrap, work, _through_each(warm_ups), "warm-up", per_trigger,
                       per_trigger)
             measured = [_round(spark, bootstrap, work, all_contests, records, per_trigger, n)
                         for n in range(1, rounds + 1)]

@@ -259,22 +259,10 @@ _END_TO_END_TARGET = 0.8
 def end_to_end_ratios(result: Mapping[str, Any]) -> list[Ratio]:
     """Each strategy's whole pipeline against the same pipeline at least once, and the
     resident memory of the runner and the driver over a long run."""
-    measured = len(result["rounds"])
-    rows = []
-    for name, ratio in result["ratios"].items():
-        last = result["rounds"][-1][name]
-        rows.append(
-            Ratio(
-                "end-to-end",
-                f"end-to-end {name}: exactly once vs at least once",
-                ratio,
-                target=Target(">=", _END_TO_END_TARGET),
-                detail=f"{last['exactly_once']['records_per_second']:,.0f} vs "
-                f"{last['at_least_once']['records_per_second']:,.0f} records/s (last round); "
-                f"{count(result['records'])} records, {count(result['per_trigger'])} per "
-                f"micro-batch; median of {measured} rounds",
-            )
-        )
+    rows = [
+        _pipelines_row("end-to-end", name, ratio, result, [r[name] for r in result["rounds"]])
+        for name, ratio in result["ratios"].items()
+    ]
     memory = result["memory"]
     batches, warm_up = int(memory["batches"]), int(memory["warm_up"])
     for process in ("runner", "driver"):
@@ -290,3 +278,39 @@ def end_to_end_ratios(result: Mapping[str, Any]) -> list[Ratio]:
             )
         )
     return rows
+
+
+def kafka_topic_ratios(result: Mapping[str, Any]) -> list[Ratio]:
+    """The Kafka topic sink against an idempotent producer, and its pipeline exactly once
+    against the same pipeline at least once, on Apache Kafka."""
+    sink = result["sink"]
+    return [
+        Ratio(
+            "kafka-topic",
+            f"Kafka topic sink vs idempotent producer, {count(sink['batch_rows'])}-record batches",
+            sink["sink_vs_plain"],
+            target=Target(">=", 0.7),
+            detail=f"{sink['sink_rows_per_s']:,.0f} vs {sink['plain_rows_per_s']:,.0f} "
+            f"records/s; median of {sink['batches']} batches; Apache Kafka, 1 broker",
+        ),
+        _pipelines_row("kafka-topic", "Kafka topic", result["pipeline_ratio"], result,
+                       result["rounds"], "; Apache Kafka, 1 broker"),
+    ]
+
+
+def _pipelines_row(
+    benchmark: str, name: str, ratio: float, result: Mapping[str, Any],
+    rounds: list[Mapping[str, Any]], where: str = "",
+) -> Ratio:
+    """A pipeline exactly once against the same pipeline at least once, over ``rounds``."""
+    last = rounds[-1]
+    return Ratio(
+        benchmark,
+        f"end-to-end {name}: exactly once vs at least once",
+        ratio,
+        target=Target(">=", _END_TO_END_TARGET),
+        detail=f"{last['exactly_once']['records_per_second']:,.0f} vs "
+        f"{last['at_least_once']['records_per_second']:,.0f} records/s (last round); "
+        f"{count(result['records'])} records, {count(result['per_trigger'])} per "
+        f"micro-batch; median of {len(rounds)} rounds{where}",
+    )

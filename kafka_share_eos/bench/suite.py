@@ -23,6 +23,7 @@ from kafka_share_eos.bench.ratios import (
     count,
     dedup_ratios,
     end_to_end_ratios,
+    kafka_topic_ratios,
     source_ratios,
     two_phase_ratios,
     upsert_ratios,
@@ -60,6 +61,9 @@ class Sizes:
     dedup_batch_rows: int
     dedup_batches: int
     dedup_batch_sizes: tuple[int, ...]
+    kafka_topic_batch_rows: int = 10_000
+    kafka_topic_batches: int = 15
+    """The Kafka topic sink's batches; its pipelines take the end-to-end sizes."""
     consumers_drain_idle_ms: int | None = None
     """The consumers drains' ``availableNowIdleMs``; None for the benchmark's default."""
 
@@ -82,7 +86,8 @@ class Sizes:
             f"into {count(self.delta_base_rows)}, median of {self.delta_batches}; two-phase "
             f"{self.two_phase_batches} x {count(self.two_phase_rows_per_batch)} rows, best of "
             f"{self.two_phase_repeats}; dedup {batch_sizes}-row batches, median of "
-            f"{self.dedup_batches}, ledgers of {ledgers}"
+            f"{self.dedup_batches}, ledgers of {ledgers}; Kafka topic "
+            f"{self.kafka_topic_batches} x {count(self.kafka_topic_batch_rows)} records"
         )
 
 
@@ -139,6 +144,7 @@ QUICK = Sizes(
     dedup_batch_rows=10_000,
     dedup_batches=15,
     dedup_batch_sizes=(1_000, 10_000),
+    kafka_topic_batches=9,
     consumers_drain_idle_ms=2000,
 )
 """Sizes for a run of about three minutes (3 min 0 s and 3 min 11 s in two runs on an idle 2-core
@@ -238,6 +244,18 @@ def _run_end_to_end(sizes: Sizes, databases: _Databases) -> dict[str, Any]:
         )
 
 
+def _run_kafka_topic(sizes: Sizes, _: _Databases) -> dict[str, Any]:
+    from kafka_share_eos.bench import kafka_topic
+
+    return kafka_topic.run(
+        batch_rows=sizes.kafka_topic_batch_rows,
+        batches=sizes.kafka_topic_batches,
+        records=sizes.end_to_end_records,
+        per_trigger=sizes.end_to_end_per_trigger,
+        rounds=sizes.end_to_end_rounds,
+    )
+
+
 def _run_upsert(sizes: Sizes, databases: _Databases) -> dict[str, Any]:
     from kafka_share_eos.bench import upsert
 
@@ -281,6 +299,7 @@ BENCHMARKS: dict[str, tuple[Runner, Reducer]] = {
     "source": (_run_source, source_ratios),
     "consumers": (_run_consumers, consumers_ratios),
     "end-to-end": (_run_end_to_end, end_to_end_ratios),
+    "kafka-topic": (_run_kafka_topic, kafka_topic_ratios),
     "upsert": (_run_upsert, upsert_ratios),
     "two-phase commit": (_run_two_phase, two_phase_ratios),
     "dedup": (_run_dedup, dedup_ratios),

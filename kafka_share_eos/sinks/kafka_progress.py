@@ -38,6 +38,38 @@ REDELIVERY_WINDOW: int = RetentionPolicy.offset_window or 100_000
 Identity = tuple[str, int, int]
 """A source record's ``(topic, partition, offset)``."""
 
+Offsets = dict[tuple[str, int], list[int]]
+"""Source offsets per ``(topic, partition)``, each list ascending."""
+
+
+def batch_offsets(rows: pa.Table) -> Offsets:
+    """The rows' source offsets per ``(topic, partition)``, grouped by Arrow (a batch holds
+    each identity once)."""
+    groups = rows.select(IDENTITY).group_by(["topic", "partition"], use_threads=False).aggregate(
+        [("offset", "list")]
+    )
+    return {
+        (topic, partition): sorted(offsets)
+        for topic, partition, offsets in zip(
+            *(groups[c].to_pylist() for c in ("topic", "partition", "offset_list")), strict=True
+        )
+    }
+
+
+def _runs(offsets: list[int]) -> list[list[int]]:
+    """Ascending, distinct ``offsets`` as inclusive ranges of consecutive offsets."""
+    if not offsets:
+        return []
+    runs: list[list[int]] = []
+    start = previous = offsets[0]
+    for offset in offsets[1:]:
+        if offset != previous + 1:
+            runs.append([start, previous])
+            start = offset
+        previous = offset
+    runs.append([start, previous])
+    return runs
+
 
 @dataclass
 class CommittedRecords:
@@ -51,15 +83,19 @@ class CommittedRecords:
         at = bisect.bisect_right(spans, [offset, float("inf")]) - 1
         return at >= 0 and spans[at][0] <= offset <= spans[at][1]
 
-    def with_records(self, identities: Iterable[Identity]) -> CommittedRecords:
-        """These records and ``identities``, neighbouring ranges merged."""
-        grouped: dict[tuple[str, int], list[int]] = {}
-        for topic, partition, offset in identities:
-            grouped.setdefault((topic, partition), []).append(offset)
+    def may_hold(self, offsets: Offsets) -> bool:
+        """Whether any of ``offsets`` could be among these records: False when each partition's
+        lowest offset is above the highest committed there, the usual case."""
+        return any(
+            key in self.ranges and first[0] <= self.ranges[key][-1][1]
+            for key, first in offsets.items()
+        )
+
+    def with_offsets(self, offsets: Offsets) -> CommittedRecords:
+        """These records and ``offsets``, neighbouring ranges merged."""
         ranges = {key: [list(span) for span in spans] for key, spans in self.ranges.items()}
-        for key, offsets in grouped.items():
-            spans = ranges.get(key, []) + [[o, o] for o in offsets]
-            spans.sort()
+        for key, batch in offsets.items():
+            spans = sorted(ranges.get(key, []) + _runs(batch))
             merged: list[list[int]] = []
             for start, end in spans:
                 if merged and start <= merged[-1][1] + 1:
@@ -97,12 +133,15 @@ class Marker:
     committed: CommittedRecords = field(default_factory=CommittedRecords, compare=False)
 
     @classmethod
-    def of(cls, batch: list[Identity], batch_id: int, before: Marker | None) -> Marker:
+    def of(cls, batch: Offsets, batch_id: int, before: Marker | None) -> Marker:
         """The marker of the records ``batch`` as batch ``batch_id`` after ``before``: the
-        digest does not depend on their order."""
-        digest = hashlib.sha256(json.dumps(sorted(batch)).encode()).hexdigest()
+        digest does not depend on the records' order."""
+        ordered = [[topic, partition, offsets] for (topic, partition), offsets in sorted(
+            batch.items())]
+        digest = hashlib.sha256(json.dumps(ordered).encode()).hexdigest()
         committed = before.committed if before is not None else CommittedRecords()
-        return cls(batch_id, len(batch), digest, committed.with_records(batch))
+        records = sum(len(offsets) for offsets in batch.values())
+        return cls(batch_id, records, digest, committed.with_offsets(batch))
 
     def to_bytes(self, app_id: str) -> bytes:
         """The marker as the progress topic's record value."""

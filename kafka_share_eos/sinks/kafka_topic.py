@@ -16,12 +16,14 @@ killed mid-transaction leaves its records visible. The guarantee holds on Apache
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import confluent_kafka as ck
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kafka_share_eos import faults
 from kafka_share_eos.errors import (
@@ -34,10 +36,21 @@ from kafka_share_eos.errors import (
 
 from .columns import require_columns
 from .errors import error_chain
-from .kafka_progress import DEFAULT_PROGRESS_TOPIC, IDENTITY, Marker, ProgressTopic, identities
+from .kafka_progress import (
+    DEFAULT_PROGRESS_TOPIC,
+    IDENTITY,
+    Marker,
+    ProgressTopic,
+    batch_offsets,
+    identities,
+)
 
 SOURCE_HEADERS = ("kse.source.topic", "kse.source.partition", "kse.source.offset",
                   "kse.source.delivery-count")
+SOURCE_COLUMNS = (*IDENTITY, "deliveryCount")
+Headers = Mapping[str, Any] | list[tuple[str, Any]]
+Failure = tuple[ck.Message | Headers, ck.KafkaError]
+"""A record the client or the broker refused (the message, or its headers) and why."""
 _PURGED = frozenset({ck.KafkaError._PURGE_QUEUE, ck.KafkaError._PURGE_INFLIGHT})
 _PURGED_ATTEMPTS = 3
 # Errors about a record itself: the rest of the batch can be written without it.
@@ -113,12 +126,12 @@ class KafkaTopicWriter:
                         f"the batch for Kafka topic {self.topic!r}")
         self._open()
         last = self._last
-        batch = identities(rows)
+        batch = batch_offsets(rows)
         marker = Marker.of(batch, batch_id, last)
         if self._skips(marker):
             return None
-        if last is not None:
-            fresh = [identity not in last.committed for identity in batch]
+        if last is not None and last.committed.may_hold(batch):
+            fresh = [identity not in last.committed for identity in identities(rows)]
             rows = rows.filter(pa.array(fresh, pa.bool_()))
         self._transact(rows, marker)
         self._last = marker
@@ -139,10 +152,13 @@ class KafkaTopicWriter:
             producer = self._open()
             try:
                 producer.begin_transaction()
-                failures = self._produce(producer, rows)
+                # The marker goes first, so its partition joins the transaction with the
+                # records' rather than in a round trip of its own after them.
                 if marker is not None:
                     producer.produce(self.progress_topic, key=self.app_id.encode(),
                                      value=marker.to_bytes(self.app_id))
+                failures = self._produce(producer, rows)
+                if marker is not None:
                     faults.maybe_crash(faults.SINK_MID_WRITE)
                 producer.flush(self.timeout_s)
                 if failures or marker is None:
@@ -165,7 +181,8 @@ class KafkaTopicWriter:
     def close(self) -> None:
         """Drop the producer and the progress topic's clients; the next batch starts anew."""
         if self._producer is not None:
-            self._producer.flush(1.0)
+            # Between batches no transaction is open, so close() does not wait on brokers.
+            self._producer.close()
             self._producer = None
         self._progress.close()
 
@@ -203,23 +220,30 @@ class KafkaTopicWriter:
             )
         return True
 
-    def _produce(self, producer: ck.Producer, rows: pa.Table) -> list[tuple[int, ck.KafkaError]]:
-        failures: list[tuple[int, ck.KafkaError]] = []
-        records = _records(rows, self.columns)
-        for index, (key, value, headers, partition) in enumerate(records):
-            def delivered(error: ck.KafkaError | None, _: Any, index: int = index) -> None:
-                if error is not None:
-                    failures.append((index, error))
-            extra = {} if partition is None else {"partition": partition}
+    def _produce(self, producer: ck.Producer, rows: pa.Table) -> list[Failure]:
+        failures: list[Failure] = []
+
+        def delivered(error: ck.KafkaError | None, message: ck.Message) -> None:
+            # Only stored: after a fatal error the client runs this callback with an exception
+            # already set, and any call into the client from here fails (even list.append
+            # returns that exception, which _abort finds in the chain).
+            if error is not None:
+                failures.append((message, error))
+
+        produce = producer.produce
+        for key, value, headers, partition in _records(rows, self.columns):
             while True:
                 try:
-                    producer.produce(self.topic, value=value, key=key, headers=headers,
-                                     on_delivery=delivered, **extra)
+                    if partition is None:
+                        produce(self.topic, value, key, headers=headers, on_delivery=delivered)
+                    else:
+                        produce(self.topic, value, key, partition, headers=headers,
+                                on_delivery=delivered)
                     break
                 except BufferError:
                     producer.poll(0.1)
                 except ck.KafkaException as error:
-                    failures.append((index, error.args[0]))
+                    failures.append((headers, error.args[0]))
                     break
         return failures
 
@@ -229,9 +253,17 @@ class KafkaTopicWriter:
             return
         try:
             producer.abort_transaction(self.timeout_s)
-        except ck.KafkaException:
-            # Fenced or fatal: a new producer (and init_transactions) is the only way on.
+        except ck.KafkaException as failed:
+            # Fenced, fatal or unreachable: a new producer (and init_transactions) is the only
+            # way on. Only a fatal one is closed now: closing aborts an open transaction, which
+            # waits on unreachable brokers.
             self._producer = None
+            if failed.args[0].fatal():
+                producer.purge()
+                with warnings.catch_warnings():
+                    # close() warns that its abort failed: the one that just failed.
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    producer.close()
         # A fatal error met inside flush() surfaces as the SystemError of the delivery callback
         # that ran while it was set: the KafkaException is further down the chain.
         kafka = next((e for e in error_chain(error) if isinstance(e, ck.KafkaException)), None)
@@ -239,40 +271,64 @@ class KafkaTopicWriter:
             raise _transaction_error(kafka, self.transactional_id) from error
 
 
-def _records(rows: pa.Table, columns: Columns) -> list[tuple[Any, Any, Any, Any]]:
-    def column(name: str | None) -> list[Any]:
-        if name is None or name not in rows.column_names:
-            return [None] * rows.num_rows
-        values: list[Any] = rows[name].to_pylist()
-        return values
-
-    keys, values, partitions = column(columns.key), column(columns.value), column(
-        columns.partition)
-    given = column(columns.headers)
-    counts = column("deliveryCount")
-    identity = zip(*(rows[c].to_pylist() for c in IDENTITY), strict=True)
-    out = []
-    for i, (topic, partition, offset) in enumerate(identity):
-        headers = [(h["key"], h["value"]) for h in given[i] or []]
-        headers += list(zip(SOURCE_HEADERS, [str(topic).encode(), str(partition).encode(),
-                                             str(offset).encode(),
-                                             str(counts[i] or "").encode()], strict=True))
-        out.append((_bytes(keys[i]), _bytes(values[i]), headers, partitions[i]))
-    return out
-
-
-def _bytes(value: Any) -> bytes | None:
-    if value is None or isinstance(value, bytes):
-        return value
-    return str(value).encode()
+def _records(rows: pa.Table, columns: Columns) -> Iterable[tuple[Any, Any, Any, Any]]:
+    """Each row's key, value, headers (the row's own, then its source identity) and partition;
+    columns converted at once, so the loop only assembles them."""
+    topic, partition, offset, count = SOURCE_HEADERS
+    # Dicts of bytes, which the garbage collector stops tracking: lists of tuples, one per row,
+    # cost several times as much in collections as in building them.
+    headers: list[Any] = [
+        {topic: t, partition: p, offset: o, count: c}
+        for t, p, o, c in zip(*(_as_bytes(rows, name, b"") for name in SOURCE_COLUMNS),
+                              strict=True)
+    ]
+    if columns.headers is not None and columns.headers in rows.column_names:
+        # A row's own headers may repeat a key, which only a list keeps.
+        for row, own in enumerate(rows[columns.headers].to_pylist()):
+            if own:
+                headers[row] = [(h["key"], h["value"]) for h in own] + list(
+                    headers[row].items())
+    partitions = (rows[columns.partition].to_pylist()
+                  if columns.partition is not None and columns.partition in rows.column_names
+                  else [None] * rows.num_rows)
+    return zip(_as_bytes(rows, columns.key), _as_bytes(rows, columns.value), headers, partitions,
+               strict=True)
 
 
-def _refused(failures: list[tuple[int, ck.KafkaError]], topic: str) -> Exception:
+def _as_bytes(rows: pa.Table, name: str | None, null: bytes | None = None) -> list[bytes | None]:
+    """Column ``name`` as bytes: binary as is, strings UTF-8 encoded, integers and anything else
+    as their text; ``null`` for a null or an absent column."""
+    if name is None or name not in rows.column_names:
+        return [null] * rows.num_rows
+    column = rows[name]
+    kind = column.type
+    if pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        column = pc.cast(column, pa.large_string())
+    elif not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+        return [null if value is None else str(value).encode() for value in column.to_pylist()]
+    column = pc.cast(column, pa.large_binary())
+    if null is not None:
+        column = pc.fill_null(column, pa.scalar(null, pa.large_binary()))
+    values: list[bytes | None] = column.to_pylist()
+    return values
+
+
+def _source_of(record: ck.Message | Headers) -> str:
+    """The source record a produced record's headers name, for an error message."""
+    source: dict[str, Any] = dict(
+        (record.headers() if isinstance(record, ck.Message) else record) or ())
+    if SOURCE_HEADERS[0] not in source:
+        return "the batch's marker"
+    topic, partition, offset = (bytes(source[h]).decode() for h in SOURCE_HEADERS[:3])
+    return f"the record from {topic}[{partition}]@{offset}"
+
+
+def _refused(failures: list[Failure], topic: str) -> Exception:
     """The error of a record the broker refused, before any other failure."""
-    index, error = min(failures, key=lambda failure: failure[1].code() not in _RECORD_ERRORS)
+    record, error = min(failures, key=lambda failure: failure[1].code() not in _RECORD_ERRORS)
     if error.code() in _RECORD_ERRORS:
         return ValueNotStorableError(
-            f"Kafka topic {topic!r} refused row {index} of the batch: {error.str()}"
+            f"Kafka topic {topic!r} refused {_source_of(record)}: {error.str()}"
         )
     return KafkaTransactionError(f"writing to Kafka topic {topic!r} failed: {error.str()}")
 
