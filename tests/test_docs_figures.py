@@ -1,0 +1,202 @@
+"""The benchmark ratios the README and the docs quote are those of the latest full run,
+docs/results/benchmarks.json, and so are the targets they give: each figure is tied to its row
+by a pattern below, and a figure no pattern ties to a row fails the test."""
+
+# ruff: noqa: RUF001, RUF003 - the docs write ratios with the multiplication sign
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from helpers.doc_blocks import ROOT, documents
+
+RESULTS = json.loads((ROOT / "docs" / "results" / "benchmarks.json").read_text())
+FIGURE = re.compile(r"(\d+\.\d+)\s?[×x](?![\w])")
+# docs/kafka-topic.md quotes its own benchmark's figures, which are not rows of the latest full
+# run yet; it is checked once they are.
+NOT_CHECKED = {"kafka-topic.md"}
+
+ROWS = {
+    "aC": "Spark query, afterCommit, stream rate vs raw ShareConsumer loop",
+    "aJ": "Spark query, afterJournal, stream rate vs raw ShareConsumer loop",
+    "plan": "planning path without Spark vs raw consumer",
+    "c2": "consumers=2 vs 1, records per second",
+    "c2cpu": "consumers=2 vs 1, driver CPU per record",
+    "c4": "consumers=4 vs 1, records per second",
+    "c4cpu": "consumers=4 vs 1, driver CPU per record",
+    "e2eP": "end-to-end upsert, Postgres: exactly once vs at least once",
+    "e2eD": "end-to-end upsert, Delta: exactly once vs at least once",
+    "e2eDD": "end-to-end dedup: exactly once vs at least once",
+    "e2e2P": "end-to-end two-phase: exactly once vs at least once",
+    "memR": "runner resident memory over 200 batches: last vs batch 20",
+    "memD": "driver resident memory over 200 batches: last vs batch 20",
+    "upN": "Postgres upsert, new keys vs COPY append",
+    "up10": "Postgres upsert, 10% already applied vs COPY append",
+    "upA": "Postgres upsert, all already applied vs COPY append",
+    "upD": "Delta upsert (new keys appended, existing keys merged) vs Delta append",
+    "tpS": "two-phase, Postgres set-based effect vs upsert sink",
+    "tpD": "two-phase, Postgres + Delta, set-based effect vs upsert sink",
+    "tpR": "two-phase, Postgres per-record SQL effect vs upsert sink",
+    "dd1": "dedup store vs Delta append, 1k-row batches",
+    "dd10": "dedup store vs Delta append, 10k-row batches",
+    "g1M": "ledger growth: batch cost at 1M vs 10k identities",
+    "g10M": "ledger growth: batch cost at 10M vs 10k identities",
+}
+# Rows a range ("0.95–1.03×") spans: it must run from the lowest to the highest of them.
+RANGES = {"e2e": ["e2eP", "e2eD", "e2eDD", "e2e2P"], "tpSD": ["tpD", "tpS"]}
+# Figures a row gives in its detail rather than as its value.
+DETAILS = {"aJstart": ("aJ", r"from start\(\) to the last record (\d\.\d+)x"),
+           "aCstart": ("aC", r"from start\(\) to the last record (\d\.\d+)x")}
+
+# Group names say what a figure is: v_<row> its value, t_<row> its target, lo_/hi_<range> the
+# ends of a range, d_<detail> a figure of a row's detail.
+X = r"(?P<{}>\d+\.\d+)\s?×"
+TIED: dict[str, list[str]] = {
+    "checkpoint-dedup.md": [
+        r"\| 1 000 records \| {} \| ≥ {} \|".format(X.format("v_dd1"), X.format("t_dd1")),
+        r"\| 10 000 records \| {} \| ≥ {} \|".format(X.format("v_dd10"), X.format("t_dd10")),
+        r"{} at 1M and {} at 10M identities against 10k\s+\(target ≤ {}\)".format(
+            X.format("v_g1M"), X.format("v_g10M"), X.format("t_g1M")),
+    ],
+    "choose-strategy.md": [
+        r"{} a plain `COPY` for new rows \| (?P<lo_tpSD>\d\.\d+)–{} the upsert sink \(set-based "
+        r"effect\) \| {} a plain Delta append".format(
+            X.format("v_upN"), X.format("hi_tpSD"), X.format("v_dd10")),
+        *(rf"{label} \| {X.format('v_' + key)}(?: \(missed\))? \| ≥ {X.format('t_' + key)}"
+          for label, key in [
+              (r"Postgres, new keys vs `COPY` append", "upN"),
+              (r"10 % already applied vs `COPY` append", "up10"),
+              (r"all already applied vs `COPY` append", "upA"),
+              (r"Delta \(new keys appended\) vs append", "upD"),
+              (r"2PC, Postgres, set-based effect vs upsert sink", "tpS"),
+              (r"Postgres \+ Delta, set-based effect vs upsert sink", "tpD"),
+              (r"per-record SQL effect vs upsert sink", "tpR"),
+              (r"10k-record batches \(1 KB values\)", "dd10"),
+              (r"1k-record batches", "dd1"),
+          ]),
+        r"each strategy \| (?P<lo_e2e>\d\.\d+)–{} \| ≥ {}".format(
+            X.format("hi_e2e"), X.format("t_e2eP")),
+    ],
+    "operations.md": [
+        r"\((?P<lo_e2e>\d\.\d+)-{}\), memory".format(X.format("hi_e2e")),
+        r"set-based\s+effect \({}, with Delta {}\)".format(X.format("v_tpS"), X.format("v_tpD")),
+        r"10k-row batches \({};".format(X.format("v_dd10")),
+        r"`afterCommit` {}, `afterJournal` {}\)".format(X.format("v_aC"), X.format("v_aJ")),
+        r"records per second {} at 2,\s+{} at 4; driver CPU per record {} at 4\)".format(
+            X.format("v_c2"), X.format("v_c4"), X.format("v_c4cpu")),
+        r"per-record SQL effect\s+\({}\) and the dedup store at 1k-row batches \({}\)".format(
+            X.format("v_tpR"), X.format("v_dd1")),
+        *(rf"{label} \| [≥≤] {X.format('t_' + key)} \|" for label, key in [
+            (r"`afterJournal`, stream rate vs raw ShareConsumer loop", "aJ"),
+            (r"`afterCommit`, stream rate vs raw ShareConsumer loop", "aC"),
+            (r"planning path without Spark vs raw consumer", "plan"),
+            (r"the same pipeline at least once", "e2eP"),
+            (r"last vs batch 20", "memR"),
+            (r"Postgres upsert, new keys vs `COPY` append", "upN"),
+            (r"10 % already applied vs `COPY` append", "up10"),
+            (r"all already applied vs `COPY` append", "upA"),
+            (r"vs Delta append", "upD"),
+            (r"two-phase, Postgres set-based effect vs upsert sink", "tpS"),
+            (r"Postgres \+ Delta, set-based effect vs upsert sink", "tpD"),
+            (r"per-record SQL effect vs upsert sink", "tpR"),
+            (r"10k-row batches", "dd10"),
+            (r"1k-row batches", "dd1"),
+            (r"at 1M and 10M vs 10k identities", "g10M"),
+        ]),
+        r"slots that took records \| ≥ {}, ≤ {} at 4".format(
+            X.format("t_c2"), X.format("t_c4cpu")),
+        r"the {} measured".format(X.format("v_dd1")),
+        r"meets its {} target when appends are\s+slow \({} in the latest".format(
+            X.format("t_dd10"), X.format("v_dd10")),
+        r"with two \({}\), 11 104 with four\s+\({}\)".format(X.format("v_c2"), X.format("v_c4")),
+        r"21\.95 with four \({}\)".format(X.format("v_c4cpu")),
+    ],
+    "source.md": [
+        r"planning path without Spark \| {} \| ≥ {}".format(X.format("v_plan"), X.format("t_plan")),
+        r"`afterJournal`, stream rate \| {} \| ≥ {}".format(X.format("v_aJ"), X.format("t_aJ")),
+        r"`afterCommit`, stream rate \| {} \| ≥ {}".format(X.format("v_aC"), X.format("t_aC")),
+        r"`afterJournal`, from `start\(\)` to the last record \| {}".format(X.format("d_aJstart")),
+        r"`afterCommit`, from `start\(\)` to the last record \| {}".format(X.format("d_aCstart")),
+        r"`afterJournal` ≥ {} the raw loop, `afterCommit` ≥ {}".format(
+            X.format("t_aJ"), X.format("t_aC")),
+        r"\({} and {}\)".format(X.format("v_aJ"), X.format("v_aC")),
+        r"\| 2 \| 14 913 \| {} \| 18\.45 µs \| {} \|".format(X.format("v_c2"), X.format("v_c2cpu")),
+        r"\| 4 \| 11 104 \| {} \| 21\.95 µs \| {} \|".format(X.format("v_c4"), X.format("v_c4cpu")),
+        r"≥ (?P<t_c4>\d+)× and driver CPU per record at four consumers ≤ {}".format(
+            X.format("t_c4cpu")),
+    ],
+    "strategies.md": [
+        rf"\| PostgreSQL, new keys \|[^|]*\|[^|]*\| {X.format('v_upN')} \|",
+        rf"\| PostgreSQL, 10 % already applied \|[^|]*\|[^|]*\| {X.format('v_up10')} \|",
+        rf"\| PostgreSQL, all already applied \|[^|]*\|[^|]*\| {X.format('v_upA')} \|",
+        rf"\| Delta, 20 000-row batches[^|]*\|[^|]*\|[^|]*\| {X.format('v_upD')} \|",
+    ],
+}
+
+
+def _row(key: str) -> dict[str, object]:
+    (row,) = (r for r in RESULTS["ratios"] if r["name"] == ROWS[key])
+    return dict(row)
+
+
+def _expected(group: str) -> float:
+    kind, key = group.split("_", 1)
+    if kind == "v":
+        return float(str(_row(key)["value"]))
+    if kind == "t":
+        return float(re.sub(r"[^\d.]", "", str(_row(key)["target"])))
+    if kind in ("lo", "hi"):
+        values = [float(str(_row(k)["value"])) for k in RANGES[key]]
+        return min(values) if kind == "lo" else max(values)
+    row, pattern = DETAILS[key]
+    found = re.search(pattern, str(_row(row)["detail"]))
+    assert found, f"the detail of {ROWS[row]!r} no longer gives {pattern}"
+    return float(found.group(1))
+
+
+def _shown(text: str, value: float) -> str:
+    """``value`` written with as many decimals as the page's ``text`` has."""
+    decimals = len(text.partition(".")[2])
+    return f"{value:.{decimals}f}"
+
+
+@pytest.mark.parametrize("page", sorted(TIED))
+def test_each_figure_tied_to_a_benchmark_row_is_that_rows_latest_value_or_target(
+    page: str,
+) -> None:
+    text = (ROOT / "docs" / page).read_text()
+    wrong = []
+    for pattern in TIED[page]:
+        matches = list(re.finditer(pattern, text))
+        assert matches, f"{page}: no figure matches {pattern!r} any more"
+        for match in matches:
+            for group, figure in match.groupdict().items():
+                if _shown(figure, _expected(group)) != figure:
+                    wrong.append(f"{figure} for {group} (latest: {_expected(group)})")
+    assert not wrong, f"{page}: {wrong}"
+
+
+def test_every_ratio_the_docs_quote_is_tied_to_a_benchmark_row() -> None:
+    loose = []
+    for path in documents():
+        if path.name in NOT_CHECKED:
+            continue
+        text = path.read_text()
+        tied = {
+            match.start(group)
+            for pattern in TIED.get(path.name, [])
+            for match in re.finditer(pattern, text)
+            for group in match.groupdict()
+        }
+        loose += [f"{path.name}: {m.group(0)!r} in {text[max(0, m.start() - 60):m.end()]!r}"
+                  for m in FIGURE.finditer(text) if m.start(1) not in tied]
+    assert not loose, "quote these from docs/results/benchmarks.json or drop them:\n" + "\n".join(
+        loose)
+
+
+def test_the_figures_are_checked_against_a_complete_full_run() -> None:
+    assert RESULTS["sizes"]["source_records"] >= 600_000  # a full run, not --quick
+    assert not RESULTS["failures"]
+    assert set(ROWS.values()) <= {row["name"] for row in RESULTS["ratios"]}
