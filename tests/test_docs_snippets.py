@@ -11,6 +11,7 @@ and its imports are run (tests/helpers/doc_blocks.py).
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import json
 import re
@@ -29,6 +30,7 @@ from helpers.doc_blocks import (
     ROOT,
     Block,
     ToTestResources,
+    documents,
     free_names,
     imports_only,
     python_blocks,
@@ -452,3 +454,30 @@ def test_python_block_runs_and_does_what_its_page_says(chain: list[Block], doc_r
 def test_compile_only_block_compiles_and_its_imports_resolve(block: Block) -> None:
     compile(block.code, block.where, "exec")
     exec(compile(imports_only(block.code), block.where, "exec"), {})
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attribute in parts[cut:]:
+                target = getattr(target, attribute)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+def test_every_toolkit_path_the_docs_name_resolves() -> None:
+    named = {
+        (path.name, dotted)
+        for path in documents()
+        for dotted in re.findall(r"`(kafka_share_eos(?:\.\w+)+)", path.read_text())
+    }
+
+    assert any("testing.spark.local_spark_session" in dotted for _, dotted in named)
+    assert not [f"{page}: {dotted}" for page, dotted in sorted(named) if not _resolves(dotted)]
