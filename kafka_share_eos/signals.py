@@ -1,4 +1,4 @@
-"""Steps that a SIGINT or SIGTERM must not cut in half.
+"""Steps that a SIGINT or SIGTERM must not cut in half, and runs that SIGTERM unwinds.
 
 Starting a PostgreSQL server forks a postmaster in a session of its own: interrupted between
 that fork and the moment the caller records the server, the program would unwind without
@@ -13,8 +13,40 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+from types import FrameType
 
 HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: raised where Ctrl-C raises ``KeyboardInterrupt``, so that a run unwinds
+    the same way and stops the servers and JVMs it started on its way out."""
+
+
+def exit_status(interrupt: KeyboardInterrupt) -> int:
+    """The shell's status for a program ended by this interrupt: 143 (SIGTERM) or 130."""
+    return 128 + (signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def sigterm_unwinds() -> Iterator[None]:
+    """While the block runs, SIGTERM raises :class:`Terminated` in the main thread instead of
+    ending the process on the spot, which would leave a PostgreSQL server (a session of its
+    own) running. Only SIGTERM's default handler is replaced; outside the main thread the block
+    runs unchanged."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextlib.contextmanager

@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.processes import group_members, port_open, processes_mentioning, wait_until
+from helpers.processes import (
+    ctrl_c_at_its_default,
+    group_members,
+    port_open,
+    processes_mentioning,
+    wait_until,
+)
+from helpers.processes import server_temp as own_server_temp
 
 from kafka_share_eos.testing.postgres import POSTGRES_URL_ENV
 
@@ -28,24 +33,11 @@ STOPS = {
 EXIT_CODES = {"sigterm": 128 + signal.SIGTERM, "ctrl-c": 128 + signal.SIGINT}
 
 
-def ctrl_c_at_its_default() -> None:
-    """As in a terminal's foreground: a test run in the background would hand the verifier a
-    SIGINT that is ignored, and Python then never raises KeyboardInterrupt."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.fixture
 def server_temp() -> Iterator[Path]:
-    """A temp directory of this test's own for the verifier's server: one the server's user
-    can reach (pytest's are private to root when the suite runs as root). A server a failed
-    test left there is shut down (SIGQUIT: immediate shutdown)."""
-    path = Path(tempfile.mkdtemp(prefix="kse-verify-stop-"))
-    path.chmod(0o755)
-    yield path
-    for postmaster in processes_mentioning(f"-D {path}/"):
-        os.kill(postmaster, signal.SIGQUIT)
-    wait_until(lambda: not processes_mentioning(f"-D {path}/"), 30, "the left server to stop")
-    shutil.rmtree(path, ignore_errors=True)
+    """A temp directory of this test's own for the verifier's server."""
+    with own_server_temp("kse-verify-stop-") as path:
+        yield path
 
 
 @pytest.mark.parametrize("moment", ["mid-run", "while-postgres-starts"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -28,6 +28,7 @@ from kafka_share_eos.bench.ratios import (
     two_phase_ratios,
     upsert_ratios,
 )
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.testing.postgres import PostgresDatabases, postgres_for_tests
 
 logger = logging.getLogger("kafka_share_eos.bench")
@@ -310,6 +311,7 @@ def run_suite(
     sizes: Sizes,
     postgres_url: str | None = None,
     on_start: Callable[[str], None] = lambda _: None,
+    only: Collection[str] = (),
 ) -> SuiteResult:
     """Run every benchmark with ``sizes``.
 
@@ -318,7 +320,17 @@ def run_suite(
         postgres_url: SQLAlchemy URL of a superuser on an existing server, where each benchmark
             creates and drops its own database; ``None`` starts a throwaway server.
         on_start: called with each benchmark's name before it runs.
+        only: names of the benchmarks to run (of :data:`BENCHMARKS`); empty runs them all.
+
+    Raises:
+        ConfigurationError: ``only`` names a benchmark that does not exist.
     """
+    unknown = sorted(set(only) - set(BENCHMARKS))
+    if unknown:
+        raise ConfigurationError(
+            f"no benchmark named {', '.join(map(repr, unknown))}; the benchmarks are "
+            f"{', '.join(BENCHMARKS)}"
+        )
     results: dict[str, Any] = {}
     ratios: list[Ratio] = []
     failures: dict[str, str] = {}
@@ -326,6 +338,8 @@ def run_suite(
     with ExitStack() as stack:
         databases = _Databases(stack, postgres_url)
         for name, (runner, reduce) in BENCHMARKS.items():
+            if only and name not in only:
+                continue
             on_start(name)
             started = time.monotonic()
             try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +13,10 @@ from rich.console import Console
 from rich.table import Table
 
 from kafka_share_eos.bench.ratios import TIMES, Ratio
-from kafka_share_eos.bench.suite import FULL, QUICK, SuiteResult, run_suite
+from kafka_share_eos.bench.suite import BENCHMARKS, FULL, QUICK, SuiteResult, run_suite
+from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.signals import Terminated, exit_status, sigterm_unwinds
+from kafka_share_eos.testing.console.logfile import StderrToFile
 
 
 def _with_unit(number: str, unit: str) -> str:
@@ -117,20 +122,42 @@ def bench(
             "(e.g. docs/results/benchmarks)."
         ),
     ] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            help=f"Run only this benchmark; repeatable: {', '.join(BENCHMARKS)}.",
+        ),
+    ] = None,
 ) -> None:
     """Run every benchmark and print one table of ratios with their targets.
 
     Each ratio compares two measurements taken side by side in this run.
 
-    Exits non-zero if a benchmark failed to run; a missed target is only reported.
+    Exits non-zero if a benchmark failed to run; a missed target is only reported. Stopped by
+    Ctrl-C or SIGTERM, it stops the PostgreSQL server, Spark and the brokers it started, says so
+    in one line and exits with 130 or 143. Spark's, the JVMs' and the clients' logs go to a
+    file, named on the last line.
     """
-    progress = Console(stderr=True)
-    with progress.status("benchmarks") as status:
-        result = run_suite(
-            QUICK if quick else FULL,
-            postgres_url,
-            on_start=lambda name: status.update(f"running the {name} benchmark"),
-        )
+    log = Path(tempfile.mkdtemp(prefix="kafka-share-eos-bench-")) / "bench.log"
+    # The terminal, kept before descriptor 2 goes to the log for the run.
+    progress = Console(file=os.fdopen(os.dup(2), "w", buffering=1), highlight=False)
+    try:
+        with StderrToFile(log, "kafka-share-eos bench"), sigterm_unwinds(), \
+                progress.status("benchmarks") as status:
+            result = run_suite(
+                QUICK if quick else FULL,
+                postgres_url,
+                on_start=lambda name: status.update(f"running the {name} benchmark"),
+                only=only or (),
+            )
+    except ConfigurationError as error:
+        raise typer.BadParameter(str(error), param_hint="--only") from None
+    except KeyboardInterrupt as stop:
+        how = "stopped by SIGTERM" if isinstance(stop, Terminated) else "interrupted"
+        progress.print(f"bench {how}: the servers, Spark and brokers it started are stopped; "
+                       f"logs: {log}", soft_wrap=True)
+        raise typer.Exit(exit_status(stop)) from None
+    progress.print(f"[dim]Spark's, the JVMs' and the clients' logs: {log}[/]", soft_wrap=True)
     if save is not None:
         save.parent.mkdir(parents=True, exist_ok=True)
         save.with_suffix(".json").write_text(

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kafka_share_eos._libs import spark_sql
+from kafka_share_eos.signals import deferred_signals
 from kafka_share_eos.testing.jvm import java_options
 
 
@@ -43,7 +44,7 @@ def spark_session(
     master = (f"local[{cores}]" if executors is None
               else f"local-cluster[{executors},{cores},{EXECUTOR_MEMORY_MB}]")
     parallelism = cores * (executors or 1)
-    spark = (
+    builder = (
         spark_sql.SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
@@ -62,8 +63,17 @@ def spark_session(
         # (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY). The check guards shared state-store
         # directories; the pipelines run here keep no Spark state.
         .config("spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart", "false")
-        .getOrCreate()
     )
+    # Interrupted while the JVM starts, PySpark leaves it running without a parent: the start
+    # completes first, and a signal that came meanwhile stops the session it made.
+    spark = None
+    try:
+        with deferred_signals():
+            spark = builder.getOrCreate()
+    except BaseException:
+        if spark is not None:
+            spark.stop()
+        raise
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import signal
 import socket
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -60,3 +65,24 @@ def port_open(address: str) -> bool:
     with socket.socket() as sock:
         sock.settimeout(2)
         return sock.connect_ex((host, int(port))) == 0
+
+
+def ctrl_c_at_its_default() -> None:
+    """A child's ``preexec_fn``, as in a terminal's foreground: a test run in the background
+    would hand the child a SIGINT that is ignored, and Python then never raises
+    KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def server_temp(prefix: str) -> Iterator[Path]:
+    """A temp directory for a command's throwaway servers, which their user can reach (pytest's
+    are private to root when the suite runs as root). A server a failed test left there is shut
+    down (SIGQUIT: immediate shutdown)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    yield path
+    for postmaster in processes_mentioning(f"-D {path}/"):
+        os.kill(postmaster, signal.SIGQUIT)
+    wait_until(lambda: not processes_mentioning(f"-D {path}/"), 30, "the left server to stop")
+    shutil.rmtree(path, ignore_errors=True)

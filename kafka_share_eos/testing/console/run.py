@@ -30,6 +30,7 @@ from rich.progress import (
 )
 
 from kafka_share_eos._libs import spark_errors, spark_sql
+from kafka_share_eos.signals import Terminated, exit_status, sigterm_unwinds
 from kafka_share_eos.testing.console.cause import failure_cause
 from kafka_share_eos.testing.console.crash import SimulatedCrash
 from kafka_share_eos.testing.console.logfile import StderrToFile
@@ -37,7 +38,6 @@ from kafka_share_eos.testing.console.logfile import StderrToFile
 if TYPE_CHECKING:
     from kafka_share_eos.strategies import ReportTotals
 
-INTERRUPTED_EXIT = 130
 T = TypeVar("T")
 
 
@@ -56,8 +56,8 @@ class RunConsole:
     Inside the block, everything written to stderr (by this process, Spark's JVM and its
     Python workers) goes to ``log_path``. When the block ends the log's path is printed. An
     exception leaving the block is reported as its cause and the log's path on stderr, its
-    traceback goes to the log, and the program exits with status 1 (130 after Ctrl-C);
-    ``SystemExit`` passes through.
+    traceback goes to the log, and the program exits with status 1 (130 after Ctrl-C, 143 after
+    SIGTERM, which unwinds the block like Ctrl-C does); ``SystemExit`` passes through.
 
     Args:
         title: names the run in the log.
@@ -65,7 +65,7 @@ class RunConsole:
 
     Raises:
         SystemExit: on leaving the block with an exception other than ``SystemExit``: status 1,
-            or 130 for ``KeyboardInterrupt``.
+            130 for ``KeyboardInterrupt``, 143 for SIGTERM.
     """
 
     def __init__(self, title: str, log_path: Path) -> None:
@@ -73,11 +73,13 @@ class RunConsole:
         self.log_path = log_path
         self.console = Console(highlight=False)
         self._stderr = StderrToFile(log_path, title)
+        self._signals = sigterm_unwinds()
         self._log: TextIO | None = None
         self._spark: spark_sql.SparkSession | None = None
 
     def __enter__(self) -> Self:
         self._log = self._stderr.__enter__()
+        self._signals.__enter__()
         return self
 
     def __exit__(
@@ -97,6 +99,7 @@ class RunConsole:
                 with contextlib.suppress(Exception) if failed else contextlib.nullcontext():
                     self._spark.stop()
         finally:
+            self._signals.__exit__(None, None, None)
             self._stderr.__exit__(exc_type, exc, tb)
         log = escape(str(self.log_path))
         if cause is None:
@@ -104,8 +107,10 @@ class RunConsole:
             return
         terminal = Console(stderr=True, highlight=False)
         if isinstance(exc, KeyboardInterrupt):
-            terminal.print(f"interrupted; Spark's and the JVM's logs: {log}", soft_wrap=True)
-            raise SystemExit(INTERRUPTED_EXIT) from None
+            how = "stopped by SIGTERM" if isinstance(exc, Terminated) else "interrupted"
+            terminal.print(f"{how}; everything the run started is stopped; Spark's and the "
+                           f"JVM's logs: {log}", soft_wrap=True)
+            raise SystemExit(exit_status(exc)) from None
         terminal.print(f"[red]failed:[/] {escape(cause)}")
         terminal.print(f"the whole error, and Spark's and the JVM's logs: {log}", soft_wrap=True)
         raise SystemExit(1) from None
