@@ -44,6 +44,7 @@ from kafka_share_eos.sharegroup.group_config import ShareGroupSettings, alter_sh
 from kafka_share_eos.signals import deferred_signals
 from kafka_share_eos.testing.kafka_admin import create_topic, registered_brokers
 from kafka_share_eos.testing.kafka_dist import java_binary, kafka_jars, kafka_version
+from kafka_share_eos.testing.kafka_security import ADMIN, SaslSsl
 
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 10.0
@@ -142,6 +143,9 @@ class KafkaCluster:
         broker_config: broker properties that override the launcher's.
         version: the Apache Kafka release (default :func:`kafka_version`).
         heap_mb: maximum heap of each broker JVM.
+        security: a ``SASL_SSL`` listener with ACLs instead of a plaintext one
+            (:class:`~kafka_share_eos.testing.kafka_security.SaslSsl`); :meth:`client_config`
+            then signs in as its admin, and :meth:`add_user` and :meth:`allow` make principals.
 
     Raises:
         ConfigurationError: ``brokers`` is not a positive integer, or a bad topic spec.
@@ -155,6 +159,7 @@ class KafkaCluster:
         broker_config: Mapping[str, str] | None = None,
         version: str | None = None,
         heap_mb: int = 512,
+        security: SaslSsl | None = None,
     ) -> None:
         if isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1:
             raise ConfigurationError(f"brokers must be a positive integer, got {brokers!r}")
@@ -163,6 +168,7 @@ class KafkaCluster:
         self._topics = [t if isinstance(t, TopicSpec) else TopicSpec.parse(t) for t in topics]
         self._config = {**_test_friendly_defaults(brokers), **(broker_config or {})}
         self._heap_mb = heap_mb
+        self.security = security
         self._work: Path | None = None
         self._admin: AdminClient | None = None
         self.nodes: list[KafkaNode] = []
@@ -251,8 +257,51 @@ class KafkaCluster:
         return ",".join(node.address for node in self.nodes)
 
     def client_config(self, **overrides: Any) -> dict[str, Any]:
-        """A confluent-kafka configuration dict pointing at this cluster."""
-        return {"bootstrap.servers": self.bootstrap_servers, **overrides}
+        """A confluent-kafka configuration dict pointing at this cluster (signed in as the
+        admin on a secured cluster)."""
+        signed_in = ({} if self.security is None
+                     else self.user_config(ADMIN, self.security.admin_password))
+        return {"bootstrap.servers": self.bootstrap_servers, **signed_in, **overrides}
+
+    def user_config(self, user: str, password: str) -> dict[str, Any]:
+        """A configuration signing in as ``user`` on a secured cluster."""
+        if self.security is None or self._work is None:
+            raise KafkaLauncherError("the cluster has no secured listener: pass security=")
+        return {"bootstrap.servers": self.bootstrap_servers,
+                **self.security.client_config(self._work, user, password)}
+
+    def add_user(self, user: str, password: str) -> None:
+        """Create a SCRAM-SHA-512 user on the secured cluster."""
+        from confluent_kafka.admin import (
+            ScramCredentialInfo,
+            ScramMechanism,
+            UserScramCredentialUpsertion,
+        )
+
+        upsert = UserScramCredentialUpsertion(
+            user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password.encode()
+        )
+        for future in self.admin().alter_user_scram_credentials([upsert]).values():
+            future.result(30)
+
+    def allow(self, user: str, resource: str, name: str, *operations: str) -> None:
+        """Let ``user`` do ``operations`` (``"READ"``, ``"WRITE"``, ...) on the ``resource``
+        (``"TOPIC"``, ``"GROUP"``, ...) named ``name``, by an ACL."""
+        from confluent_kafka.admin import (
+            AclBinding,
+            AclOperation,
+            AclPermissionType,
+            ResourcePatternType,
+            ResourceType,
+        )
+
+        bindings = [
+            AclBinding(ResourceType[resource], name, ResourcePatternType.LITERAL, f"User:{user}",
+                       "*", AclOperation[operation], AclPermissionType.ALLOW)
+            for operation in operations
+        ]
+        for future in self.admin().create_acls(bindings).values():
+            future.result(30)
 
     def create_topic(
         self,
@@ -325,19 +374,25 @@ class KafkaCluster:
         ]
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
         (self._work / "log4j2.properties").write_text(_LOG4J2)
+        listener = "PLAINTEXT" if self.security is None else "SASL_SSL"
+        secured: dict[str, str] = {}
+        if self.security is not None:
+            self.security.write_certificates(self._work)
+            secured = self.security.broker_properties(self._work)
         for node in self.nodes:
             node.directory.mkdir()
             properties = {
                 "process.roles": "broker,controller",
                 "node.id": str(node.node_id),
                 "controller.quorum.voters": voters,
-                "listeners": f"PLAINTEXT://{node.address},"
+                "listeners": f"{listener}://{node.address},"
                              f"CONTROLLER://127.0.0.1:{node.controller_port}",
-                "advertised.listeners": f"PLAINTEXT://{node.address}",
+                "advertised.listeners": f"{listener}://{node.address}",
                 "controller.listener.names": "CONTROLLER",
-                "inter.broker.listener.name": "PLAINTEXT",
-                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "inter.broker.listener.name": listener,
+                "listener.security.protocol.map": f"{listener}:{listener},CONTROLLER:PLAINTEXT",
                 "log.dirs": str(node.directory / "data"),
+                **secured,
                 **self._config,
             }
             (node.directory / "server.properties").write_text(
@@ -352,7 +407,8 @@ class KafkaCluster:
                  "kafka.tools.StorageTool", "format", "--ignore-formatted",
                  # One argument: an id starting with "-" (1 in 64) would read as an option.
                  f"--cluster-id={cluster_id}",
-                 "--config", str(node.directory / "server.properties")],
+                 "--config", str(node.directory / "server.properties"),
+                 *(self.security.format_arguments() if self.security else [])],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                 preexec_fn=_die_with_parent,
             )

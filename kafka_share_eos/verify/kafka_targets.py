@@ -16,6 +16,7 @@ from typing import Any
 import confluent_kafka as ck
 import pyarrow as pa
 
+from kafka_share_eos import faults
 from kafka_share_eos.sinks.kafka_progress import records_to_end
 from kafka_share_eos.verify.records import PlannedRecord
 from kafka_share_eos.verify.targets import Coordinates, Landed, Produced, RunContext, Target
@@ -103,6 +104,9 @@ class KafkaTopic(Target):
 class DedupKafkaTopic(KafkaTopic):
     name = "dedup-kafka-topic"
     description = "CheckpointDedupStore: Delta identity ledger + KafkaTopicSink"
+    own_points = (faults.DEDUP_BEFORE_SINK, faults.DEDUP_AFTER_SINK)
+    # Held before its claim, a batch's records go to the other application, whose claim wins.
+    hold_point = faults.DEDUP_BEFORE_CLAIM
 
     def build(self, ctx: RunContext, pipeline: str) -> Any:
         from kafka_share_eos.strategies import CheckpointDedupStore
