@@ -21,6 +21,7 @@ from .errors import DeliveryLimitReached as DeliveryLimitReached
 from .errors import EmbeddedBrokerError as EmbeddedBrokerError
 from .errors import GroupConfigError as GroupConfigError
 from .errors import JournalError as JournalError
+from .errors import KafkaAccessError as KafkaAccessError
 from .errors import KafkaLauncherError as KafkaLauncherError
 from .errors import KafkaShareEosError as KafkaShareEosError
 from .errors import KafkaTransactionError as KafkaTransactionError

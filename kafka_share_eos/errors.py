@@ -23,6 +23,7 @@ __all__ = [
     "EmbeddedBrokerError",
     "GroupConfigError",
     "JournalError",
+    "KafkaAccessError",
     "KafkaLauncherError",
     "KafkaShareEosError",
     "KafkaTransactionError",
@@ -68,6 +69,11 @@ class GroupConfigError(KafkaShareEosError, RuntimeError):
 class ShareGroupNotReadCommittedError(KafkaShareEosError, RuntimeError):
     """The source's share group would deliver records of aborted transactions
     (``share.isolation.level`` is not ``read_committed``) and the source may not change it."""
+
+
+class KafkaAccessError(KafkaShareEosError, PermissionError):
+    """A secured cluster refused the pipeline: its sign-in (user or password), or by an ACL a
+    share group or topic it reads or writes. The message names the user and the resource."""
 
 
 class KafkaLauncherError(KafkaShareEosError, RuntimeError):

@@ -98,9 +98,11 @@ def _toolkit_error_classes() -> dict[str, type[BaseException]]:
 def test_every_error_class_of_the_toolkit_is_in_the_family() -> None:
     classes = _toolkit_error_classes()
 
+    # An interrupt stays outside: no `except Exception` (nor one of the family) may catch it.
     outside = sorted(
         path for path, cls in classes.items()
-        if not issubclass(cls, KafkaShareEosError) and cls.__name__ not in SIMULATED_USER_FAILURES
+        if not issubclass(cls, KafkaShareEosError | KeyboardInterrupt)
+        and cls.__name__ not in SIMULATED_USER_FAILURES
     )
     assert not outside, f"error classes outside KafkaShareEosError: {outside}"
     assert set(BUILT_IN_BASES) <= set(classes)

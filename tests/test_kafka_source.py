@@ -5,13 +5,12 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from helpers import produce
-from helpers.streaming import run_available_now, share_stream
+from helpers.streaming import Offsets, run_available_now, share_stream
 
 from kafka_share_eos.sharegroup.group_config import (
     AUTO_OFFSET_RESET,
@@ -32,15 +31,6 @@ if TYPE_CHECKING:
     from kafka_share_eos.testing.kafka_cluster import KafkaCluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.timeout(300)]
-
-
-class Offsets:
-    def __init__(self) -> None:
-        self.seen: Counter[tuple[int, int]] = Counter()
-
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        for row in batch.select("partition", "offset").collect():
-            self.seen[(row["partition"], row["offset"])] += 1
 
 
 @pytest.mark.partitions(1)

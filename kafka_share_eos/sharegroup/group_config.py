@@ -29,6 +29,7 @@ from confluent_kafka.admin import (
 )
 
 from kafka_share_eos.errors import ConfigurationError, GroupConfigError
+from kafka_share_eos.sharegroup.access import SignInWatch
 
 LOCK_DURATION = "share.record.lock.duration.ms"
 DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
@@ -112,17 +113,28 @@ def describe_share_group(
     process's life where it met the embedded broker).
 
     Raises:
+        KafkaAccessError: the brokers refused the client's sign-in.
         GroupConfigError: the brokers refused the request (for instance no DESCRIBE_CONFIGS
             permission on the group), or did not answer within ``timeout_s``.
     """
-    if admin is None:
-        admin = AdminClient(admin_config(client_config))
-        if not _keeps_group_configs(admin, timeout_s):
-            _kept.append(admin)
+    watch = SignInWatch()
+    try:
+        if admin is None:
+            settings: dict[str, Any] = {**admin_config(client_config), "error_cb": watch}
+            admin = AdminClient(settings)
+            if not _keeps_group_configs(admin, timeout_s):
+                _kept.append(admin)
+                return None
+        elif not _keeps_group_configs(admin, timeout_s):
             return None
-    elif not _keeps_group_configs(admin, timeout_s):
-        return None
-    described = _describe(admin, group, timeout_s)
+        described = _describe(admin, group, timeout_s)
+    except GroupConfigError:
+        # A refused sign-in shows here only as metadata that never came; the admin client
+        # reports it to error_cb when polled.
+        if admin is not None:
+            admin.poll(0)
+        watch.raise_refusal(client_config, lasting=False)
+        raise
     if described is None or LOCK_DURATION not in described:
         return None
     values = {name: value for name, (value, _) in described.items()}

@@ -17,6 +17,7 @@ from confluent_kafka import AcknowledgeType, IllegalStateException, KafkaExcepti
 
 from kafka_share_eos import faults
 from kafka_share_eos.errors import SessionClosed as SessionClosed
+from kafka_share_eos.sharegroup.access import SignInWatch, access_error
 from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.shutdown import SigtermHook
 
@@ -47,7 +48,12 @@ class ShareSession:
         self.acquired_at = 0.0
         # Reentrant: close() settles held records under it.
         self._calls = threading.RLock()
-        self._consumer: ShareConsumer | None = ShareConsumer(dict(config))
+        self._config = config
+        self._topics = topics
+        self._sign_in = SignInWatch()
+        self._consumer: ShareConsumer | None = ShareConsumer(
+            {**config, "error_cb": self._sign_in}
+        )
         self._consumer.set_acknowledgement_commit_callback(self.stats.on_commit_callback)
         self._consumer.subscribe(list(topics))
         self._hook = SigtermHook(self.close)
@@ -64,12 +70,23 @@ class ShareSession:
         return self._consumer
 
     def poll(self, timeout_ms: int) -> list[Any]:
-        """Poll once; the records returned become :attr:`held` until acknowledged."""
+        """Poll once; the records returned become :attr:`held` until acknowledged.
+
+        Raises:
+            KafkaAccessError: the brokers refused the sign-in, the group or a topic.
+        """
         # Busy until the records are held, so a SIGTERM meanwhile RELEASEs them.
         with self._calls, self._hook.busy():
             if self.held:
                 raise RuntimeError("the records of the previous poll are not acknowledged yet")
-            messages = self._live().poll(timeout_ms / 1000.0)
+            try:
+                messages = self._live().poll(timeout_ms / 1000.0)
+            except KafkaException as error:
+                refused = access_error(error.args[0], self._config, self._topics)
+                if refused is not None:
+                    raise refused from None
+                raise
+            self._sign_in.raise_refusal(self._config)
             self.acquired_at = time.monotonic()
             self.held = self._usable(messages)
             return self.held

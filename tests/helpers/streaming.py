@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +28,17 @@ def _register_once(spark: SparkSession) -> None:
         if spark not in _registered:
             kafka_share_eos.register(spark)
             _registered.add(spark)
+
+
+class Offsets:
+    """A ``foreachBatch`` sink counting how often each ``(partition, offset)`` came."""
+
+    def __init__(self) -> None:
+        self.seen: Counter[tuple[int, int]] = Counter()
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        for row in batch.select("partition", "offset").collect():
+            self.seen[(row["partition"], row["offset"])] += 1
 
 
 def share_stream(

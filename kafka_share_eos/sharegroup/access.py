@@ -1,0 +1,88 @@
+"""Refusals by a secured cluster, told as what was refused and what to grant.
+
+librdkafka reports a refused sign-in (a wrong password, an unknown user) only to the client's
+``error_cb``, and keeps retrying: a consumer polls nothing and a metadata request times out as
+a "transport failure". :class:`SignInWatch` is that callback; it keeps the refusal so that the
+caller can fail with it. An ACL's refusal arrives as the error of a call, named by its code.
+Error texts name the user, the group and the topics, never a password.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from confluent_kafka import KafkaError
+
+from kafka_share_eos.errors import KafkaAccessError
+
+SIGN_IN_REFUSED = frozenset({KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED})
+REFUSAL_LASTS_S = 2.0
+"""A sign-in refused again this long after the first refusal is not a credential still on its
+way to the broker that answered (a user created a moment before)."""
+
+
+def _user(config: Mapping[str, Any]) -> str:
+    name = config.get("sasl.username")
+    return f"user {name!r}" if name else "the client"
+
+
+def access_error(
+    error: KafkaError, config: Mapping[str, Any], topics: Sequence[str] = ()
+) -> KafkaAccessError | None:
+    """The access error ``error`` is, naming what was refused; None when it is not one."""
+    code, user = error.code(), _user(config)
+    if code in SIGN_IN_REFUSED:
+        mechanism = config.get("sasl.mechanism", "its SASL mechanism")
+        return KafkaAccessError(
+            f"the brokers refused the sign-in of {user} ({mechanism}): {error.str()}; check "
+            "kafka.sasl.username and kafka.sasl.password"
+        )
+    if code == KafkaError.GROUP_AUTHORIZATION_FAILED:
+        group = config.get("group.id", "?")
+        return KafkaAccessError(
+            f"{user} may not read share group {group!r} ({error.str()}): grant it READ on "
+            f"GROUP {group}"
+        )
+    if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        named = ", ".join(topics) or "the subscribed topics"
+        return KafkaAccessError(
+            f"{user} may not read topic(s) {named} ({error.str()}): grant it READ and "
+            "DESCRIBE on each TOPIC"
+        )
+    return None
+
+
+class SignInWatch:
+    """A client's ``error_cb`` that keeps the sign-in refusals it is told of."""
+
+    def __init__(self) -> None:
+        self._first = self._latest = 0.0
+        self._refusal: KafkaError | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, error: KafkaError) -> None:
+        if error.code() not in SIGN_IN_REFUSED:
+            return
+        with self._lock:
+            self._latest = time.monotonic()
+            if self._refusal is None:
+                self._first = self._latest
+            self._refusal = error
+
+    def raise_refusal(self, config: Mapping[str, Any], *, lasting: bool = True) -> None:
+        """Raise the refused sign-in if one lasted :data:`REFUSAL_LASTS_S` (with
+        ``lasting=False``, if one was seen at all: the caller gave up already).
+
+        Raises:
+            KafkaAccessError: the brokers refused the sign-in.
+        """
+        with self._lock:
+            refusal = self._refusal
+            lasted = self._latest - self._first >= REFUSAL_LASTS_S
+        if refusal is not None and (lasted or not lasting):
+            refused = access_error(refusal, config)
+            assert refused is not None
+            raise refused
