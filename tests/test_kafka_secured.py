@@ -89,10 +89,12 @@ def assert_nowhere(secret: bytes, *directories: Path) -> None:
         ("wrong-password", {"TOPIC": ("READ", "DESCRIBE"),
                             "GROUP": ("READ", "DESCRIBE", "DESCRIBE_CONFIGS")},
          "refused the sign-in of user 'user-wrong-password'"),
-        ("no-read-on-group", {"TOPIC": ("READ", "DESCRIBE"), "GROUP": ("DESCRIBE_CONFIGS",)},
-         "user 'user-no-read-on-group' may not read share group"),
-        ("no-read-on-topic", {"GROUP": ("READ", "DESCRIBE", "DESCRIBE_CONFIGS")},
-         "user 'user-no-read-on-topic' may not read topic(s) jobs-"),
+        pytest.param(
+            "no-read-on-group", {"TOPIC": ("READ", "DESCRIBE"), "GROUP": ("DESCRIBE_CONFIGS",)},
+            "user 'user-no-read-on-group' may not read share group", marks=pytest.mark.full),
+        pytest.param(
+            "no-read-on-topic", {"GROUP": ("READ", "DESCRIBE", "DESCRIBE_CONFIGS")},
+            "user 'user-no-read-on-topic' may not read topic(s) jobs-", marks=pytest.mark.full),
     ],
 )
 def test_a_refused_pipeline_fails_naming_what_was_refused_and_takes_nothing(

@@ -13,7 +13,8 @@ import pytest
 from kafka_share_eos.testing.kafka_cluster import KafkaCluster
 from kafka_share_eos.testing.kafka_security import SaslSsl
 
-pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
+# The source's own secured tests (tests/test_kafka_secured.py) run in CI; these with ./dev test.
+pytestmark = [pytest.mark.kafka, pytest.mark.full, pytest.mark.timeout(300)]
 
 TOPIC = "jobs"
 
