@@ -43,6 +43,30 @@ class Ratio:
     detail: str = ""
 
     @property
+    def value_text(self) -> str:
+        """The value with its unit: ``0.82x``, ``2.35 µs/record``."""
+        return self._with_unit(f"{self.value:.2f}")
+
+    @property
+    def target_text(self) -> str:
+        """The target with its unit (``≥ 0.9x``), empty without one."""
+        return "" if self.target is None else self._with_unit(str(self.target))
+
+    def _with_unit(self, number: str) -> str:
+        return f"{number}{self.unit}" if self.unit == TIMES else f"{number} {self.unit}"
+
+    @classmethod
+    def from_json(cls, row: Mapping[str, Any]) -> Ratio:
+        """A row read back from :meth:`to_json` (a saved run's JSON)."""
+        target = row.get("target")
+        parsed = None
+        if target:
+            op, bound = str(target).split()
+            parsed = Target(">=" if op == "≥" else "<=", float(bound))
+        return cls(row["benchmark"], row["name"], float(row["value"]), row["unit"], parsed,
+                   row.get("detail", ""))
+
+    @property
     def meets(self) -> bool | None:
         """Whether the target is met; ``None`` when the row has no target."""
         return None if self.target is None else self.target.met_by(self.value)

@@ -12,19 +12,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kafka_share_eos.bench.ratios import TIMES, Ratio
+from kafka_share_eos.bench.chart import chart_svg
+from kafka_share_eos.bench.ratios import Ratio
 from kafka_share_eos.bench.suite import BENCHMARKS, FULL, QUICK, SuiteResult, run_suite
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.signals import Terminated, exit_status, sigterm_unwinds
 from kafka_share_eos.testing.console.logfile import StderrToFile
-
-
-def _with_unit(number: str, unit: str) -> str:
-    return f"{number}{unit}" if unit == TIMES else f"{number} {unit}"
-
-
-def _target(ratio: Ratio) -> str:
-    return "" if ratio.target is None else _with_unit(str(ratio.target), ratio.unit)
 
 
 def _verdict(ratio: Ratio) -> str:
@@ -65,8 +58,8 @@ def render(result: SuiteResult) -> Table:
         table.add_row(
             ratio.benchmark,
             ratio.name,
-            _with_unit(f"{ratio.value:.2f}", ratio.unit),
-            _target(ratio),
+            ratio.value_text,
+            ratio.target_text,
             _verdict(ratio),
             ratio.detail,
         )
@@ -75,26 +68,38 @@ def render(result: SuiteResult) -> Table:
     return table
 
 
-def markdown(result: SuiteResult) -> str:
-    """The same table in Markdown, for docs/results/."""
+def markdown(result: SuiteResult, chart: str | None = None) -> str:
+    """The same table in Markdown, for docs/results/, under the ``chart`` image if given."""
     lines = [
         f"# {_title(result)}",
         "",
         _caption(result),
         "",
+        *([f"![Every ratio against its target]({chart})", ""] if chart else []),
         "| benchmark | comparison | measured | target | met | detail |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for ratio in result.ratios:
         met = "" if ratio.meets is None else ("yes" if ratio.meets else "**no**")
-        cells = (ratio.benchmark, ratio.name, _with_unit(f"{ratio.value:.2f}", ratio.unit),
-                 _target(ratio), met, ratio.detail)
+        cells = (ratio.benchmark, ratio.name, ratio.value_text, ratio.target_text, met,
+                 ratio.detail)
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     for name, error in result.failures.items():
         lines.append(f"| {name} | failed | | | **no** | {error} |")
     durations = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in result.seconds.items())
     lines += ["", f"Duration: {durations}.", ""]
     return "\n".join(lines)
+
+
+def save_results(result: SuiteResult, save: Path) -> None:
+    """Write ``result`` to SAVE.json, its table to SAVE.md and its chart to SAVE.svg."""
+    save.parent.mkdir(parents=True, exist_ok=True)
+    save.with_suffix(".json").write_text(
+        json.dumps(result.to_json(), indent=2, default=str) + "\n"
+    )
+    chart = save.with_suffix(".svg")
+    chart.write_text(chart_svg(result.ratios, _title(result)))
+    save.with_suffix(".md").write_text(markdown(result, chart.name))
 
 
 def bench(
@@ -118,8 +123,8 @@ def bench(
     save: Annotated[
         Path | None,
         typer.Option(
-            help="Also write the results to SAVE.json and the table to SAVE.md "
-            "(e.g. docs/results/benchmarks)."
+            help="Also write the results to SAVE.json, the table to SAVE.md and a chart of "
+            "every ratio against its target to SAVE.svg (e.g. docs/results/benchmarks)."
         ),
     ] = None,
     only: Annotated[
@@ -159,11 +164,7 @@ def bench(
         raise typer.Exit(exit_status(stop)) from None
     progress.print(f"[dim]Spark's, the JVMs' and the clients' logs: {log}[/]", soft_wrap=True)
     if save is not None:
-        save.parent.mkdir(parents=True, exist_ok=True)
-        save.with_suffix(".json").write_text(
-            json.dumps(result.to_json(), indent=2, default=str) + "\n"
-        )
-        save.with_suffix(".md").write_text(markdown(result))
+        save_results(result, save)
     if as_json:
         print(json.dumps(result.to_json(), indent=2, default=str))
     else:
