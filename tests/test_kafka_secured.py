@@ -10,10 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
 from helpers.streaming import Offsets, run_available_now, share_stream
 
+from kafka_share_eos import KafkaAccessError, KafkaDeadLetters
+from kafka_share_eos.deadletter.letters import Rejection, letters
 from kafka_share_eos.testing.kafka_cluster import KafkaCluster
 from kafka_share_eos.testing.kafka_security import SaslSsl
 from kafka_share_eos.testing.plugin import ShareTopic
@@ -125,3 +128,31 @@ def test_a_refused_pipeline_fails_naming_what_was_refused_and_takes_nothing(
                       **admin)
     run_available_now(df, tmp_path / "checkpoint-admin", sink)
     assert sorted(sink.seen) == written and set(sink.seen.values()) == {1}
+
+
+@pytest.mark.parametrize("writes", [False, True], ids=["no-write-acl", "write-acl"])
+def test_dead_letters_go_only_to_a_topic_the_user_may_write(
+    secured: KafkaCluster, writes: bool
+) -> None:
+    topic = f"letters-{uuid.uuid4().hex[:8]}"
+    secured.create_topic(topic, 1)
+    user = f"letters-{'writer' if writes else 'reader'}"
+    secured.add_user(user, f"{user}-Pa55word")
+    secured.allow(user, "TOPIC", topic, *(("WRITE", "DESCRIBE") if writes else ("DESCRIBE",)))
+    rows = pa.table({"topic": ["jobs"], "partition": pa.array([0], pa.int32()),
+                     "offset": pa.array([7], pa.int64()), "key": [b"k"], "value": [b"bad"]})
+    table = letters(rows, [Rejection(0, "write", ValueError("refused by the target"))],
+                    strategy="test", batch_id=3)
+    sink = KafkaDeadLetters(topic, secured.user_config(user, f"{user}-Pa55word"))
+    try:
+        if writes:
+            assert sink.write(table) == 1
+        else:
+            with pytest.raises(KafkaAccessError, match=rf"may not write topic\(s\) {topic}.*"
+                               rf"grant it WRITE") as refused:
+                sink.write(table)
+            assert f"{user}-Pa55word" not in str(refused.value)
+    finally:
+        sink.close()
+    landed = KafkaDeadLetters(topic, secured.client_config()).read()
+    assert landed.column("offset").to_pylist() == ([7] if writes else [])

@@ -10,6 +10,8 @@ from typing import Any
 import pyarrow as pa
 
 from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.sharegroup.access import SignInWatch, access_error
+from kafka_share_eos.sinks.errors import error_chain
 
 from .letters import DEAD_LETTER_SCHEMA
 from .sink import DeadLetterSink
@@ -40,39 +42,59 @@ class KafkaDeadLetters(DeadLetterSink):
         self.topic = topic
         self.config = dict(config)
         self._producer: Any = None
+        self._sign_in = SignInWatch()
 
     @property
     def target(self) -> str:
         return f"kafka:{self.topic}"
 
     def write(self, letters: pa.Table) -> int:
-        from confluent_kafka import KafkaException, Producer
+        from confluent_kafka import KafkaError, KafkaException, Producer
 
         if letters.num_rows == 0:
             return 0
         if self._producer is None:
-            self._producer = Producer({"enable.idempotence": True, **self.config})
-        failures: list[str] = []
+            self._producer = Producer(
+                {"enable.idempotence": True, **self.config, "error_cb": self._sign_in}
+            )
+        failures: list[KafkaError] = []
 
         def delivered(err: Any, msg: Any) -> None:
             if err is not None:
-                failures.append(str(err))
+                failures.append(err)
 
-        for letter in letters.to_pylist():
-            headers = [
-                (HEADER_PREFIX + name, _header(letter[name]))
-                for name in _HEADER_COLUMNS if letter[name] is not None
-            ]
-            self._producer.produce(self.topic, key=letter["key"], value=letter["value"],
-                                   headers=headers, on_delivery=delivered)
-            self._producer.poll(0)
-        undelivered = self._producer.flush(_FLUSH_TIMEOUT_S)
+        try:
+            for letter in letters.to_pylist():
+                headers = [
+                    (HEADER_PREFIX + name, _header(letter[name]))
+                    for name in _HEADER_COLUMNS if letter[name] is not None
+                ]
+                self._producer.produce(self.topic, key=letter["key"], value=letter["value"],
+                                       headers=headers, on_delivery=delivered)
+                self._producer.poll(0)
+            undelivered = self._producer.flush(_FLUSH_TIMEOUT_S)
+        except BaseException as error:
+            # A fatal error (an ACL refusing the producer id) surfaces wrapped in the error of
+            # the delivery callback that ran while it was set.
+            failures += [e.args[0] for e in error_chain(error) if isinstance(e, KafkaException)]
+            self._refuse(failures)
+            raise
+        self._refuse(failures)
+        if undelivered:
+            self._sign_in.raise_refusal(self.config, lasting=False)
         if failures or undelivered:
             raise KafkaException(
                 f"dead letters to topic {self.topic!r}: {undelivered} undelivered, "
-                f"{len(failures)} failed ({'; '.join(failures[:3])})"
+                f"{len(failures)} failed ({'; '.join(map(str, failures[:3]))})"
             )
         return int(letters.num_rows)
+
+    def _refuse(self, failures: list[Any]) -> None:
+        """Raise the first failure that is a refusal of access, naming the topic."""
+        for failure in failures:
+            refused = access_error(failure, self.config, [self.topic], writes=True)
+            if refused is not None:
+                raise refused
 
     def read(self) -> pa.Table:
         """Every letter in the topic, first per record, read from the start to the end."""

@@ -30,9 +30,11 @@ def _user(config: Mapping[str, Any]) -> str:
 
 
 def access_error(
-    error: KafkaError, config: Mapping[str, Any], topics: Sequence[str] = ()
+    error: KafkaError, config: Mapping[str, Any], topics: Sequence[str] = (), *,
+    writes: bool = False,
 ) -> KafkaAccessError | None:
-    """The access error ``error`` is, naming what was refused; None when it is not one."""
+    """The access error ``error`` is, naming what was refused (reading, or with ``writes``
+    writing, ``topics``); None when it is not one."""
     code, user = error.code(), _user(config)
     if code in SIGN_IN_REFUSED:
         mechanism = config.get("sasl.mechanism", "its SASL mechanism")
@@ -46,10 +48,15 @@ def access_error(
             f"{user} may not read share group {group!r} ({error.str()}): grant it READ on "
             f"GROUP {group}"
         )
+    if code == KafkaError.CLUSTER_AUTHORIZATION_FAILED and writes:
+        # An idempotent producer's id needs WRITE on a topic (or IDEMPOTENT_WRITE on the
+        # cluster): without WRITE on its topic the producer is refused before any record.
+        code = KafkaError.TOPIC_AUTHORIZATION_FAILED
     if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
         named = ", ".join(topics) or "the subscribed topics"
+        verb, operation = ("write", "WRITE") if writes else ("read", "READ")
         return KafkaAccessError(
-            f"{user} may not read topic(s) {named} ({error.str()}): grant it READ and "
+            f"{user} may not {verb} topic(s) {named} ({error.str()}): grant it {operation} and "
             "DESCRIBE on each TOPIC"
         )
     return None
