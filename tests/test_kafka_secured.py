@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
+from helpers.scripts import run_python
 from helpers.streaming import Offsets, run_available_now, share_stream
 
 from kafka_share_eos import KafkaAccessError, KafkaDeadLetters
 from kafka_share_eos.deadletter.letters import Rejection, letters
+from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.testing.kafka_cluster import KafkaCluster
 from kafka_share_eos.testing.kafka_security import SaslSsl
 from kafka_share_eos.testing.plugin import ShareTopic
@@ -76,6 +78,16 @@ def test_with_its_credentials_a_pipeline_runs_exactly_once(
     assert sorted(sink.seen) == written
     assert set(sink.seen.values()) == {1}
     assert_nowhere(b"pipeline-secret", tmp_path)
+    status = run_python("-m", "kafka_share_eos.cli.main", "status", "--journal",
+                        str(tmp_path / "journal"))
+    assert "60" in status.stdout and "pipeline-secret" not in status.stdout + status.stderr
+    options = SourceOptions.parse({
+        "subscribe": topic.topic, "journalPath": str(tmp_path / "journal"),
+        "kafka.bootstrap.servers": topic.bootstrap_servers,
+        "kafka.share.group.id": topic.group_id,
+        **security_options(secured, "pipeline", "pipeline-secret"),
+    })
+    assert "pipeline-secret" not in repr(options)
 
 
 def assert_nowhere(secret: bytes, *directories: Path) -> None:

@@ -156,7 +156,8 @@ class SourceOptions:
     lock_duration_ms: int = DEFAULT_LOCK_DURATION_MS
     lock_budget_warn_fraction: float = DEFAULT_LOCK_BUDGET_WARN_FRACTION
     lock_budget_action: LockBudgetAction = LockBudgetAction.WARN
-    consumer_config: Mapping[str, str] = field(default_factory=dict)
+    # Out of repr: it holds the client's secrets (sasl.password, ssl.key.password, ...).
+    consumer_config: Mapping[str, str] = field(default_factory=dict, repr=False)
     consumers: int = 1
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
     delivery_count_limit: int | None = None
