@@ -71,7 +71,7 @@ class ShareGroupNotReadCommittedError(KafkaShareEosError, RuntimeError):
     (``share.isolation.level`` is not ``read_committed``) and the source may not change it."""
 
 
-class KafkaAccessError(KafkaShareEosError, PermissionError):
+class KafkaAccessError(KafkaShareEosError, RuntimeError):
     """A secured cluster refused the pipeline: its sign-in (user or password), or by an ACL a
     share group or topic it reads or writes. The message names the user and the resource."""
 

@@ -29,6 +29,8 @@ def exit_status(interrupt: KeyboardInterrupt) -> int:
 
 
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    # Once: a second SIGTERM must not cut the unwinding (a server's stop) in half.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise Terminated()
 
 
@@ -68,17 +70,23 @@ def deferred_signals() -> Iterator[None]:
         return
     received: list[int] = []
     previous = {}
+
+    def hold(held: int, frame: FrameType | None) -> None:
+        received.append(held)
+
     for signum in HELD_SIGNALS:
         handler = signal.getsignal(signum)
         if handler in (signal.SIG_IGN, None):
             continue
         previous[signum] = handler
-        signal.signal(signum, lambda held, _frame: received.append(held))
+        signal.signal(signum, hold)
     try:
         yield
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            # A handler the block installed stays (Spark's context sets its own for Ctrl-C).
+            if signal.getsignal(signum) is hold:
+                signal.signal(signum, handler)
         for held in dict.fromkeys(received):
             _act_on(held, previous[signal.Signals(held)])
 

@@ -73,8 +73,10 @@ class IdempotentWriter:
                     break
                 except BufferError:
                     self._producer.poll(0.05)
-        if self._producer.flush(FLUSH_TIMEOUT_S) or failed:
-            raise RuntimeError(f"the idempotent producer lost records: {failed[:3]}")
+        undelivered = self._producer.flush(FLUSH_TIMEOUT_S)
+        if undelivered or failed:
+            raise RuntimeError(f"the idempotent producer left {undelivered} records undelivered "
+                               f"after {FLUSH_TIMEOUT_S:.0f} s; refused: {failed[:3]}")
 
     def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
         self.write(batch_df.toArrow())
@@ -168,9 +170,11 @@ def bench_pipelines(
                 warm_sink(batch_df, batch_id)
                 warm_plain(batch_df, batch_id)
 
-            pipeline(warm, "warm-up", per_trigger)
-            warm_sink.close()
-            warm_plain.close()
+            try:
+                pipeline(warm, "warm-up", per_trigger)
+            finally:
+                warm_sink.close()
+                warm_plain.close()
             for n in range(1, rounds + 1):
                 runs = {}
                 for side in ("eos", "alo") if n % 2 else ("alo", "eos"):

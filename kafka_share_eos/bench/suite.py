@@ -307,6 +307,15 @@ BENCHMARKS: dict[str, tuple[Runner, Reducer]] = {
 }
 
 
+def unknown_benchmarks(names: Collection[str]) -> str:
+    """What is wrong with ``names`` as benchmarks to run (empty when each is one)."""
+    unknown = sorted(set(names) - set(BENCHMARKS))
+    if not unknown:
+        return ""
+    return (f"no benchmark named {', '.join(map(repr, unknown))}; the benchmarks are "
+            f"{', '.join(BENCHMARKS)}")
+
+
 def run_suite(
     sizes: Sizes,
     postgres_url: str | None = None,
@@ -325,12 +334,9 @@ def run_suite(
     Raises:
         ConfigurationError: ``only`` names a benchmark that does not exist.
     """
-    unknown = sorted(set(only) - set(BENCHMARKS))
+    unknown = unknown_benchmarks(only)
     if unknown:
-        raise ConfigurationError(
-            f"no benchmark named {', '.join(map(repr, unknown))}; the benchmarks are "
-            f"{', '.join(BENCHMARKS)}"
-        )
+        raise ConfigurationError(unknown)
     results: dict[str, Any] = {}
     ratios: list[Ratio] = []
     failures: dict[str, str] = {}

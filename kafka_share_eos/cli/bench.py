@@ -10,12 +10,20 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.live import Live
+from rich.spinner import Spinner
 from rich.table import Table
 
 from kafka_share_eos.bench.chart import chart_svg
 from kafka_share_eos.bench.ratios import Ratio
-from kafka_share_eos.bench.suite import BENCHMARKS, FULL, QUICK, SuiteResult, run_suite
-from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.bench.suite import (
+    BENCHMARKS,
+    FULL,
+    QUICK,
+    SuiteResult,
+    run_suite,
+    unknown_benchmarks,
+)
 from kafka_share_eos.signals import Terminated, exit_status, sigterm_unwinds
 from kafka_share_eos.testing.console.logfile import StderrToFile
 
@@ -95,11 +103,11 @@ def save_results(result: SuiteResult, save: Path) -> None:
     """Write ``result`` to SAVE.json, its table to SAVE.md and its chart to SAVE.svg."""
     save.parent.mkdir(parents=True, exist_ok=True)
     save.with_suffix(".json").write_text(
-        json.dumps(result.to_json(), indent=2, default=str) + "\n"
+        json.dumps(result.to_json(), indent=2, default=str) + "\n", encoding="utf-8"
     )
     chart = save.with_suffix(".svg")
-    chart.write_text(chart_svg(result.ratios, _title(result)))
-    save.with_suffix(".md").write_text(markdown(result, chart.name))
+    chart.write_text(chart_svg(result.ratios, _title(result)), encoding="utf-8")
+    save.with_suffix(".md").write_text(markdown(result, chart.name), encoding="utf-8")
 
 
 def bench(
@@ -143,26 +151,33 @@ def bench(
     in one line and exits with 130 or 143. Spark's, the JVMs' and the clients' logs go to a
     file, named on the last line.
     """
+    unknown = unknown_benchmarks(only or ())
+    if unknown:
+        raise typer.BadParameter(unknown, param_hint="--only")
     log = Path(tempfile.mkdtemp(prefix="kafka-share-eos-bench-")) / "bench.log"
     # The terminal, kept before descriptor 2 goes to the log for the run.
-    progress = Console(file=os.fdopen(os.dup(2), "w", buffering=1), highlight=False)
-    try:
-        with StderrToFile(log, "kafka-share-eos bench"), sigterm_unwinds(), \
-                progress.status("benchmarks") as status:
-            result = run_suite(
-                QUICK if quick else FULL,
-                postgres_url,
-                on_start=lambda name: status.update(f"running the {name} benchmark"),
-                only=only or (),
-            )
-    except ConfigurationError as error:
-        raise typer.BadParameter(str(error), param_hint="--only") from None
-    except KeyboardInterrupt as stop:
-        how = "stopped by SIGTERM" if isinstance(stop, Terminated) else "interrupted"
-        progress.print(f"bench {how}: the servers, Spark and brokers it started are stopped; "
-                       f"logs: {log}", soft_wrap=True)
-        raise typer.Exit(exit_status(stop)) from None
-    progress.print(f"[dim]Spark's, the JVMs' and the clients' logs: {log}[/]", soft_wrap=True)
+    with os.fdopen(os.dup(2), "w", buffering=1) as terminal:
+        progress = Console(file=terminal, highlight=False)
+        spinner = Spinner("dots", "benchmarks")
+        try:
+            # Python's stderr stays on the log: a Live redirecting it would show warnings.
+            with StderrToFile(log, "kafka-share-eos bench"), sigterm_unwinds(), Live(
+                spinner, console=progress, transient=True, redirect_stderr=False,
+                redirect_stdout=False,
+            ):
+                result = run_suite(
+                    QUICK if quick else FULL,
+                    postgres_url,
+                    on_start=lambda name: spinner.update(text=f"running the {name} benchmark"),
+                    only=only or (),
+                )
+        except KeyboardInterrupt as stop:
+            how = "stopped by SIGTERM" if isinstance(stop, Terminated) else "interrupted"
+            progress.print(f"bench {how}: the servers, Spark and brokers it started are "
+                           f"stopped; logs: {log}", soft_wrap=True)
+            raise typer.Exit(exit_status(stop)) from None
+        progress.print(f"[dim]Spark's, the JVMs' and the clients' logs: {log}[/]",
+                       soft_wrap=True)
     if save is not None:
         save_results(result, save)
     if as_json:

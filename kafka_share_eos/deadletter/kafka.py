@@ -73,15 +73,19 @@ class KafkaDeadLetters(DeadLetterSink):
                                        headers=headers, on_delivery=delivered)
                 self._producer.poll(0)
             undelivered = self._producer.flush(_FLUSH_TIMEOUT_S)
-        except BaseException as error:
+        except Exception as error:
             # A fatal error (an ACL refusing the producer id) surfaces wrapped in the error of
             # the delivery callback that ran while it was set.
             failures += [e.args[0] for e in error_chain(error) if isinstance(e, KafkaException)]
-            self._refuse(failures)
+            self._drop_if_fatal(failures)
+            self._refuse(failures, error)
             raise
+        self._drop_if_fatal(failures)
         self._refuse(failures)
         if undelivered:
             self._sign_in.raise_refusal(self.config, lasting=False)
+        elif not failures:
+            self._sign_in.clear()
         if failures or undelivered:
             raise KafkaException(
                 f"dead letters to topic {self.topic!r}: {undelivered} undelivered, "
@@ -89,12 +93,19 @@ class KafkaDeadLetters(DeadLetterSink):
             )
         return int(letters.num_rows)
 
-    def _refuse(self, failures: list[Any]) -> None:
+    def _refuse(self, failures: list[Any], cause: BaseException | None = None) -> None:
         """Raise the first failure that is a refusal of access, naming the topic."""
         for failure in failures:
             refused = access_error(failure, self.config, [self.topic], writes=True)
             if refused is not None:
-                raise refused
+                raise refused from cause
+
+    def _drop_if_fatal(self, failures: list[Any]) -> None:
+        """Drop a producer that met a fatal error: only a new one can write again (after the
+        missing grant is added, say)."""
+        if self._producer is not None and any(failure.fatal() for failure in failures):
+            producer, self._producer = self._producer, None
+            producer.purge()
 
     def read(self) -> pa.Table:
         """Every letter in the topic, first per record, read from the start to the end."""

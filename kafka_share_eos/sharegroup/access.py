@@ -22,6 +22,9 @@ SIGN_IN_REFUSED = frozenset({KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENT
 REFUSAL_LASTS_S = 2.0
 """A sign-in refused again this long after the first refusal is not a credential still on its
 way to the broker that answered (a user created a moment before)."""
+STREAK_GAP_S = 10.0
+"""Refusals further apart than this (librdkafka retries within a second or so) are not one
+lasting refusal."""
 
 
 def _user(config: Mapping[str, Any]) -> str:
@@ -63,7 +66,9 @@ def access_error(
 
 
 class SignInWatch:
-    """A client's ``error_cb`` that keeps the sign-in refusals it is told of."""
+    """A client's ``error_cb`` that keeps the current streak of sign-in refusals: refusals
+    further apart than :data:`STREAK_GAP_S` (one at start, another at a broker's restart hours
+    later) are separate streaks, and :meth:`clear` ends one once the client got through."""
 
     def __init__(self) -> None:
         self._first = self._latest = 0.0
@@ -74,21 +79,29 @@ class SignInWatch:
         if error.code() not in SIGN_IN_REFUSED:
             return
         with self._lock:
-            self._latest = time.monotonic()
-            if self._refusal is None:
-                self._first = self._latest
+            now = time.monotonic()
+            if self._refusal is None or now - self._latest > STREAK_GAP_S:
+                self._first = now
+            self._latest = now
             self._refusal = error
 
+    def clear(self) -> None:
+        """The client got through: the refusals so far were passing."""
+        with self._lock:
+            self._refusal = None
+
     def raise_refusal(self, config: Mapping[str, Any], *, lasting: bool = True) -> None:
-        """Raise the refused sign-in if one lasted :data:`REFUSAL_LASTS_S` (with
-        ``lasting=False``, if one was seen at all: the caller gave up already).
+        """Raise the refused sign-in if refusals have lasted :data:`REFUSAL_LASTS_S` and still
+        come (with ``lasting=False``, if one was seen at all: the caller gave up already).
 
         Raises:
             KafkaAccessError: the brokers refused the sign-in.
         """
         with self._lock:
             refusal = self._refusal
-            lasted = self._latest - self._first >= REFUSAL_LASTS_S
+            now = time.monotonic()
+            lasted = (self._latest - self._first >= REFUSAL_LASTS_S
+                      and now - self._latest <= STREAK_GAP_S)
         if refusal is not None and (lasted or not lasting):
             refused = access_error(refusal, config)
             assert refused is not None

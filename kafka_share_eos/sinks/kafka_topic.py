@@ -152,12 +152,7 @@ class KafkaTopicWriter:
             producer = self._open()
             try:
                 producer.begin_transaction()
-                # The marker goes first, so its partition joins the transaction with the
-                # records' rather than in a round trip of its own after them.
-                if marker is not None:
-                    producer.produce(self.progress_topic, key=self.app_id.encode(),
-                                     value=marker.to_bytes(self.app_id))
-                failures = self._produce(producer, rows)
+                failures = self._produce(producer, rows, marker)
                 if marker is not None:
                     faults.maybe_crash(faults.SINK_MID_WRITE)
                 producer.flush(self.timeout_s)
@@ -220,7 +215,11 @@ class KafkaTopicWriter:
             )
         return True
 
-    def _produce(self, producer: ck.Producer, rows: pa.Table) -> list[Failure]:
+    def _produce(
+        self, producer: ck.Producer, rows: pa.Table, marker: Marker | None
+    ) -> list[Failure]:
+        """Produce ``marker`` (if any) and ``rows``; the failures the client or the broker
+        reported so far, the rest arriving with the flush."""
         failures: list[Failure] = []
 
         def delivered(error: ck.KafkaError | None, message: ck.Message) -> None:
@@ -231,6 +230,11 @@ class KafkaTopicWriter:
                 failures.append((message, error))
 
         produce = producer.produce
+        # The marker goes first, so its partition joins the transaction with the records'
+        # rather than in a round trip of its own after them.
+        if marker is not None:
+            produce(self.progress_topic, marker.to_bytes(self.app_id), self.app_id.encode(),
+                    on_delivery=delivered)
         for key, value, headers, partition in _records(rows, self.columns):
             while True:
                 try:
@@ -296,8 +300,8 @@ def _records(rows: pa.Table, columns: Columns) -> Iterable[tuple[Any, Any, Any, 
 
 
 def _as_bytes(rows: pa.Table, name: str | None, null: bytes | None = None) -> list[bytes | None]:
-    """Column ``name`` as bytes: binary as is, strings UTF-8 encoded, integers and anything else
-    as their text; ``null`` for a null or an absent column."""
+    """Column ``name`` as bytes: binary of any layout as is, strings UTF-8 encoded, integers and
+    anything else as their text; ``null`` for a null or an absent column."""
     if name is None or name not in rows.column_names:
         return [null] * rows.num_rows
     column = rows[name]
@@ -305,7 +309,8 @@ def _as_bytes(rows: pa.Table, name: str | None, null: bytes | None = None) -> li
     if pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_large_string(kind):
         column = pc.cast(column, pa.large_string())
     elif not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
-        return [null if value is None else str(value).encode() for value in column.to_pylist()]
+        return [null if value is None else value if isinstance(value, bytes)
+                else str(value).encode() for value in column.to_pylist()]
     column = pc.cast(column, pa.large_binary())
     if null is not None:
         column = pc.fill_null(column, pa.scalar(null, pa.large_binary()))

@@ -79,6 +79,9 @@ class ShareSession:
         with self._calls, self._hook.busy():
             if self.held:
                 raise RuntimeError("the records of the previous poll are not acknowledged yet")
+            # Checked before the poll, whose records would otherwise stay locked unheld: the
+            # refusals arrive during polls, so a lasting one fails the next.
+            self._sign_in.raise_refusal(self._config)
             try:
                 messages = self._live().poll(timeout_ms / 1000.0)
             except KafkaException as error:
@@ -86,7 +89,8 @@ class ShareSession:
                 if refused is not None:
                     raise refused from None
                 raise
-            self._sign_in.raise_refusal(self._config)
+            if messages:
+                self._sign_in.clear()
             self.acquired_at = time.monotonic()
             self.held = self._usable(messages)
             return self.held

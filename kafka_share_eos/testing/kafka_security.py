@@ -25,7 +25,7 @@ class SaslSsl:
     """SCRAM-SHA-512 over TLS with ACLs, for :class:`~kafka_share_eos.testing.kafka_cluster.
     KafkaCluster` (``security=SaslSsl()``)."""
 
-    admin_password: str = field(default_factory=lambda: secrets.token_urlsafe(18))
+    admin_password: str = field(default_factory=lambda: secrets.token_urlsafe(18), repr=False)
 
     def write_certificates(self, directory: Path) -> None:
         """The CA (``ca.pem``) and the brokers' key and certificate (``broker.pem``)."""
