@@ -48,17 +48,7 @@ def _kafka_and_spark_up(temp: Path, pid: int) -> bool:
 
 
 def _spark_up(temp: Path, pid: int) -> bool:
-    return any("SparkSubmit" in " ".join(cmd) for cmd in _commands(group_members(pid)))
-
-
-def _commands(members: dict[int, str]) -> list[list[str]]:
-    commands = []
-    for member in members:
-        try:
-            commands.append(Path(f"/proc/{member}/cmdline").read_text().split("\0"))
-        except OSError:
-            continue  # exited meanwhile
-    return commands
+    return bool(set(processes_mentioning("SparkSubmit")) & set(group_members(pid)))
 
 
 @dataclass(frozen=True)
