@@ -13,16 +13,16 @@ are lowered to one second, so that a test can set a group's lock to a few second
 defaults a group gets without its own configs stay Kafka's (30 s lock, 45 s session, 5
 deliveries).
 
-The JVMs die with the process that started them (Linux ``PR_SET_PDEATHSIG``), even when it is
-killed with SIGKILL: a test run never leaves a broker behind. ``stop()`` also runs at
-interpreter exit.
+The JVMs die with the process that started them (Linux ``PR_SET_PDEATHSIG``, through
+:mod:`~kafka_share_eos.testing.process_tree`), even when it is killed with SIGKILL and when a
+node was restarted from a thread that has ended since: a test run never leaves a broker behind.
+``stop()`` also runs at interpreter exit.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import shutil
 import signal
 import socket
@@ -45,11 +45,11 @@ from kafka_share_eos.signals import deferred_signals
 from kafka_share_eos.testing.kafka_admin import create_topic, registered_brokers
 from kafka_share_eos.testing.kafka_dist import java_binary, kafka_jars, kafka_version
 from kafka_share_eos.testing.kafka_security import ADMIN, SaslSsl
+from kafka_share_eos.testing.process_tree import launch
 
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 10.0
 _START_ATTEMPTS = 3
-_PR_SET_PDEATHSIG = 1
 
 _LOG4J2 = """\
 status = error
@@ -121,11 +121,6 @@ def _free_ports(count: int) -> list[int]:
     finally:
         for sock in sockets:
             sock.close()
-
-
-def _die_with_parent() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class KafkaCluster:
@@ -402,7 +397,7 @@ class KafkaCluster:
     def _format(self, java: Path, jars: Path) -> None:
         cluster_id = _cluster_id()
         formats = {
-            node.node_id: subprocess.Popen(
+            node.node_id: launch(
                 [str(java), *self._jvm_options(node), "-cp", f"{jars}/*",
                  "kafka.tools.StorageTool", "format", "--ignore-formatted",
                  # One argument: an id starting with "-" (1 in 64) would read as an option.
@@ -410,7 +405,6 @@ class KafkaCluster:
                  "--config", str(node.directory / "server.properties"),
                  *(self.security.format_arguments() if self.security else [])],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                preexec_fn=_die_with_parent,
             )
             for node in self.nodes
         }
@@ -433,11 +427,10 @@ class KafkaCluster:
 
     def _launch(self, java: Path, jars: Path, node: KafkaNode) -> None:
         with deferred_signals(), open(node.directory / "stdout.log", "ab") as out:
-            node.process = subprocess.Popen(
+            node.process = launch(
                 [str(java), *self._jvm_options(node), "-cp", f"{jars}/*", "kafka.Kafka",
                  str(node.directory / "server.properties")],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
             )
 
     def _wait_until_ready(self) -> bool:

@@ -1,0 +1,75 @@
+"""The launcher thread: a child started from a thread that ended lives on, and dies with the
+process that started it."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kafka_share_eos.testing.process_tree import launch
+
+# The child starts a sleeper from a thread that ends at once, says the sleeper's pid once the
+# kernel has ended the thread, and waits to be killed.
+PARENT = """
+import os, subprocess, sys, threading, time
+from kafka_share_eos.testing.process_tree import launch
+started = []
+def start():
+    started.append(threading.get_native_id())
+    started.append(launch([sys.executable, "-c", "import time; time.sleep(300)"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+thread = threading.Thread(target=start)
+thread.start()
+thread.join()
+# join() returns before the kernel is done with the thread: wait until it is gone.
+while os.path.exists(f"/proc/self/task/{started[0]}"):
+    time.sleep(0.01)
+print(started[1].pid, flush=True)
+time.sleep(300)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _wait_for(condition, what: str, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_a_child_outlives_the_thread_that_started_it_and_dies_with_its_process() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        sleeper = int(parent.stdout.readline())
+        # The starting thread has ended: under a plain Popen the sleeper would be dead by now.
+        assert _alive(sleeper), "the sleeper died with the thread that started it"
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        _wait_for(lambda: not _alive(sleeper), "the sleeper outlived the process that started it")
+    finally:
+        parent.kill()
+        parent.wait()
+
+
+def test_the_process_is_returned_and_a_failed_start_is_raised_to_the_caller(
+    tmp_path: Path,
+) -> None:
+    process = launch([sys.executable, "-c", "print('hi')"], stdout=subprocess.PIPE, text=True)
+    assert process.communicate()[0] == "hi\n"
+    with pytest.raises(FileNotFoundError):
+        launch([str(tmp_path / "no-such-program")])
+    with pytest.raises(ValueError, match="preexec_fn"):
+        launch(["true"], preexec_fn=lambda: None)
