@@ -67,6 +67,8 @@ def test_every_benchmark_reports_numeric_ratios(tiny_run: dict[str, Any]) -> Non
     names = {row["name"] for row in tiny_run["ratios"]}
     assert "Postgres upsert, new keys vs COPY append" in names
     assert "two-phase, Postgres set-based effect vs upsert sink" in names
+    assert ("two-phase, Postgres per-record SQL effect vs the same statements at least once"
+            in names)
     assert "dedup store vs Delta append, 1k-row batches" in names
     assert "ledger growth: batch cost at 10k vs 1k identities" in names
     assert "runner CPU per record" in names

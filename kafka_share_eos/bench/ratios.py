@@ -216,25 +216,38 @@ def upsert_ratios(result: Mapping[str, Any]) -> list[Ratio]:
 _TWO_PHASE_LABELS = {
     "2pc_set_effect": ("two-phase, Postgres set-based effect", 0.8),
     "2pc_postgres_delta": ("two-phase, Postgres + Delta, set-based effect", 0.7),
-    "2pc_row_effect": ("two-phase, Postgres per-record SQL effect", 0.5),
+    # Kept for reference without a target: a statement per record never matches a set-based
+    # upsert; its own baseline is the row after it.
+    "2pc_row_effect": ("two-phase, Postgres per-record SQL effect", None),
 }
 
 
 def two_phase_ratios(result: Mapping[str, Any]) -> list[Ratio]:
-    """The two-phase-commit coordinator against the upsert sink on the same batches."""
+    """The two-phase-commit coordinator against the upsert sink on the same batches, and the
+    per-record effect against the same statements applied at least once."""
     rates = result["rows_per_second"]
-    return [
+    batches = f"{result['batches']} batches of {count(result['rows_per_batch'])} rows"
+    rows = [
         Ratio(
             "two-phase commit",
             f"{label} vs upsert sink",
             result["ratio_to_upsert"][key],
-            target=Target(">=", bound),
-            detail=f"{rates[key]:,} vs {rates['upsert']:,} rows/s, {result['batches']} batches "
-            f"of {count(result['rows_per_batch'])} rows",
+            target=None if bound is None else Target(">=", bound),
+            detail=f"{rates[key]:,} vs {rates['upsert']:,} rows/s, {batches}",
         )
         for key, (label, bound) in _TWO_PHASE_LABELS.items()
         if key in result["ratio_to_upsert"]
     ]
+    if "row_effect_vs_at_least_once" in result:
+        rows.append(Ratio(
+            "two-phase commit",
+            "two-phase, Postgres per-record SQL effect vs the same statements at least once",
+            result["row_effect_vs_at_least_once"],
+            target=Target(">=", 0.8),
+            detail=f"{rates['2pc_row_effect']:,} vs {rates['row_statements_at_least_once']:,} "
+            f"rows/s (psycopg executemany, a transaction per batch, no ledger), {batches}",
+        ))
+    return rows
 
 
 _DEDUP_TARGETS = {1_000: 0.6, 10_000: 0.8}

@@ -1,6 +1,6 @@
-"""Cost of two-phase commit: the 2PC coordinator against the idempotent upsert sink, same run.
+"""Cost of two-phase commit: the 2PC coordinator against what it replaces, same run.
 
-Both strategies apply the same batches (Kafka-shaped rows with an account and an amount) to the
+Every contender applies the same batches (Kafka-shaped rows with an account and an amount) to the
 same Postgres server through their Arrow entry point ``apply(table, batch_id)``:
 
 - ``upsert``: ``IdempotentUpsertSink.sql`` into a table keyed on (topic, partition, offset),
@@ -9,17 +9,22 @@ same Postgres server through their Arrow entry point ``apply(table, batch_id)``:
   adding the batch's amounts to account balances in one set-based ``UPDATE``;
 - ``2pc_row_effect``: the same effect as SQL run once per record
   (``UPDATE ... SET balance = balance + :amount``), the simplest way to write an effect;
-- ``2pc_postgres_delta``: the set-based effect plus a Delta participant appending the records.
+- ``2pc_postgres_delta``: the set-based effect plus a Delta participant appending the records;
+- ``row_statements_at_least_once``: the per-record statements as a pipeline without the toolkit
+  runs them, at least once: psycopg's ``executemany`` in one transaction per batch, with no
+  ledger and no two-phase commit (the baseline of ``2pc_row_effect``).
 
 Every 2PC variant keeps its ledger of applied keys, logs its decision to a file and runs
-``PREPARE TRANSACTION`` / ``COMMIT PREPARED`` per batch. Ratios are 2PC rows/s over upsert rows/s,
-best of ``repeats`` runs taken in turns. ``python benchmarks/bench_two_phase.py --help``;
+``PREPARE TRANSACTION`` / ``COMMIT PREPARED`` per batch. Ratios are rows/s over the upsert sink's
+rows/s (and the per-record effect's also over the at-least-once statements'), best of
+``repeats`` runs taken in turns. ``python benchmarks/bench_two_phase.py --help``;
 ``run()`` returns the numbers as a dict.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +41,9 @@ from kafka_share_eos.twophase.delta import DeltaParticipant
 from kafka_share_eos.twophase.postgres import PostgresParticipant
 
 ACCOUNTS = 1000
+ROW_EFFECT = "UPDATE accounts SET balance = balance + :amount WHERE id = :account"
+"""The per-record effect, with SQLAlchemy's ``:name`` parameters."""
+AT_LEAST_ONCE = "row_statements_at_least_once"
 
 
 def payment_batch(count: int, first_offset: int) -> pa.Table:
@@ -95,11 +103,32 @@ def _strategies(url: str, workdir: str) -> dict[str, Callable[[str], BatchStrate
             url, "upsert_target", create_table=True, write_path="driver"
         ),
         "2pc_set_effect": coordinator(add_to_balances, delta=False),
-        "2pc_row_effect": coordinator(
-            "UPDATE accounts SET balance = balance + :amount WHERE id = :account", delta=False
-        ),
+        "2pc_row_effect": coordinator(ROW_EFFECT, delta=False),
         "2pc_postgres_delta": coordinator(add_to_balances, delta=True),
     }
+
+
+def _statements_at_least_once(engine: sa.Engine, data: list[pa.Table]) -> Callable[[], None]:
+    """The work of the at-least-once contender: :data:`ROW_EFFECT` once per record through
+    psycopg's ``executemany`` (pipelined), one transaction per batch."""
+    statement = re.sub(r":(\w+)", r"%(\1)s", ROW_EFFECT)
+    params = [batch.select(["amount", "account"]).to_pylist() for batch in data]
+
+    def work() -> None:
+        raw = engine.raw_connection()
+        try:
+            connection = raw.driver_connection
+            assert connection is not None
+            updated = 0
+            for rows in params:
+                with connection.transaction(), connection.cursor() as cursor:
+                    cursor.executemany(statement, rows)
+                    updated += cursor.rowcount
+            assert updated == sum(len(rows) for rows in params), updated
+        finally:
+            raw.close()
+
+    return work
 
 
 def run(
@@ -127,6 +156,12 @@ def run(
 
         contenders = {name: contender(name, make)
                       for name, make in _strategies(db_url, workdir).items()}
+
+        def at_least_once(_: int) -> Callable[[], None]:
+            _reset(engine)
+            return _statements_at_least_once(engine, data)
+
+        contenders[AT_LEAST_ONCE] = at_least_once
         seconds = best_seconds(contenders, repeats)
         engine.dispose()
     rates = {name: total / s for name, s in seconds.items()}
@@ -135,8 +170,10 @@ def run(
         "batches": batches,
         "rows_per_second": {k: round(v) for k, v in rates.items()},
         "ratio_to_upsert": {
-            k: round(v / rates["upsert"], 3) for k, v in rates.items() if k != "upsert"
+            k: round(v / rates["upsert"], 3) for k, v in rates.items()
+            if k not in ("upsert", AT_LEAST_ONCE)
         },
+        "row_effect_vs_at_least_once": round(rates["2pc_row_effect"] / rates[AT_LEAST_ONCE], 3),
     }
 
 
