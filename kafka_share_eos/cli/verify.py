@@ -26,6 +26,7 @@ from kafka_share_eos.verify.defaults import (
     SEED,
 )
 from kafka_share_eos.verify.matrix import MatrixOptions, MatrixResult, run_matrix
+from kafka_share_eos.verify.outages import OUTAGES
 from kafka_share_eos.verify.points import DESCRIPTIONS, RANDOM_KILL
 from kafka_share_eos.verify.registry import SAFE_TARGETS, TARGETS
 from kafka_share_eos.verify.run import Mix, RunResult
@@ -37,7 +38,8 @@ def _names(values: list[str]) -> list[str]:
 
 
 def render(result: MatrixResult) -> Table:
-    """Strategy x crash point: runs, records, duplicates, losses, redeliveries absorbed."""
+    """Strategy x crash point (or fault): runs, records, duplicates, losses, redeliveries
+    absorbed, and the longest stall a fault caused."""
     table = Table(title=f"kafka-share-eos verify ({result.seconds:.0f} s)")
     for column, justify in (
         ("strategy", "left"), ("crash point", "left"), ("runs", "right"),
@@ -45,19 +47,21 @@ def render(result: MatrixResult) -> Table:
         ("losses", "right"), ("dead-lettered", "right"), ("redeliveries absorbed", "right"),
         ("consumers with records", "right"), ("applications applying", "right"),
         ("members with records", "right"), ("handoffs", "right"), ("s/crash cycle", "right"),
-        ("verdict", "left"),
+        ("stall s", "right"), ("verdict", "left"),
     ):
         table.add_column(column, justify=justify, no_wrap=justify == "left")  # type: ignore[arg-type]
     for cell in result.cells:
         cell_json = cell.to_json()
         crashes = cell_json["kills"] if cell.point == RANDOM_KILL else cell_json["crashes"]
         cycle = cell_json["mean_crash_cycle_seconds"]
+        stall = cell_json["max_stall_seconds"]
         if cell.ok:
             verdict = "[green]exactly once[/]"
         elif cell.errors:
             verdict = f"[red]error[/] ({len(cell.errors)} runs)"
         elif not cell.exercised:
-            verdict = "[yellow]crash point never hit[/]"
+            verdict = ("[yellow]fault never struck[/]" if cell.point in OUTAGES
+                       else "[yellow]crash point never hit[/]")
         else:
             verdict = "[red]NOT exactly once[/]"
         table.add_row(
@@ -66,7 +70,8 @@ def render(result: MatrixResult) -> Table:
             str(cell_json["dead_lettered"]), str(cell_json["redeliveries_absorbed"]),
             _span(cell.consumers_applying()), _span(cell.applications_applying()),
             _span(cell.members_acquiring()), str(cell_json["handoffs"]),
-            "" if cycle is None else f"{cycle:.1f}", verdict,
+            "" if cycle is None else f"{cycle:.1f}", "" if stall is None else f"{stall:.1f}",
+            verdict,
         )
     return table
 
@@ -93,6 +98,15 @@ def verify(
         typer.Option(help="Crash points; repeatable or comma-separated (default: every point "
                      f"of each strategy): {', '.join(DESCRIPTIONS)}."),
     ] = [],  # noqa: B006 - typer reads the default, never mutated
+    faults: Annotated[
+        list[str],
+        typer.Option(help="Faults run as cells of every strategy, beside the crash points; "
+                     "repeatable or comma-separated; need --broker kafka (a three-node "
+                     f"cluster): {', '.join(OUTAGES)}."),
+    ] = [],  # noqa: B006 - typer reads the default, never mutated
+    faults_only: Annotated[
+        bool, typer.Option(help="Run the --faults cells only, no crash point.")
+    ] = False,
     records: Annotated[int, typer.Option(min=1, help="Records produced per run.")] = RECORDS,
     runs: Annotated[int, typer.Option(min=1, help="Runs per strategy and crash point.")] = RUNS,
     crashes_per_run: Annotated[
@@ -168,7 +182,8 @@ def verify(
     """
     options = MatrixOptions(
         targets=_names(strategy) or SAFE_TARGETS,
-        points=_names(crash_points) or None,
+        points=() if faults_only else _names(crash_points) or None,
+        faults=_names(faults),
         runs=runs,
         records=records,
         crashes=crashes_per_run,

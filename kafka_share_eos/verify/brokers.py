@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.sharegroup.group_config import (
@@ -24,6 +24,9 @@ from kafka_share_eos.sharegroup.group_config import (
     LOCK_DURATION,
     SESSION_TIMEOUT,
 )
+
+if TYPE_CHECKING:
+    from kafka_share_eos.testing.kafka_cluster import KafkaCluster
 
 BrokerKind = Literal["embedded", "kafka"]
 BROKER_KINDS: tuple[BrokerKind, ...] = ("embedded", "kafka")
@@ -63,20 +66,25 @@ class VerifyBroker:
         """Give a run's share group the verification's settings before anyone joins it."""
         if self.group_configs is None:
             return
+        self.kafka().set_group_config(group, self.group_configs)
+
+    def kafka(self) -> KafkaCluster:
+        """The Apache Kafka cluster of a ``--broker kafka`` verification."""
         from kafka_share_eos.testing.kafka_cluster import KafkaCluster
 
         assert isinstance(self.cluster, KafkaCluster)
-        self.cluster.set_group_config(group, self.group_configs)
+        return self.cluster
 
 
 @contextlib.contextmanager
-def verify_broker(kind: BrokerKind, short_locks: bool) -> Iterator[VerifyBroker]:
+def verify_broker(kind: BrokerKind, short_locks: bool, brokers: int = 1) -> Iterator[VerifyBroker]:
     """Start the broker of a verification; ``short_locks`` gives the embedded broker the record
-    lock Kafka runs always have."""
+    lock Kafka runs always have; Kafka gets ``brokers`` nodes (three for broker faults: every
+    topic then has three replicas and two in-sync replicas at least)."""
     if kind == "kafka":
         from kafka_share_eos.testing.kafka_cluster import KafkaCluster
 
-        with KafkaCluster() as cluster:
+        with KafkaCluster(brokers) as cluster:
             yield VerifyBroker(f"Apache Kafka {cluster.version}", cluster, {
                 AUTO_OFFSET_RESET: "earliest",
                 ISOLATION_LEVEL: "read_committed",

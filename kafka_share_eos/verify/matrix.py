@@ -1,4 +1,5 @@
-"""The verification matrix: targets x crash points x runs, on one broker, in parallel."""
+"""The verification matrix: targets x (crash points and faults) x runs, on one broker; crash
+runs in parallel, fault runs one at a time (a fault stops brokers every run shares)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from kafka_share_eos.testing.jvm import ensure_archive
 from kafka_share_eos.testing.postgres import PostgresDatabases, postgres_for_tests
 from kafka_share_eos.verify import defaults
 from kafka_share_eos.verify.brokers import BROKER_KINDS, BrokerKind, verify_broker
+from kafka_share_eos.verify.outages import OUTAGES, brokers_for, check_faults
 from kafka_share_eos.verify.points import RANDOM_KILL, points_of
 from kafka_share_eos.verify.process import accept_starts, stop_all, stopping
 from kafka_share_eos.verify.registry import SAFE_TARGETS, TARGETS
@@ -36,7 +38,10 @@ class MatrixOptions:
 
     targets: Sequence[str] = SAFE_TARGETS
     points: Sequence[str] | None = None
-    """Crash points to try; None means every point of each target."""
+    """Crash points to try; None means every point of each target, ``()`` none."""
+    faults: Sequence[str] = ()
+    """Faults (:data:`~kafka_share_eos.verify.outages.OUTAGES`) run as cells of every target,
+    beside its crash points."""
     only: Sequence[tuple[str, str]] | None = None
     """Explicit ``(target, point)`` cells, instead of ``targets`` x ``points``."""
     runs: int = defaults.RUNS
@@ -59,13 +64,17 @@ class MatrixOptions:
         """Refuse combinations that cannot run.
 
         Raises:
-            ConfigurationError: an unknown broker, session drops asked of Apache Kafka, or a
-                Kafka-topic target asked of the embedded broker.
+            ConfigurationError: an unknown broker, session drops asked of Apache Kafka, a
+                Kafka-topic target asked of the embedded broker, an unknown fault, a fault
+                asked of the embedded broker, or neither crash points nor faults.
         """
         if self.broker not in BROKER_KINDS:
             raise ConfigurationError(
                 f"unknown broker {self.broker!r}; choose from {', '.join(BROKER_KINDS)}"
             )
+        check_faults(self.faults, self.broker)
+        if self.points == () and not self.faults:
+            raise ConfigurationError("no crash point and no fault to verify: name --faults")
         named = [t for t, _ in self.only] if self.only is not None else self.targets
         needing = [t for t in dict.fromkeys(named)
                    if t in TARGETS and TARGETS[t].needs_transactions]
@@ -111,13 +120,14 @@ class MatrixOptions:
             raise ConfigurationError(
                 f"crash point(s) {unused} belong to none of the strategies {list(self.targets)}"
             )
-        return cells
+        return cells + [(target, fault) for target in self.targets for fault in self.faults]
 
     def specs(self) -> list[RunSpec]:
-        """Every run, cell after cell."""
+        """Every run, cell after cell (a fault run crashes nothing)."""
         return [
-            RunSpec(target, point, index, self.seed, self.records, self.crashes,
-                    self.per_trigger, self.partitions, self.mix)
+            RunSpec(target, point, index, self.seed, self.records,
+                    0 if point in OUTAGES else self.crashes, self.per_trigger, self.partitions,
+                    self.mix)
             for target, point in self.cells()
             for index in range(self.runs)
         ]
@@ -141,8 +151,16 @@ class CellResult:
 
     @property
     def exercised(self) -> bool:
-        """Whether the crash point actually fired (or the random kill struck) in some run."""
+        """Whether the crash point actually fired (or the random kill or the fault struck) in
+        some run."""
+        if self.point in OUTAGES:
+            return any(run.fault is not None and run.fault["struck_at"] for run in self.runs)
         return self.total("kills" if self.point == RANDOM_KILL else "crashes") > 0
+
+    def stalls(self) -> list[float]:
+        """In a fault cell, each run's stall in seconds (runs that measured one)."""
+        return [run.fault["stall_seconds"] for run in self.runs
+                if run.fault is not None and run.fault["stall_seconds"] is not None]
 
     @property
     def ok(self) -> bool:
@@ -194,6 +212,7 @@ class CellResult:
             "handoffs": self.total("handoffs"),
             "members_acquiring": self.members_acquiring(),
             "mean_crash_cycle_seconds": round(statistics.fmean(cycles), 2) if cycles else None,
+            "max_stall_seconds": max(self.stalls(), default=None),
             "errors": self.errors,
             "run_details": [_run_json(run) for run in self.runs],
         }
@@ -216,6 +235,7 @@ def _run_json(run: RunResult) -> dict[str, Any]:
         "held_by_application": run.held,
         "handoffs": run.handoffs,
         "records_by_member": run.members,
+        "fault": run.fault,
         "error": run.error,
     }
 
@@ -293,7 +313,9 @@ def run_matrix(
     # Made here, once, rather than by the first pipelines while their runs are timed.
     ensure_archive()
     short_locks = options.mix.slow_sink or options.mix.handoffs
-    with verify_broker(options.broker, short_locks) as broker, _postgres(options) as postgres:
+    brokers = brokers_for(options.faults)
+    with (verify_broker(options.broker, short_locks, brokers) as broker,
+          _postgres(options) as postgres):
         env = RunEnvironment(broker, work, postgres, SLOW_SINK_SECONDS)
         if on_start is not None:
             on_start(_where(env))
@@ -309,9 +331,14 @@ def run_matrix(
             return result
 
         pool = ThreadPoolExecutor(max_workers=options.parallel)
+        crashing = [spec for spec in pending if spec.point not in OUTAGES]
         try:
-            for result in pool.map(one, pending):
+            for result in pool.map(one, crashing):
                 cells[(result.spec.target, result.spec.point)].runs.append(result)
+            for spec in pending:
+                if spec.point in OUTAGES and not stopping():
+                    result = one(spec)
+                    cells[(result.spec.target, result.spec.point)].runs.append(result)
         except BaseException:
             stop_all()
             raise

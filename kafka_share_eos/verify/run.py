@@ -10,7 +10,9 @@ separate applications without crash points, each with its own checkpoint, journa
 so that they join the group together. With
 handoffs, every start stalls once with a batch at the strategy's hold point (see
 :mod:`kafka_share_eos.verify.stall`), so that the broker hands its records to another
-application while it still holds them.
+application while it still holds them. A fault run (its point names an outage of
+:mod:`kafka_share_eos.verify.outages`) crashes nothing: its outage strikes while pipeline ``a``
+holds its second batch, and that one start must drain the group.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ from kafka_share_eos.testing.postgres import PostgresDatabases
 from kafka_share_eos.verify import defaults
 from kafka_share_eos.verify.brokers import VerifyBroker
 from kafka_share_eos.verify.disturb import SessionDropper
+from kafka_share_eos.verify.outages import OUTAGES, Scene
+from kafka_share_eos.verify.outages.driver import FAULT_IDLE_MS, FaultDriver, hold_environment
+from kafka_share_eos.verify.outages.gaps import applied_times, stall_seconds
 from kafka_share_eos.verify.pipeline import PROGRESS_FILE, START_BARRIER_ENV, PipelineConfig
 from kafka_share_eos.verify.points import RANDOM_KILL
 from kafka_share_eos.verify.process import Exit, PipelineProcess
@@ -44,7 +49,8 @@ from kafka_share_eos.verify.registry import TARGETS
 from kafka_share_eos.verify.score import Score, score
 from kafka_share_eos.verify.targets import Produced, RunContext, Target, dead_lettered
 
-START_TIMEOUT_S = 300.0
+# Generous: a run's pipeline on a loaded machine, with a fault's failover and long drain.
+START_TIMEOUT_S = 600.0
 # Seconds after a start: a pipeline plans its first batch ~6 s after it starts and drains 40
 # records ~4 s later; a few kills still land during start-up.
 KILL_WINDOW_S = (4.0, 10.0)
@@ -131,6 +137,9 @@ class RunResult:
     members: dict[str, int] = field(default_factory=dict)
     """Records each share-group member journaled, as ``pipeline/member`` (a pipeline's
     runner consumer is ``pipeline/runner``)."""
+    fault: dict[str, Any] | None = None
+    """In a fault run: what the outage did, when, and the stall (see
+    :meth:`kafka_share_eos.verify.outages.driver.FaultDriver.report`)."""
     error: str | None = None
 
     @property
@@ -182,7 +191,8 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
             ),
             consumers=spec.mix.consumers,
             seed=spec.seed,
-            idle_ms=HANDOFF_IDLE_MS if spec.mix.handoffs else PipelineConfig.idle_ms,
+            idle_ms=(FAULT_IDLE_MS if spec.point in OUTAGES
+                     else HANDOFF_IDLE_MS if spec.mix.handoffs else PipelineConfig.idle_ms),
             handoff_stall_seconds=HANDOFF_STALL_S if spec.mix.handoffs else 0.0,
         )
         config.save(ctx.run_dir / "config.json")
@@ -193,7 +203,20 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
                 if spec.mix.session_drops
                 else None
             )
+            driver = None
+            if spec.point in OUTAGES:
+                driver = FaultDriver(
+                    OUTAGES[spec.point](), Scene(env.broker.kafka(), topic, topic, ctx.run_dir),
+                    supervisor.gate, target.hold_point, lambda: supervisor.progress_lines("a"),
+                ).start()
+                stack.callback(driver.stop)
             result = supervisor.run()
+        if driver is not None:
+            stall = (None if driver.struck_at is None
+                     else stall_seconds(applied_times(supervisor.progress_lines()),
+                                        driver.struck_at))
+            result.fault = driver.report(stall)
+            result.error = result.error or driver.error
         result.session_drops = dropper.drops if dropper is not None else 0
         result.consumers = _consumers(config.pipeline_dir("a") / "journal")
         result.members = {
@@ -269,6 +292,9 @@ class _Supervisor:
         self._kills_left = dict.fromkeys(self.names[1:], spec.crashes)
         # The start barrier: one file per application that arrived at it.
         self._arrivals = ctx.run_dir / "started"
+        self.fault = spec.point in OUTAGES
+        self.gate = ctx.run_dir / "fault-gate"
+        """Where pipeline ``a`` of a fault run waits while its outage strikes."""
 
     def run(self) -> RunResult:
         result = self.result
@@ -280,6 +306,9 @@ class _Supervisor:
                 if outcome in (Exit.CRASHED, Exit.KILLED):
                     result.cycle_seconds.append(seconds)
                     continue
+                if outcome is Exit.FAILED and self.fault:
+                    result.error = f"the query stopped on the fault:\n{self._tail('a')}"
+                    break
                 if outcome is Exit.FAILED:
                     result.failed_starts += 1
                     if result.failed_starts > MAX_FAILED_STARTS:
@@ -288,6 +317,9 @@ class _Supervisor:
                     continue
                 self._drain_others()
                 if self._complete():
+                    break
+                if self.fault:
+                    result.error = "the drain ended with records not yet applied"
                     break
                 # Drained with records missing: one more start tells "not yet" from "lost".
                 confirmations += 1
@@ -347,6 +379,8 @@ class _Supervisor:
             # killed only after they arrived.
             env[START_BARRIER_ENV] = f"{self._arrivals}:{self.spec.mix.pipelines}"
             self._arrivals.mkdir(exist_ok=True)
+        if self.fault and name == "a" and self.result.starts == 1:
+            env.update(hold_environment(self.target.hold_point, self.gate))
         if self.spec.mix.handoffs:
             gate = directory / "hold-gate"
             shutil.rmtree(gate, ignore_errors=True)
@@ -400,7 +434,7 @@ class _Supervisor:
         self._others[name] = None
 
     def _batches_left(self) -> int:
-        written = sum(int(line.get("written", 0)) for line in self._progress_lines())
+        written = sum(int(line.get("written", 0)) for line in self.progress_lines())
         left = max(0, len(self.produced) - written)
         return max(1, math.ceil(left / self.spec.per_trigger))
 
@@ -413,7 +447,8 @@ class _Supervisor:
         """Records the strategy diverted to the run's dead letters."""
         return dead_lettered(self.ctx)
 
-    def _progress_lines(self, name: str | None = None) -> list[dict[str, Any]]:
+    def progress_lines(self, name: str | None = None) -> list[dict[str, Any]]:
+        """The progress lines of pipeline ``name``, or of every pipeline."""
         lines = []
         for pipeline in self.names if name is None else [name]:
             path = self.config.pipeline_dir(pipeline) / PROGRESS_FILE
@@ -423,12 +458,12 @@ class _Supervisor:
         return lines
 
     def _read_progress(self) -> None:
-        lines = self._progress_lines()
+        lines = self.progress_lines()
         self.result.absorbed = sum(line.get("absorbed", 0) for line in lines)
         self.result.redelivered = sum(line.get("redelivered", 0) for line in lines)
         held_by: dict[tuple[int, int], set[str]] = {}
         for name in self.names:
-            own = self._progress_lines(name)
+            own = self.progress_lines(name)
             self.result.applied[name] = sum(line.get("written", 0) for line in own)
             for line in own:
                 for partition, offset in line.get("records", []):

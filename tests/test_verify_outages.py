@@ -1,0 +1,112 @@
+"""Fault cells of verify: the registry of outages, the options that refuse them, the stall."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from kafka_share_eos.cli.main import app
+from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.verify.matrix import MatrixOptions
+from kafka_share_eos.verify.outages import OUTAGES, Outage, Scene, brokers_for, check_faults
+from kafka_share_eos.verify.outages.brokers import java_string_hash, share_state_partition
+from kafka_share_eos.verify.outages.gaps import (
+    applied_times,
+    held_batch,
+    held_partitions,
+    stall_seconds,
+)
+
+BROKER_FAULTS = ("broker-kill", "coordinator-kill", "broker-restart")
+
+
+def test_the_broker_faults_are_registered_with_a_description_and_three_brokers() -> None:
+    for name in BROKER_FAULTS:
+        outage = OUTAGES[name]
+        assert issubclass(outage, Outage) and outage.name == name and outage.description
+    assert brokers_for(BROKER_FAULTS) == 3
+    assert brokers_for(()) == 1
+    assert OUTAGES["broker-restart"].heal_at_once and not OUTAGES["broker-kill"].heal_at_once
+
+
+def test_an_unknown_fault_is_refused_with_the_known_names() -> None:
+    with pytest.raises(ConfigurationError, match="unknown fault split-brain") as refused:
+        check_faults(["broker-kill", "split-brain"], "kafka")
+    assert all(name in str(refused.value) for name in BROKER_FAULTS)
+
+
+def test_faults_need_apache_kafka() -> None:
+    with pytest.raises(ConfigurationError, match="need --broker kafka") as refused:
+        MatrixOptions(faults=["broker-kill"], broker="embedded").check()
+    assert all(name in str(refused.value) for name in BROKER_FAULTS)
+    result = CliRunner().invoke(app, ["verify", "--faults", "broker-kill", "--faults-only"])
+    assert result.exit_code == 2 and "need --broker kafka" in result.output
+    result = CliRunner().invoke(app, ["verify", "--broker", "kafka", "--faults", "nope"])
+    assert result.exit_code == 2 and "unknown fault nope" in result.output
+
+
+def test_fault_cells_sit_beside_the_crash_points_and_crash_nothing() -> None:
+    options = MatrixOptions(targets=["upsert-sqlite"], points=["sink.mid_write"],
+                            faults=list(BROKER_FAULTS), broker="kafka")
+    options.check()
+    assert options.cells() == [("upsert-sqlite", "sink.mid_write"),
+                               *(("upsert-sqlite", fault) for fault in BROKER_FAULTS)]
+    crashes = {spec.point: spec.crashes for spec in options.specs()}
+    assert crashes == {"sink.mid_write": 2, **dict.fromkeys(BROKER_FAULTS, 0)}
+    only = MatrixOptions(targets=["upsert-sqlite"], points=(), faults=["broker-kill"],
+                         broker="kafka")
+    assert only.cells() == [("upsert-sqlite", "broker-kill")]
+    with pytest.raises(ConfigurationError, match="name --faults"):
+        MatrixOptions(points=(), broker="kafka").check()
+
+
+def test_a_registered_outage_becomes_a_fault_name() -> None:
+    class Pause(Outage):
+        name = "test-pause"
+        description = "nothing at all"
+        brokers = 1
+
+        def strike(self, scene: Scene) -> str:
+            return "nothing"
+
+        def heal(self, scene: Scene) -> None:
+            pass
+
+    from kafka_share_eos.verify.outages import register
+
+    register(Pause)
+    try:
+        check_faults(["test-pause"], "kafka")
+    finally:
+        del OUTAGES["test-pause"]
+
+
+def test_the_stall_is_the_longest_gap_from_the_last_batch_before_the_fault() -> None:
+    lines = [
+        {"batch": 0, "started": True, "records": [[0, 1]]},
+        {"batch": 0, "written": 10, "time": 100.0},
+        {"batch": 1, "written": 0, "time": 101.0},  # all redeliveries: applied nothing
+        {"batch": 2, "started": True, "records": [[2, 5], [1, 7], [2, 6]]},
+        {"batch": 2, "written": 10, "time": 104.0},
+        {"batch": 3, "written": 10, "time": 113.5},
+        {"batch": 4, "written": 10, "time": 114.0},
+    ]
+    times = applied_times(lines)
+    assert times == [100.0, 104.0, 113.5, 114.0]
+    assert stall_seconds(times, fault_at=103.0) == pytest.approx(9.5)
+    assert stall_seconds(times, fault_at=99.0) == pytest.approx(9.5)
+    assert stall_seconds([120.0], fault_at=110.0) == pytest.approx(10.0)
+    assert stall_seconds(times, fault_at=115.0) is None
+    assert held_partitions(lines) == [1, 2]
+    assert held_batch(lines) == 2
+    assert held_partitions([]) == [] and held_batch([]) == -1
+
+
+def test_the_share_state_partition_follows_kafkas_hash() -> None:
+    # Values of Java's "...".hashCode().
+    assert java_string_hash("") == 0
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -(1 << 31)
+    assert java_string_hash("group:AAAAAAAAAHsAAAAAAAAByA:0") == -447898033
+    assert share_state_partition("group", "AAAAAAAAAHsAAAAAAAAByA", 0, 5) == 447898033 % 5
+    assert share_state_partition("g", "t", 0, 1) == 0
