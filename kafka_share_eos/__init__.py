@@ -23,7 +23,9 @@ touches is importable from here:
   pipeline meets (docs/errors.md);
 - :func:`postgres_array`, a batch's column as one PostgreSQL array parameter, for set-based
   two-phase effects;
-- :class:`EmbeddedBroker`, a share-group-capable Kafka broker in this process.
+- :class:`EmbeddedBroker`, a share-group-capable Kafka broker in this process;
+- :func:`with_delta_spark`, a ``SparkSession.Builder`` set up for Spark's own Delta
+  (delta-spark).
 
 Importing the package loads none of the optional dependencies (pyspark, deltalake, SQLAlchemy,
 psycopg): every name loads its module on first access, and each backend loads its library when

@@ -11,6 +11,7 @@ from .deadletter import DeltaDeadLetters as DeltaDeadLetters
 from .deadletter import KafkaDeadLetters as KafkaDeadLetters
 from .deadletter import SqlDeadLetters as SqlDeadLetters
 from .deadletter import open_dead_letters as open_dead_letters
+from .deltaspark import with_delta_spark as with_delta_spark
 from .errors import AppIdConflictError as AppIdConflictError
 from .errors import BatchIdReusedError as BatchIdReusedError
 from .errors import ClaimConflictError as ClaimConflictError

@@ -1,12 +1,12 @@
 """Optional dependencies: one object per extra, and the one place their libraries are imported.
 
-pyproject.toml's extras install ``spark`` -> pyspark, ``delta`` -> deltalake, ``sqlite`` ->
-SQLAlchemy, ``postgres`` -> SQLAlchemy and psycopg. :mod:`kafka_share_eos._libs` holds each
-library as a module that loads on first use (:meth:`Extra.lazy`); the toolkit's modules import
-it from there at their top and use it by attribute (``sa.text(...)``,
-``deltalake.write_deltalake(...)``). So importing the toolkit loads none of them, whatever is
-installed, and every constructor or function a user calls checks its extra with
-:meth:`Extra.require` first: using a feature whose library is missing raises
+pyproject.toml's extras install ``spark`` -> pyspark, ``delta`` -> deltalake, ``delta-spark`` ->
+delta-spark (module ``delta``), ``sqlite`` -> SQLAlchemy, ``postgres`` -> SQLAlchemy and psycopg.
+:mod:`kafka_share_eos._libs` holds each library as a module that loads on first use
+(:meth:`Extra.lazy`); the toolkit's modules import it from there at their top and use it by
+attribute (``sa.text(...)``, ``deltalake.write_deltalake(...)``). So importing the toolkit loads
+none of them, whatever is installed, and every constructor or function a user calls checks its
+extra with :meth:`Extra.require` first: using a feature whose library is missing raises
 :class:`~kafka_share_eos.errors.MissingExtraError` naming the extra to install, never a bare
 ``ModuleNotFoundError`` from deep inside the toolkit. A module that cannot exist without its
 library (a class deriving from pyspark's) imports it inside :meth:`Extra.needed_by` instead.
@@ -67,6 +67,8 @@ class Extra:
 
 SPARK = Extra("spark", ("pyspark",))
 DELTA = Extra("delta", ("deltalake",))
+# delta-spark's Python module is ``delta``; it drives pyspark, which it requires.
+DELTA_SPARK = Extra("delta-spark", ("delta", "pyspark"))
 SQLITE = Extra("sqlite", ("sqlalchemy",))
 POSTGRES = Extra("postgres", ("sqlalchemy", "psycopg"))
 # A PostgreSQL URL with another driver than psycopg needs SQLAlchemy (and that driver).

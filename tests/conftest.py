@@ -6,12 +6,19 @@ threads parsing at once can fail with "SystemError: AST constructor recursion de
 and the toolkit imports some modules on first use from threads of its own (the two-phase
 coordinator prepares its participants at the same time). Outside pytest no import hook parses
 them, so the toolkit itself needs nothing of the kind.
+
+It also selects the tests of the run: the delta-spark tier's, or the main run's.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
 
 import kafka_share_eos
 import kafka_share_eos.strategies
@@ -19,3 +26,44 @@ import kafka_share_eos.strategies
 for _package in (kafka_share_eos, kafka_share_eos.strategies):
     for _module in pkgutil.walk_packages(_package.__path__, f"{_package.__name__}."):
         importlib.import_module(_module.name)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+# The delta-spark tier (`./dev test` runs it in .venv-delta-spark, docs/development.md) runs the
+# tests marked `delta_spark` and `older_pyspark`; the main run leaves the `delta_spark` ones out.
+DELTA_SPARK_TIER = os.environ.get("KSE_TIER") == "delta-spark"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Run before `-m` selects: an `older_pyspark(full=True)` test counts as `full` in the tier,
+    # so CI runs the tier's cheap selection and the main run all of them.
+    if DELTA_SPARK_TIER:
+        for item in items:
+            marker = item.get_closest_marker("older_pyspark")
+            if marker is not None and marker.kwargs.get("full"):
+                item.add_marker(pytest.mark.full)
+
+    def in_tier(item: pytest.Item) -> bool:
+        if DELTA_SPARK_TIER:
+            return any(item.get_closest_marker(m) for m in ("delta_spark", "older_pyspark"))
+        return item.get_closest_marker("delta_spark") is None
+
+    left_out = [item for item in items if not in_tier(item)]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if in_tier(item)]
+
+
+if DELTA_SPARK_TIER:
+
+    @pytest.fixture(scope="session")
+    def spark() -> Iterator[SparkSession]:
+        """The tier's local Spark session, set up for delta-spark."""
+        from kafka_share_eos.testing.spark import local_spark_session
+
+        session = local_spark_session(delta_spark=True)
+        yield session
+        session.stop()

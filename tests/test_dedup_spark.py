@@ -24,7 +24,7 @@ from kafka_share_eos.testing.plugin import ShareTopic
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.spark, pytest.mark.older_pyspark, pytest.mark.timeout(300)]
 
 
 class FailsOnceAfterWriting:
@@ -52,6 +52,7 @@ def run(spark: SparkSession, topic: ShareTopic, tmp: Path, store: CheckpointDedu
     run_available_now(df, tmp / "checkpoint", store)
 
 
+@pytest.mark.older_pyspark(full=True)
 def test_failed_batch_replay_and_redeliveries_reach_the_sink_once(
     spark: SparkSession, share_topic: ShareTopic, tmp_path: Path
 ) -> None:

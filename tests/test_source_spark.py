@@ -17,7 +17,7 @@ from kafka_share_eos.testing.plugin import ShareTopic
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.spark, pytest.mark.older_pyspark, pytest.mark.timeout(240)]
 
 Row = dict[str, Any]
 # Short enough that a record locked to a departed runner comes back within one drain.
@@ -161,6 +161,7 @@ def delivered_again(collector: Collector) -> set[tuple[str, int, int]]:
     return {identity(r) for r in collector.rows() if r["deliveryCount"] >= 2}
 
 
+@pytest.mark.older_pyspark(full=True)
 @pytest.mark.record_lock_ms(RECORD_LOCK_MS)
 def test_after_commit_replays_the_failed_batch_and_its_records_are_redelivered(
     spark: SparkSession, private_share_topic: ShareTopic, tmp_path: Path
@@ -175,6 +176,7 @@ def test_after_commit_replays_the_failed_batch_and_its_records_are_redelivered(
     assert not delivered_again(second) & {identity(r) for r in first.batches[0]}
 
 
+@pytest.mark.older_pyspark(full=True)
 @pytest.mark.record_lock_ms(RECORD_LOCK_MS)
 def test_after_journal_replays_the_failed_batch_without_redelivery(
     spark: SparkSession, private_share_topic: ShareTopic, tmp_path: Path

@@ -22,7 +22,7 @@ from kafka_share_eos.strategies import IdempotentUpsertSink
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.spark, pytest.mark.older_pyspark, pytest.mark.timeout(300)]
 
 # The source columns the strategies read; the streamed parquet files hold only these.
 SCHEMA = pa.schema(
@@ -86,6 +86,7 @@ def test_static_dataframe_on_the_driver(spark: SparkSession, tmp_path: Path) -> 
     sink.close()
 
 
+@pytest.mark.older_pyspark(full=True)
 @pytest.mark.postgres
 def test_large_batches_go_through_the_executors(spark: SparkSession, postgres_url: str) -> None:
     sink = IdempotentUpsertSink.sql(

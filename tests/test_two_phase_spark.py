@@ -27,7 +27,9 @@ from kafka_share_eos.twophase.postgres import PostgresParticipant
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.timeout(300)]
+pytestmark = [
+    pytest.mark.spark, pytest.mark.older_pyspark, pytest.mark.postgres, pytest.mark.timeout(300)
+]
 
 
 class FailOnceAfter:
@@ -74,6 +76,7 @@ def payments_stream(spark: SparkSession, topic: ShareTopic, journal: Path) -> Da
     )
 
 
+@pytest.mark.older_pyspark(full=True)
 def test_spark_stream_applies_each_payment_once_across_a_failed_run(
     spark: SparkSession, share_topic: ShareTopic, postgres_url: str, tmp_path: Path
 ) -> None:
@@ -111,6 +114,7 @@ def test_spark_stream_applies_each_payment_once_across_a_failed_run(
     assert first.already_applied == first.rows_in - first.duplicates_in_batch > 0
 
 
+@pytest.mark.older_pyspark(full=True)
 def test_two_queries_on_one_share_group_and_shared_targets_apply_each_payment_once(
     spark: SparkSession, share_topic: ShareTopic, postgres_url: str, tmp_path: Path
 ) -> None:

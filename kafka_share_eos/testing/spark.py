@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kafka_share_eos._libs import spark_sql
+from kafka_share_eos.deltaspark import with_delta_spark
 from kafka_share_eos.signals import deferred_signals
 from kafka_share_eos.testing.jvm import java_options
 
@@ -18,6 +19,7 @@ def local_spark_session(
     cores: int = 2,
     short_lived: bool = False,
     executors: int | None = None,
+    delta_spark: bool = False,
 ) -> spark_sql.SparkSession:
     """Start (or reuse) a local-mode SparkSession whose Python workers run this interpreter.
 
@@ -26,16 +28,22 @@ def local_spark_session(
     (:mod:`~kafka_share_eos.testing.jvm`, made on the first call of an installation);
     ``short_lived`` also trades peak speed for a cheaper start, for processes that live seconds.
     With ``executors``, Spark runs ``local-cluster``: that many executor JVMs of ``cores``
-    cores each, processes apart from the driver as on a cluster (slower to start).
+    cores each, processes apart from the driver as on a cluster (slower to start). With
+    ``delta_spark``, the session is set up for delta-spark
+    (:func:`~kafka_share_eos.deltaspark.with_delta_spark`).
     """
-    return spark_session(app_name, cores, java_options(short_lived), executors)
+    return spark_session(app_name, cores, java_options(short_lived), executors, delta_spark)
 
 
 EXECUTOR_MEMORY_MB = 1024
 
 
 def spark_session(
-    app_name: str, cores: int, java_options: Sequence[str], executors: int | None = None
+    app_name: str,
+    cores: int,
+    java_options: Sequence[str],
+    executors: int | None = None,
+    delta_spark: bool = False,
 ) -> spark_sql.SparkSession:
     """:func:`local_spark_session` with the driver JVM's extra options given explicitly."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -64,6 +72,8 @@ def spark_session(
         # directories; the pipelines run here keep no Spark state.
         .config("spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart", "false")
     )
+    if delta_spark:
+        builder = with_delta_spark(builder)
     # Interrupted while the JVM starts, PySpark leaves it running without a parent: the start
     # completes first, and a signal that came meanwhile stops the session it made.
     spark = None
