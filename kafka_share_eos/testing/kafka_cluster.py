@@ -46,6 +46,7 @@ from kafka_share_eos.testing.kafka_admin import create_topic, registered_brokers
 from kafka_share_eos.testing.kafka_dist import java_binary, kafka_jars, kafka_version
 from kafka_share_eos.testing.kafka_security import ADMIN, SaslSsl
 from kafka_share_eos.testing.process_tree import launch
+from kafka_share_eos.testing.tcp_proxy import CutMode, TcpProxy
 
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 10.0
@@ -96,6 +97,8 @@ class KafkaNode:
     controller_port: int
     directory: Path
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    proxy: TcpProxy | None = field(default=None, repr=False)
+    """With ``proxy=True``: the proxy in front of the node's second listener."""
 
     @property
     def address(self) -> str:
@@ -141,9 +144,15 @@ class KafkaCluster:
         security: a ``SASL_SSL`` listener with ACLs instead of a plaintext one
             (:class:`~kafka_share_eos.testing.kafka_security.SaslSsl`); :meth:`client_config`
             then signs in as its admin, and :meth:`add_user` and :meth:`allow` make principals.
+        proxy: give every node a second listener, reached and advertised through a
+            :class:`~kafka_share_eos.testing.tcp_proxy.TcpProxy` of its own: clients that
+            bootstrap from :attr:`proxied_bootstrap_servers` reach every broker only through
+            the proxies, which :meth:`cut` and :meth:`heal` cut off and bring back (the brokers'
+            and controllers' own traffic stays direct). Plaintext clusters only.
 
     Raises:
-        ConfigurationError: ``brokers`` is not a positive integer, or a bad topic spec.
+        ConfigurationError: ``brokers`` is not a positive integer, a bad topic spec, or
+            ``proxy`` with ``security``.
     """
 
     def __init__(
@@ -155,6 +164,7 @@ class KafkaCluster:
         version: str | None = None,
         heap_mb: int = 512,
         security: SaslSsl | None = None,
+        proxy: bool = False,
     ) -> None:
         if isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1:
             raise ConfigurationError(f"brokers must be a positive integer, got {brokers!r}")
@@ -164,6 +174,9 @@ class KafkaCluster:
         self._config = {**_test_friendly_defaults(brokers), **(broker_config or {})}
         self._heap_mb = heap_mb
         self.security = security
+        if proxy and security is not None:
+            raise ConfigurationError("proxy=True takes a plaintext cluster: pass no security=")
+        self.proxy = proxy
         self._work: Path | None = None
         self._admin: AdminClient | None = None
         self.nodes: list[KafkaNode] = []
@@ -216,6 +229,8 @@ class KafkaCluster:
         self._admin = None
         nodes, self.nodes = self.nodes, []
         for node in nodes:
+            if node.proxy is not None:
+                node.proxy.close()
             if node.running:
                 assert node.process is not None
                 node.process.terminate()
@@ -250,6 +265,12 @@ class KafkaCluster:
         if not self.nodes:
             raise KafkaLauncherError("the Kafka cluster is not running: call start() or use `with`")
         return ",".join(node.address for node in self.nodes)
+
+    @property
+    def proxied_bootstrap_servers(self) -> str:
+        """``host:port,...`` of every node's proxy (``proxy=True``): a client bootstrapping
+        here talks to the brokers only through the proxies."""
+        return ",".join(self._proxy(node).address for node in self.nodes)
 
     def client_config(self, **overrides: Any) -> dict[str, Any]:
         """A confluent-kafka configuration dict pointing at this cluster (signed in as the
@@ -358,6 +379,22 @@ class KafkaCluster:
         if not self._wait_until_ready():
             raise KafkaLauncherError(f"Kafka node {node_id}'s port was taken while it was down")
 
+    def cut(self, mode: CutMode = "blackhole", node_ids: Iterable[int] | None = None) -> None:
+        """Cut the proxied clients off from the nodes ``node_ids`` (default: every node), as
+        :meth:`TcpProxy.cut <kafka_share_eos.testing.tcp_proxy.TcpProxy.cut>` does."""
+        for node_id in node_ids if node_ids is not None else [n.node_id for n in self.nodes]:
+            self._proxy(self.node(node_id)).cut(mode)
+
+    def heal(self) -> None:
+        """Let the proxied clients reach every node again."""
+        for node in self.nodes:
+            self._proxy(node).heal()
+
+    def _proxy(self, node: KafkaNode) -> TcpProxy:
+        if node.proxy is None:
+            raise KafkaLauncherError("the cluster has no proxies: pass proxy=True")
+        return node.proxy
+
     # -- internals ----------------------------------------------------------------------------
 
     def _layout(self) -> None:
@@ -377,15 +414,12 @@ class KafkaCluster:
         for node in self.nodes:
             node.directory.mkdir()
             properties = {
+                **self._listeners(node, listener),
                 "process.roles": "broker,controller",
                 "node.id": str(node.node_id),
                 "controller.quorum.voters": voters,
-                "listeners": f"{listener}://{node.address},"
-                             f"CONTROLLER://127.0.0.1:{node.controller_port}",
-                "advertised.listeners": f"{listener}://{node.address}",
                 "controller.listener.names": "CONTROLLER",
                 "inter.broker.listener.name": listener,
-                "listener.security.protocol.map": f"{listener}:{listener},CONTROLLER:PLAINTEXT",
                 "log.dirs": str(node.directory / "data"),
                 **secured,
                 **self._config,
@@ -393,6 +427,22 @@ class KafkaCluster:
             (node.directory / "server.properties").write_text(
                 "".join(f"{key}={value}\n" for key, value in properties.items())
             )
+
+    def _listeners(self, node: KafkaNode, listener: str) -> dict[str, str]:
+        """The node's listeners: its own, the controller's and, with ``proxy``, a second one
+        advertised at its proxy's address."""
+        listeners = [f"{listener}://{node.address}",
+                     f"CONTROLLER://127.0.0.1:{node.controller_port}"]
+        advertised = [f"{listener}://{node.address}"]
+        protocols = [f"{listener}:{listener}", "CONTROLLER:PLAINTEXT"]
+        if self.proxy:
+            (port,) = _free_ports(1)
+            node.proxy = TcpProxy(("127.0.0.1", port))
+            listeners.append(f"PROXIED://127.0.0.1:{port}")
+            advertised.append(f"PROXIED://{node.proxy.address}")
+            protocols.append(f"PROXIED:{listener}")
+        return {"listeners": ",".join(listeners), "advertised.listeners": ",".join(advertised),
+                "listener.security.protocol.map": ",".join(protocols)}
 
     def _format(self, java: Path, jars: Path) -> None:
         cluster_id = _cluster_id()

@@ -85,10 +85,11 @@ def private_share_topic(request: pytest.FixtureRequest) -> Iterator[ShareTopic]:
 @pytest.fixture(scope="session")
 def kafka_cluster() -> Iterator[KafkaCluster]:
     """A single-node Apache Kafka shared by the session; tests isolate themselves by topic and
-    share group."""
+    share group. Its proxied listener lets a test cut its own clients off (and heals at its
+    end)."""
     from kafka_share_eos.testing.kafka_cluster import KafkaCluster
 
-    with KafkaCluster() as cluster:
+    with KafkaCluster(proxy=True) as cluster:
         yield cluster
 
 
