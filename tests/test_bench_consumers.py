@@ -15,7 +15,7 @@ import pytest
 
 from kafka_share_eos.bench.consumers import CONSUMER_COUNTS, run
 from kafka_share_eos.bench.cpu import EXECUTOR_MAIN_CLASS, tree_seconds_without_executors
-from kafka_share_eos.bench.ratios import consumers_ratios
+from kafka_share_eos.bench.peer_ratios import consumers_ratios
 
 # A parent that starts two CPU burners: a plain child and one named like an executor JVM.
 BURNERS = textwrap.dedent("""
@@ -63,19 +63,24 @@ def test_every_contender_reads_every_record_and_rows_are_well_formed() -> None:
         assert slots == list(range(n)), entry["slots"]
         # Each slot's records are what its batches journaled: together, what Spark read.
         assert sum(slot["records"] for slot in entry["slots"]) == measured["rows_read"]
-    assert result["1"]["rate_vs_one"] == result["1"]["driver_cpu_vs_one"] == 1.0
+    assert result["1"]["rate_vs_one"] == result["1"]["driver_cpu_per_batch_vs_one"] == 1.0
+    for n in CONSUMER_COUNTS[1:]:
+        (raw,) = result["raw_rounds"][str(n)]
+        assert sum(raw["per_process"]) >= 4_000 and len(raw["per_process"]) == n
 
     rows = consumers_ratios(result)
     assert [row.name for row in rows] == [
         name
         for n in CONSUMER_COUNTS[1:]
         for name in (f"consumers={n} vs 1, records per second",
-                     f"consumers={n} vs 1, driver CPU per record",
+                     f"consumers={n} vs {n} raw ShareConsumer processes, records per second",
+                     f"consumers={n} vs 1, driver CPU per micro-batch",
                      f"consumers={n}, slots that took records")
     ]
     for row in rows:
         assert math.isfinite(row.value) and row.value > 0, row
     targets = {row.name: str(row.target) for row in rows if row.target is not None}
-    assert targets["consumers=4 vs 1, driver CPU per record"] == "≤ 0.25"
+    assert targets["consumers=4 vs 1, driver CPU per micro-batch"] == "≤ 1.1"
+    assert targets["consumers=4 vs 4 raw ShareConsumer processes, records per second"] == "≥ 0.8"
     assert targets["consumers=4 vs 1, records per second"] == "≥ 1"
     assert targets["consumers=4, slots that took records"] == "≥ 4"

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from kafka_share_eos.bench.peer_ratios import consumers_ratios, peers_ratios
+from kafka_share_eos.bench.peers import SPARK_KAFKA_ROW
 from kafka_share_eos.bench.ratios import Ratio, two_phase_ratios
+from kafka_share_eos.bench.suite import QUICK, SuiteResult
+from kafka_share_eos.cli.bench import markdown
 
 
 def _by_name(rows: list[Ratio]) -> dict[str, Ratio]:
@@ -40,3 +46,70 @@ def test_a_saved_run_without_the_at_least_once_contender_still_reduces() -> None
     }
     assert [row.name for row in two_phase_ratios(result)] == [
         "two-phase, Postgres set-based effect vs upsert sink"]
+
+
+def _consumers(raw: bool) -> dict[str, Any]:
+    entry = {"records_per_second": 10_000.0, "rate_vs_one": 1.0, "driver_cpu_us_per_record": 2.0,
+             "driver_cpu_ms_per_batch": 40.0, "driver_cpu_per_batch_vs_one": 1.0,
+             "slots": [{"slot": 0, "records": 100}], "members": 1}
+    four = {**entry, "rate_vs_one": 1.2, "driver_cpu_ms_per_batch": 48.0,
+            "driver_cpu_per_batch_vs_one": 1.2, "members": 4,
+            "slots": [{"slot": s, "records": 25 if s else 0} for s in range(4)]}
+    if raw:
+        four |= {"raw_records_per_second": 15_000.0, "rate_vs_raw": 0.8}
+    return {"records": 100, "per_trigger": 50, "partitions": 8, "1": entry, "4": four}
+
+
+def test_consumers_rows_hold_driver_cpu_per_micro_batch_flat_and_compare_raw_processes() -> None:
+    rows = _by_name(consumers_ratios(_consumers(raw=True)))
+
+    cpu = rows["consumers=4 vs 1, driver CPU per micro-batch"]
+    assert str(cpu.target) == "≤ 1.1" and cpu.meets is False
+    assert "48.0 vs 40.0 ms per micro-batch" in cpu.detail
+    raw = rows["consumers=4 vs 4 raw ShareConsumer processes, records per second"]
+    assert str(raw.target) == "≥ 0.8" and raw.meets
+    assert str(rows["consumers=4 vs 1, records per second"].target) == "≥ 1"
+    slots = rows["consumers=4, slots that took records"]
+    assert slots.value == 3.0 and slots.meets is False
+    assert "consumers=4 vs 4 raw ShareConsumer processes, records per second" not in {
+        row.name for row in consumers_ratios(_consumers(raw=False))}
+
+
+def _peers(spark_kafka: dict[str, Any]) -> dict[str, Any]:
+    return {"records": 4_000, "rounds": [{}], "raw_records_per_second": 1_000.0,
+            "source_records_per_second": 950.0, "source_vs_raw": 0.95,
+            "share_loop_records_per_second": 500.0, "consumer_loop_records_per_second": 1_000.0,
+            "share_vs_consumer_group": 0.5, "consumers": _consumers(raw=True),
+            "spark_kafka": spark_kafka}
+
+
+def test_peers_rows_on_apache_kafka_with_and_without_spark_kafka() -> None:
+    measured = {"spark": "4.2.0", "records": 2_000, "per_trigger": 1_000, "strategies": {
+        "dedup": {"ratio": 0.75, "rounds": [{
+            "exactly_once": {"records_per_second": 750.0},
+            "spark_kafka": {"records_per_second": 1_000.0}}]}}}
+    rows = _by_name(peers_ratios(_peers(measured)))
+
+    assert rows["kafka-share source, afterJournal, stream rate vs raw ShareConsumer loop, "
+                "Apache Kafka"].meets
+    assert rows["raw share-group loop vs raw consumer-group loop, Apache Kafka"].target is None
+    assert rows["consumers=4 vs 4 raw ShareConsumer processes, records per second, "
+                "Apache Kafka"].meets
+    # Only the comparison with raw processes: the other consumers rows are the embedded ones'.
+    assert not any("driver CPU" in name for name in rows)
+    pipeline = rows["end-to-end dedup: kafka-share exactly once vs Spark's Kafka source at least "
+                    "once"]
+    assert str(pipeline.target) == "≥ 0.8" and pipeline.meets is False
+    assert "Spark 4.2.0" in pipeline.detail
+
+    without = peers_ratios(_peers({"not_run": "no tier"}))
+    assert not any("Spark's Kafka source" in row.name for row in without)
+
+
+def test_a_row_not_run_is_shown_with_its_reason() -> None:
+    machine = dict.fromkeys(("cpus", "cpu model", "memory", "os", "python", "spark", "librdkafka",
+                             "deltalake", "postgres"), "x")
+    result = SuiteResult(QUICK, machine, not_run={"kafka peers": {SPARK_KAFKA_ROW: "no tier here"}})
+
+    assert f"| kafka peers | {SPARK_KAFKA_ROW} | not run | | | no tier here |" in (
+        markdown(result))

@@ -1,4 +1,4 @@
-"""Timing, database set-up and the command line shared by the benchmarks."""
+"""Timing, database and broker set-up and the command line shared by the benchmarks."""
 
 from __future__ import annotations
 
@@ -6,6 +6,10 @@ import argparse
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kafka_share_eos.testing.kafka_cluster import KafkaCluster
 
 Prepare = Callable[[int], Callable[[], object]]
 """``prepare(attempt)`` sets up fresh targets untimed and returns the work to time."""
@@ -37,6 +41,19 @@ def postgres_database(url: str | None) -> Iterator[str]:
 
     with postgres_for_tests() as server:
         yield server.create_database()
+
+
+@contextmanager
+def kafka_cluster(kafka: KafkaCluster | None) -> Iterator[KafkaCluster]:
+    """``kafka`` (a broker the run's Kafka benchmarks share), or a broker of the caller's own,
+    stopped at the end."""
+    if kafka is not None:
+        yield kafka
+        return
+    from kafka_share_eos.testing.kafka_cluster import KafkaCluster
+
+    with KafkaCluster(heap_mb=1024) as own:
+        yield own
 
 
 def script_parser(

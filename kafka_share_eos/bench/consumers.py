@@ -6,7 +6,10 @@ round, each time in a share group of its own, with ``trigger(availableNow=True)`
 
 - ``consumers=1``: one share consumer in the driver's source runner, polling ahead of Spark;
 - ``consumers=2`` and ``consumers=4``: that many slots per micro-batch, each an executor task
-  that polls, journals and acknowledges its share.
+  that polls, journals and acknowledges its share;
+- ``raw 2`` and ``raw 4``: that many bare ``ShareConsumer`` loops in processes of their own,
+  one share group, polls of the same size (:mod:`~kafka_share_eos.bench.raw_group`): the most
+  that parallelism gets from the broker.
 
 Every contender's micro-batches hold up to the same number of records and its polls at most half
 of that. Each contender runs in a Spark application of its own, ``local-cluster`` with as many
@@ -21,13 +24,16 @@ contenders running one after the other):
 - *records per second*: the records produced over the wall time from the start of the first
   micro-batch to the end of the last one with data (as in :mod:`~kafka_share_eos.bench.source`);
   each query drains to its natural end, so it reads every record (redeliveries come on top);
-- *driver CPU per record*: :func:`~kafka_share_eos.bench.cpu.driver_seconds` from just before
-  the query starts until it ended and its source runner exited, over the records produced (the
-  drain's idle end included, alike for every contender);
+- *driver CPU per micro-batch*: :func:`~kafka_share_eos.bench.cpu.driver_seconds` from just
+  before the query starts until it ended and its source runner exited, over the micro-batches
+  with data (the drain's idle end included, alike for every contender): with consumers on
+  executors the driver plans batches and no longer handles records, so its cost per batch is
+  what should stay flat (per record is reported too);
 - *records per slot*: from the journal's per-batch metrics (``kafka-share-eos status``), and
   the group members the executors' consumers made (their leases).
 
-Run ``python benchmarks/bench_consumers.py --help``; ``run()`` returns the numbers.
+:func:`measure` runs the same on any broker (the Apache Kafka peers use it); ``run()`` on the
+embedded broker. Run ``python benchmarks/bench_consumers.py --help``.
 """
 
 from __future__ import annotations
@@ -41,11 +47,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from kafka_share_eos._libs import spark_home
+from kafka_share_eos.bench import raw_group
 from kafka_share_eos.bench.common import script_parser
 from kafka_share_eos.bench.cpu import driver_seconds
 from kafka_share_eos.bench.streams import (
@@ -105,13 +112,19 @@ def _executor_members(journal: Path) -> int:
     return sum(1 for lease in leases.glob("*.json")) if leases.is_dir() else 0
 
 
+PrepareGroup = Callable[[str], object]
+"""Called with each share group's name before its first member joins (on Apache Kafka, to read
+from the earliest offset)."""
+
+
 def _drain(
     spark: Any, bootstrap: str, work: Path, consumers: int, records: int, per_trigger: int,
-    idle_ms: int, tag: str,
+    idle_ms: int, tag: str, prepare_group: PrepareGroup,
 ) -> dict[str, Any]:
     """One contender: drain the topic with ``consumers`` consumers in a group of its own."""
     name = f"c{consumers}-{tag}"
     journal = work / f"journal-{name}"
+    prepare_group(f"bench-consumers-{name}")
     options = source_options(
         bootstrap, f"bench-consumers-{name}", TOPIC, journal,
         consumers=str(consumers), acknowledge="afterJournal",
@@ -146,13 +159,17 @@ def _drain(
         "records_per_second": records / (last_end - first_start),
         "driver_cpu_seconds": cpu,
         "driver_cpu_us_per_record": cpu / records * 1e6,
+        "driver_cpu_ms_per_batch": cpu / len(progress) * 1e3,
         "slots": slots,
         "members": _executor_members(journal) if consumers > 1 else 1,
     }
 
 
-def _warm_up(spark: Any, bootstrap: str, work: Path, consumers: int) -> None:
+def _warm_up(
+    spark: Any, bootstrap: str, work: Path, consumers: int, prepare_group: PrepareGroup
+) -> None:
     """Start the executors' Python workers (and their consumers) with a small query."""
+    prepare_group(f"bench-consumers-warm-up-{consumers}")
     options = source_options(bootstrap, f"bench-consumers-warm-up-{consumers}", WARM_UP_TOPIC,
                              work / f"journal-warm-up-{consumers}", consumers=str(consumers),
                              acknowledge="afterJournal",
@@ -164,7 +181,7 @@ def _warm_up(spark: Any, bootstrap: str, work: Path, consumers: int) -> None:
 
 def _contender(
     bootstrap: str, work: Path, consumers: int, records: int, per_trigger: int, rounds: int,
-    idle_ms: int,
+    idle_ms: int, prepare_group: PrepareGroup,
 ) -> list[dict[str, Any]]:
     """Every round of one contender, in a Spark application of its own with one task slot per
     consumer (executors of two cores: fewer JVMs on a small machine)."""
@@ -175,8 +192,9 @@ def _contender(
         # Every micro-batch's progress is counted, not only Spark's last 100.
         spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
         register(spark)
-        _warm_up(spark, bootstrap, work, consumers)
-        return [_drain(spark, bootstrap, work, consumers, records, per_trigger, idle_ms, str(n))
+        _warm_up(spark, bootstrap, work, consumers, prepare_group)
+        return [_drain(spark, bootstrap, work, consumers, records, per_trigger, idle_ms, str(n),
+                       prepare_group)
                 for n in range(1, rounds + 1)]
     finally:
         _stop(spark)
@@ -206,6 +224,56 @@ def _medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return entry
 
 
+def _raw(bootstrap: str, records: int, per_trigger: int, consumers: int, tag: str,
+         prepare_group: PrepareGroup) -> dict[str, Any]:
+    """``consumers`` raw share-consumer processes in a group of their own, polls as large as
+    the contenders'."""
+    group = f"bench-consumers-raw{consumers}-{tag}"
+    prepare_group(group)
+    return raw_group.drain("share", bootstrap, TOPIC, records, consumers, group,
+                           poll_records=-(-per_trigger // 2))
+
+
+def measure(
+    bootstrap: str, work: Path, records: int, per_trigger: int, rounds: int, idle_ms: int,
+    prepare_group: PrepareGroup = lambda _: None,
+) -> dict[str, Any]:
+    """Every contender on the broker at ``bootstrap``, whose :data:`TOPIC` holds ``records``
+    records and :data:`WARM_UP_TOPIC` at least :data:`WARM_UP_RECORDS`.
+
+    Returns:
+        Per contender (``"1"``, ``"2"``, ``"4"``) the medians of its numbers, ratios to
+        ``consumers=1`` and, from 2 on, the raw processes' rate and the ratio to it;
+        ``rounds`` holds every round's own numbers.
+    """
+    measured = {str(n): _contender(bootstrap, work, n, records, per_trigger, rounds, idle_ms,
+                                   prepare_group)
+                for n in CONSUMER_COUNTS}
+    raw = {str(n): [_raw(bootstrap, records, per_trigger, n, str(r), prepare_group)
+                    for r in range(1, rounds + 1)]
+           for n in CONSUMER_COUNTS[1:]}
+    result: dict[str, Any] = {"records": records, "per_trigger": per_trigger}
+    for name, contender_rounds in measured.items():
+        result[name] = _medians(contender_rounds)
+    one = result["1"]
+    for name in measured:
+        entry = result[name]
+        entry["rate_vs_one"] = entry["records_per_second"] / one["records_per_second"]
+        entry["driver_cpu_vs_one"] = (
+            entry["driver_cpu_us_per_record"] / one["driver_cpu_us_per_record"]
+        )
+        entry["driver_cpu_per_batch_vs_one"] = (
+            entry["driver_cpu_ms_per_batch"] / one["driver_cpu_ms_per_batch"]
+        )
+        if name in raw:
+            entry["raw_records_per_second"] = statistics.median(
+                r["records_per_second"] for r in raw[name])
+            entry["rate_vs_raw"] = entry["records_per_second"] / entry["raw_records_per_second"]
+    result["rounds"] = measured
+    result["raw_rounds"] = raw
+    return result
+
+
 def run(
     records: int = 200_000,
     partitions: int = 8,
@@ -214,7 +282,8 @@ def run(
     rounds: int = 3,
     drain_idle_ms: int | None = None,
 ) -> dict[str, Any]:
-    """Measure ``consumers`` = 1, 2 and 4 against each other, each in a Spark application.
+    """Measure ``consumers`` = 1, 2 and 4 against each other and against as many raw share
+    consumers, each contender in a Spark application, on an embedded broker.
 
     Args:
         records: records produced (and read by each contender).
@@ -227,9 +296,7 @@ def run(
             (None: :data:`DRAIN_IDLE_MS`).
 
     Returns:
-        Per contender (``"1"``, ``"2"``, ``"4"``) the medians of its numbers and ratios to
-        ``consumers=1``, records per slot summed over the rounds; ``rounds`` holds every
-        round's own numbers.
+        What :func:`measure` returns, with ``partitions``.
 
     Raises:
         ValueError: ``rounds`` below 1 or fewer partitions than consumers.
@@ -246,22 +313,8 @@ def run(
             produce(bootstrap, TOPIC, records, partitions, value_bytes)
             produce(bootstrap, WARM_UP_TOPIC, WARM_UP_RECORDS, max(CONSUMER_COUNTS), value_bytes)
             idle_ms = DRAIN_IDLE_MS if drain_idle_ms is None else drain_idle_ms
-            measured = {str(n): _contender(bootstrap, work, n, records, per_trigger, rounds,
-                                           idle_ms)
-                        for n in CONSUMER_COUNTS}
-    result: dict[str, Any] = {"records": records, "partitions": partitions,
-                              "per_trigger": per_trigger}
-    for name, contender_rounds in measured.items():
-        result[name] = _medians(contender_rounds)
-    one = result["1"]
-    for name in measured:
-        entry = result[name]
-        entry["rate_vs_one"] = entry["records_per_second"] / one["records_per_second"]
-        entry["driver_cpu_vs_one"] = (
-            entry["driver_cpu_us_per_record"] / one["driver_cpu_us_per_record"]
-        )
-    result["rounds"] = measured
-    return result
+            result = measure(bootstrap, work, records, per_trigger, rounds, idle_ms)
+    return {**result, "partitions": partitions}
 
 
 def main() -> None:
@@ -279,10 +332,13 @@ def main() -> None:
         rates = ", ".join(f"{r['records_per_second']:,.0f}" for r in rounds)
         cpus = ", ".join(f"{r['driver_cpu_us_per_record']:.2f}" for r in rounds)
         slots = ", ".join(str(slot["records"]) for slot in entry["slots"])
+        raw = (f", {entry['rate_vs_raw']:.2f}x of {n} raw processes" if "rate_vs_raw" in entry
+               else "")
         print(f"consumers={n}: {entry['records_per_second']:,.0f} records/s [{rates}] "
-              f"({entry['rate_vs_one']:.2f}x), driver CPU "
-              f"{entry['driver_cpu_us_per_record']:.2f} us/record [{cpus}] "
-              f"({entry['driver_cpu_vs_one']:.2f}x), {entry['members']} members, "
+              f"({entry['rate_vs_one']:.2f}x{raw}), driver CPU "
+              f"{entry['driver_cpu_us_per_record']:.2f} us/record [{cpus}], "
+              f"{entry['driver_cpu_ms_per_batch']:.1f} ms/batch "
+              f"({entry['driver_cpu_per_batch_vs_one']:.2f}x), {entry['members']} members, "
               f"records per slot [{slots}]")
 
 

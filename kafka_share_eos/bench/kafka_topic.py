@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import confluent_kafka as ck
 import pyarrow as pa
 
-from kafka_share_eos.bench.common import script_parser
+from kafka_share_eos.bench.common import kafka_cluster, script_parser
 from kafka_share_eos.bench.end_to_end import run_pipeline
 from kafka_share_eos.bench.streams import produce
 from kafka_share_eos.bench.upsert import source_rows
@@ -207,21 +207,21 @@ def run(
     records: int = 100_000,
     per_trigger: int = 10_000,
     rounds: int = 3,
+    kafka: KafkaCluster | None = None,
 ) -> dict[str, Any]:
-    """The sink benchmark, then the pipelines, on one Apache Kafka broker.
+    """The sink benchmark, then the pipelines, on one Apache Kafka broker: ``kafka`` (shared
+    with the run's other Kafka benchmarks) or one of its own.
 
     Raises:
         ConfigurationError: a size below 1.
         KafkaLauncherError: Java or Maven missing, or the broker did not start.
         RuntimeError: a pipeline failed, or a topic holds other records than it should.
     """
-    from kafka_share_eos.testing.kafka_cluster import KafkaCluster
-
     if min(batch_rows, batches, records, per_trigger, rounds) < 1:
         raise ConfigurationError("every size of the Kafka topic benchmark must be at least 1")
-    with KafkaCluster(heap_mb=1024) as kafka:
-        sink = bench_sink(kafka, batch_rows, batches)
-        measured = bench_pipelines(kafka, records, per_trigger, rounds)
+    with kafka_cluster(kafka) as cluster:
+        sink = bench_sink(cluster, batch_rows, batches)
+        measured = bench_pipelines(cluster, records, per_trigger, rounds)
     return {
         "sink": sink, "records": records, "per_trigger": per_trigger, "rounds": measured,
         "pipeline_ratio": statistics.median(r["ratio"] for r in measured),

@@ -138,45 +138,6 @@ def source_ratios(result: Mapping[str, Any]) -> list[Ratio]:
     return rows
 
 
-def consumers_ratios(result: Mapping[str, Any]) -> list[Ratio]:
-    """Several consumers on executors against one in the source runner: records per second,
-    driver CPU per record, and how many slots took records."""
-    one = result["1"]
-    measured = len(result.get("rounds", {}).get("1", ()))
-    rounds = f"; medians of {measured} rounds" if measured > 1 else ""
-    rows = []
-    for name in sorted((n for n in result if n.isdigit() and n != "1"), key=int):
-        entry, consumers = result[name], int(name)
-        rows.append(Ratio(
-            "consumers",
-            f"consumers={consumers} vs 1, records per second",
-            entry["rate_vs_one"],
-            target=Target(">=", 1.0),
-            detail=f"{entry['records_per_second']:,.0f} vs {one['records_per_second']:,.0f} "
-            f"records/s over {result['partitions']} partitions{rounds}",
-        ))
-        rows.append(Ratio(
-            "consumers",
-            f"consumers={consumers} vs 1, driver CPU per record",
-            entry["driver_cpu_vs_one"],
-            target=Target("<=", 0.25) if consumers >= 4 else None,
-            detail=f"{entry['driver_cpu_us_per_record']:.2f} vs "
-            f"{one['driver_cpu_us_per_record']:.2f} µs/record: driver JVM, its Python "
-            "processes and the driver's Python, no executor",
-        ))
-        per_slot = [slot["records"] for slot in entry["slots"]]
-        rows.append(Ratio(
-            "consumers",
-            f"consumers={consumers}, slots that took records",
-            float(sum(1 for n in per_slot if n)),
-            unit=SLOTS,
-            target=Target(">=", consumers),
-            detail=f"records per slot {', '.join(f'{n:,}' for n in per_slot)}; "
-            f"{entry['members']} group members",
-        ))
-    return rows
-
-
 _UPSERT_CASES = {
     "new": ("new keys", 0.9),
     "10pct_applied": ("10% already applied", 0.8),
@@ -351,3 +312,4 @@ def _pipelines_row(
         f"{count(result['records'])} records, {count(result['per_trigger'])} per "
         f"micro-batch; median of {len(rounds)} rounds{where}",
     )
+

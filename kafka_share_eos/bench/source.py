@@ -31,6 +31,7 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,9 @@ record arrived. The embedded broker answers a new group's first fetch of a large
 the default 5 s could end the drain before it."""
 
 
-def _raw_loop(bootstrap: str, records: int, poll_records: int, group: str) -> dict[str, float]:
+def raw_loop(bootstrap: str, records: int, poll_records: int, group: str) -> dict[str, float]:
+    """A bare ShareConsumer loop in group ``group`` reading :data:`TOPIC` until it has
+    ``records`` records; its records, seconds and CPU per record."""
     consumer = ShareConsumer(
         {
             "bootstrap.servers": bootstrap,
@@ -108,18 +111,33 @@ def _planner(
     return {"records": accepted, "seconds": wall, "cpu_us_per_record": cpu / accepted * 1e6}
 
 
-def _warm_up(spark: Any, bootstrap: str, work: Path) -> None:
-    """Start the session's Python workers with a small query of the same shape."""
+def after_journal_options(poll_records: int) -> dict[str, str]:
+    """The afterJournal query's batch options: two polls of ``poll_records`` per micro-batch,
+    so that the runner polls the next batch while Spark runs one."""
+    return {"maxRecordsPerTrigger": str(2 * poll_records),
+            "kafka.max.poll.records": str(poll_records)}
+
+
+def warm_up(
+    spark: Any, bootstrap: str, work: Path, prepare_group: Callable[[str], object] = lambda _: None
+) -> None:
+    """Start the session's Python workers with a small query of the same shape, on
+    :data:`WARM_UP_TOPIC` (``prepare_group`` is called with its group's name first)."""
     produce(bootstrap, WARM_UP_TOPIC, 1000, 1, 100)
+    prepare_group("bench-warm-up")
     options = source_options(bootstrap, "bench-warm-up", WARM_UP_TOPIC, work / "journal-warm-up",
                              availableNowIdleMs="500")
     start_query(spark, options, work / "checkpoint-warm-up").awaitTermination()
     wait_for_source_runners(spark)
 
 
-def _spark(
-    spark: Any, bootstrap: str, work: Path, policy: str, records: int, tag: str, **extra: str
+def spark_drain(
+    spark: Any, bootstrap: str, work: Path, policy: str, records: int, tag: str,
+    extra: Mapping[str, str], prepare_group: Callable[[str], object] = lambda _: None,
 ) -> dict[str, float]:
+    """A ``kafka-share`` query with acknowledgement ``policy`` into the ``noop`` sink, stopped
+    once it read ``records`` records of :data:`TOPIC`; its times and stream rate."""
+    prepare_group(f"bench-spark-{policy}-{tag}")
     options = source_options(bootstrap, f"bench-spark-{policy}-{tag}", TOPIC,
                              work / f"journal-{policy}-{tag}", acknowledge=policy,
                              availableNowIdleMs=str(DRAIN_IDLE_MS), **extra)
@@ -149,20 +167,18 @@ def _round(
     """Every contender once, each in share groups of its own, and its ratios to this round's
     raw loop."""
     entries = {
-        "raw": _raw_loop(bootstrap, records, poll_records, f"bench-raw-{tag}"),
+        "raw": raw_loop(bootstrap, records, poll_records, f"bench-raw-{tag}"),
         "planner": _planner(bootstrap, records, work / f"journal-planner-{tag}", poll_records,
                             f"bench-planner-{tag}"),
     }
     if spark is not None:
-        entries["spark_after_commit"] = _spark(
+        entries["spark_after_commit"] = spark_drain(
             spark, bootstrap, work, "afterCommit", records, tag,
-            maxRecordsPerTrigger=str(poll_records),
+            {"maxRecordsPerTrigger": str(poll_records)},
         )
-        # Two polls per micro-batch: the runner polls the next batch while Spark runs one.
-        entries["spark_after_journal"] = _spark(
+        entries["spark_after_journal"] = spark_drain(
             spark, bootstrap, work, "afterJournal", records, tag,
-            maxRecordsPerTrigger=str(2 * poll_records),
-            **{"kafka.max.poll.records": str(poll_records)},
+            after_journal_options(poll_records),
         )
     raw_rate = entries["raw"]["records"] / entries["raw"]["seconds"]
     for entry in entries.values():
@@ -214,7 +230,7 @@ def run(
             register(session)
         try:
             if session is not None:
-                _warm_up(session, bootstrap, work)
+                warm_up(session, bootstrap, work)
             measured = [_round(session, bootstrap, work, records, poll_records, str(n))
                         for n in range(1, rounds + 1)]
         finally:

@@ -73,7 +73,15 @@ def render(result: SuiteResult) -> Table:
         )
     for name, error in result.failures.items():
         table.add_row(name, "[red]failed[/]", "", "", "[red]no[/]", error)
+    for name, row, reason in _not_run(result):
+        table.add_row(name, row, "not run", "", "", reason)
     return table
+
+
+def _not_run(result: SuiteResult) -> list[tuple[str, str, str]]:
+    """(benchmark, row, why) of every row a benchmark could not measure here."""
+    return [(name, row, reason) for name, rows in result.not_run.items()
+            for row, reason in rows.items()]
 
 
 def markdown(result: SuiteResult, chart: str | None = None) -> str:
@@ -94,6 +102,8 @@ def markdown(result: SuiteResult, chart: str | None = None) -> str:
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     for name, error in result.failures.items():
         lines.append(f"| {name} | failed | | | **no** | {error} |")
+    for name, row, reason in _not_run(result):
+        lines.append(f"| {name} | {row} | not run | | | {reason} |")
     durations = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in result.seconds.items())
     lines += ["", f"Duration: {durations}.", ""]
     return "\n".join(lines)
