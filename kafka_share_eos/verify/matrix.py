@@ -335,7 +335,8 @@ def run_matrix(
         try:
             for result in pool.map(one, crashing):
                 cells[(result.spec.target, result.spec.point)].runs.append(result)
-            for spec in pending:
+            # Round after round of every fault cell: a long loop cut short covers each alike.
+            for spec in sorted(pending, key=lambda spec: spec.index):
                 if spec.point in OUTAGES and not stopping():
                     result = one(spec)
                     cells[(result.spec.target, result.spec.point)].runs.append(result)
