@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from helpers import produce
-from helpers.readme_pipeline import LOCK_MS, SESSION_TIMEOUT_MS
+from helpers.readme_pipeline import LOCK_MS, SESSION_TIMEOUT_MS, orders
 
 from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source.status import journal_status
@@ -35,14 +35,6 @@ def _start(bootstrap: str, postgres_url: str, work: Path, log: Path) -> subproce
             cwd=TESTS, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-
-
-def _orders(engine: sa.Engine) -> list[tuple[int, int, bytes]]:
-    with engine.connect() as conn:
-        if not sa.inspect(conn).has_table("orders"):
-            return []
-        rows = conn.execute(sa.text('SELECT "partition", "offset", value FROM orders')).all()
-    return sorted((r[0], r[1], bytes(r[2])) for r in rows)
 
 
 def _most_members_in_one_batch(journal: Path) -> int:
@@ -71,7 +63,7 @@ def test_readme_pipeline_with_four_consumers_applies_every_order_once_across_a_k
 
         first = _start(broker.bootstrap_servers, postgres_url, tmp_path, log)
         deadline = time.monotonic() + 300
-        while not 0 < len(_orders(engine)) < ORDERS:
+        while not 0 < len(orders(engine)) < ORDERS:
             assert first.poll() is None, log.read_text()[-3000:]
             assert time.monotonic() < deadline, "no batch was applied within 300 s"
             time.sleep(0.1)
@@ -80,7 +72,7 @@ def test_readme_pipeline_with_four_consumers_applies_every_order_once_across_a_k
 
         second = _start(broker.bootstrap_servers, postgres_url, tmp_path, log)
         assert second.wait(300) == 0, log.read_text()[-3000:]
-    landed = _orders(engine)
+    landed = orders(engine)
     engine.dispose()
 
     assert landed == expected

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kafka_share_eos._libs import spark_sql
@@ -38,19 +38,43 @@ def local_spark_session(
 EXECUTOR_MEMORY_MB = 1024
 
 
+def standalone_spark_session(
+    master_url: str,
+    app_name: str = "kafka-share-eos-tests",
+    cores: int = 4,
+    executor_env: Mapping[str, str] | None = None,
+) -> spark_sql.SparkSession:
+    """A SparkSession on a standalone cluster (``spark://host:port``, for instance a
+    :class:`~kafka_share_eos.testing.spark_cluster.SparkCluster`'s), taking ``cores`` cores of
+    its workers in executors of :data:`EXECUTOR_MEMORY_MB`, whose Python workers run this
+    interpreter with ``executor_env`` added to their environment."""
+    config = {"spark.cores.max": str(cores), "spark.executor.memory": f"{EXECUTOR_MEMORY_MB}m",
+              # Tasks wait until every executor is up, so that work spreads over the workers.
+              "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+              **{f"spark.executorEnv.{key}": value
+                 for key, value in (executor_env or {}).items()}}
+    return spark_session(app_name, cores, java_options(short_lived=True), master=master_url,
+                         config=config)
+
+
 def spark_session(
     app_name: str,
     cores: int,
     java_options: Sequence[str],
     executors: int | None = None,
     delta_spark: bool = False,
+    *,
+    master: str | None = None,
+    config: Mapping[str, str] | None = None,
 ) -> spark_sql.SparkSession:
-    """:func:`local_spark_session` with the driver JVM's extra options given explicitly."""
+    """:func:`local_spark_session` with the driver JVM's extra options given explicitly (or a
+    session on ``master`` with ``cores`` cores in all, and more ``config``)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
-    master = (f"local[{cores}]" if executors is None
-              else f"local-cluster[{executors},{cores},{EXECUTOR_MEMORY_MB}]")
+    if master is None:
+        master = (f"local[{cores}]" if executors is None
+                  else f"local-cluster[{executors},{cores},{EXECUTOR_MEMORY_MB}]")
     parallelism = cores * (executors or 1)
     builder = (
         spark_sql.SparkSession.builder.master(master)
@@ -72,6 +96,8 @@ def spark_session(
         # directories; the pipelines run here keep no Spark state.
         .config("spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart", "false")
     )
+    for key, value in (config or {}).items():
+        builder = builder.config(key, value)
     if delta_spark:
         builder = with_delta_spark(builder)
     # Interrupted while the JVM starts, PySpark leaves it running without a parent: the start
