@@ -38,6 +38,7 @@ def _resolve() -> None:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.databricks.delta.snapshotPartitions", "1")
     )
     spark = with_delta_spark(builder).getOrCreate()
     try:

@@ -87,7 +87,9 @@ def rows_absent(table: deltalake.DeltaTable, rows: pa.Table, keys: Sequence[str]
     existing = stored_keys(table, rows, keys)
     if existing.num_rows == 0:
         return rows
-    return rows.join(existing, keys=list(keys), join_type="left anti")
+    # Joined on the keys alone: Arrow's join cannot carry list, map or struct columns.
+    held = contained(rows.select(list(keys)), existing)
+    return rows.filter(pa.array([not h for h in held], pa.bool_()))
 
 
 def batch_order(delta: deltalake.DeltaTable, app_id: str, batch_id: int, where: str) -> int | None:

@@ -99,7 +99,10 @@ def spark_session(
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
     if delta_spark:
-        builder = with_delta_spark(builder)
+        # Delta reads a table's log in 50 tasks by default: far more than a small table needs.
+        builder = with_delta_spark(builder).config(
+            "spark.databricks.delta.snapshotPartitions", str(parallelism)
+        )
     # Interrupted while the JVM starts, PySpark leaves it running without a parent: the start
     # completes first, and a signal that came meanwhile stops the session it made.
     spark = None
