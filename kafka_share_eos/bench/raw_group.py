@@ -97,6 +97,11 @@ def drain(kind: Kind, bootstrap: str, topic: str, records: int, processes: int, 
         started = time.time()
         go.set()
         ends = [out.get(timeout=DRAIN_TIMEOUT_S + 60) for _ in workers]
+    except BaseException:
+        # Stopped (a signal, Ctrl-C) or failed: the loops go now, not after their drain.
+        for worker in workers:
+            worker.kill()
+        raise
     finally:
         for worker in workers:
             worker.join(30)

@@ -34,6 +34,7 @@ TIER_PYTHON = Path(__file__).resolve().parents[2] / ".venv-delta-spark" / "bin" 
 SCALA_VERSION = "2.13"
 QUERY_TIMEOUT_S = 600.0
 CHILD_TIMEOUT_S = 3600.0
+STOP_TIMEOUT_S = 20.0
 
 
 def _kafka_query(spark: Any, bootstrap: str, topic: str, work: Path, write: Any, tag: str,
@@ -144,20 +145,40 @@ def run_in_tier(bootstrap: str, topic: str, records: int, per_trigger: int, roun
                             "per_trigger": per_trigger, "rounds": rounds,
                             "postgres_url": postgres_url})
     env = {**os.environ, "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
-    done = subprocess.run([str(python), "-m", "kafka_share_eos.bench.spark_kafka", arguments],
-                          capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, env=env,
-                          check=False, stdin=subprocess.DEVNULL)
-    lines = done.stdout.strip().splitlines()
-    if done.returncode or not lines:
-        raise RuntimeError(f"Spark's Kafka peer failed ({done.returncode}): "
-                           f"{(done.stderr or done.stdout)[-3000:]}")
+    child = subprocess.Popen(
+        [str(python), "-m", "kafka_share_eos.bench.spark_kafka", arguments],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        env=env,
+    )
+    try:
+        stdout, stderr = child.communicate(timeout=CHILD_TIMEOUT_S)
+    except BaseException:
+        # Stopped or timed out: SIGTERM lets the child stop its Spark session (and JVM) first.
+        child.terminate()
+        try:
+            child.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        raise
+    lines = stdout.strip().splitlines()
+    if child.returncode or not lines:
+        raise RuntimeError(f"Spark's Kafka peer failed ({child.returncode}): "
+                           f"{(stderr or stdout)[-3000:]}")
     result: dict[str, Any] = json.loads(lines[-1])
     return result
 
 
 def main() -> None:
-    """The child: :func:`measure` with the JSON arguments of ``sys.argv[1]``."""
-    print(json.dumps(measure(**json.loads(sys.argv[1]))))
+    """The child: :func:`measure` with the JSON arguments of ``sys.argv[1]``; SIGTERM stops
+    its Spark session on the way out."""
+    from kafka_share_eos.signals import Terminated, sigterm_unwinds
+
+    try:
+        with sigterm_unwinds():
+            print(json.dumps(measure(**json.loads(sys.argv[1]))))
+    except Terminated:
+        sys.exit(143)
 
 
 if __name__ == "__main__":
