@@ -12,7 +12,8 @@ Every process first subscribes and is then released at the same instant; the tim
 instant to the last record any process received. Joining the group is in it (the first poll
 joins), as it is in the raw loop of :mod:`~kafka_share_eos.bench.source` and in a query's first
 micro-batch, whose consumers join then.
-The processes are spawned, not forked: the caller may hold a JVM and librdkafka threads.
+The processes are spawned, not forked: the caller may hold a JVM and librdkafka threads (so a
+script that calls :func:`drain` needs the ``if __name__ == "__main__":`` guard).
 """
 
 from __future__ import annotations
