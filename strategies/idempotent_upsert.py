@@ -27,7 +27,7 @@ from kafka_share_eos.sinks import (
     UpsertOutcome,
     UpsertWriter,
 )
-from kafka_share_eos.sinks.outcome import OneByOne
+from kafka_share_eos.sinks.outcome import OneByOne, WritesDataFrames
 
 from .base import BatchStrategy, StrategyOptions, streaming_query_id
 from .executors import write_on_executors
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 WritePath = Literal["auto", "driver", "executors"]
+DeltaEngine = Literal["delta-rs", "spark"]
 _WRITE_PATHS = ("auto", "driver", "executors")
 
 
@@ -88,10 +89,13 @@ class IdempotentUpsertSink(BatchStrategy):
             raise SinkConfigurationError(
                 f"write_path must be one of {list(_WRITE_PATHS)}, got {write_path!r}"
             )
-        self._executors_allowed = isinstance(writer, SqlTarget) and writer.dialect == "postgresql"
+        self._executors_allowed = isinstance(writer, WritesDataFrames) or (
+            isinstance(writer, SqlTarget) and writer.dialect == "postgresql"
+        )
         if write_path == "executors" and not self._executors_allowed:
             raise SinkConfigurationError(
-                f"write_path='executors' needs a PostgreSQL target, not {writer.target!r}"
+                f"write_path='executors' needs a PostgreSQL target or engine='spark', not "
+                f"{writer.target!r}"
             )
         super().__init__(identity, f"IdempotentUpsertSink[{writer.target}]", **options)
         if write_path == "executors" and self.screens_rows:
@@ -161,6 +165,7 @@ class IdempotentUpsertSink(BatchStrategy):
         app_id: str | None = None,
         storage_options: Mapping[str, str] | None = None,
         max_commit_attempts: int = 5,
+        engine: DeltaEngine = "delta-rs",
         **options: Unpack[StrategyOptions],
     ) -> IdempotentUpsertSink:
         """A sink into a Delta table (created on the first batch when missing).
@@ -169,16 +174,31 @@ class IdempotentUpsertSink(BatchStrategy):
         default it is the streaming query's id when the sink runs in ``foreachBatch`` (stable
         across restarts from one checkpoint, new with a new one), else the table URI.
 
+        ``engine`` writes the table with delta-rs in the driver (``"delta-rs"``, the default:
+        each batch is collected as Arrow) or with one delta-spark MERGE per batch run on the
+        executors (``"spark"``: no rows through the driver, unless ``transform`` or
+        ``dead_letters`` screen them there first; needs the ``delta-spark`` extra and a session
+        set up by :func:`~kafka_share_eos.with_delta_spark`; docs/delta-spark.md).
+
         Raises:
-            MissingExtraError: deltalake is not installed.
+            MissingExtraError: deltalake (or, with ``engine="spark"``, delta-spark) is not
+                installed.
             SinkConfigurationError: empty or repeated ``key_columns``, a ``version_column``
-                among them, or ``max_commit_attempts`` below 1.
+                among them, ``max_commit_attempts`` below 1, or an unknown ``engine``.
         """
         DELTA.require("IdempotentUpsertSink.delta")
         from kafka_share_eos.sinks.delta import DeltaMergeWriter
 
         identity = RecordIdentity.of(key_columns, version_column)
-        writer = DeltaMergeWriter(
+        if engine == "spark":
+            from kafka_share_eos.deltaspark.merge import DeltaSparkMergeWriter
+
+            writer_class: type[DeltaMergeWriter] = DeltaSparkMergeWriter
+        elif engine == "delta-rs":
+            writer_class = DeltaMergeWriter
+        else:
+            raise SinkConfigurationError(f"engine must be 'delta-rs' or 'spark', got {engine!r}")
+        writer = writer_class(
             table_uri,
             key_columns=identity.key_columns,
             version_column=identity.version_column,
@@ -186,7 +206,9 @@ class IdempotentUpsertSink(BatchStrategy):
             storage_options=storage_options,
             max_commit_attempts=max_commit_attempts,
         )
-        return cls(writer, identity, write_path="driver", **options)
+        # The delta-spark writer merges on the executors by itself; delta-rs only in the driver.
+        write_path: WritePath = "auto" if engine == "spark" else "driver"
+        return cls(writer, identity, write_path=write_path, **options)
 
     def apply_dataframe(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
         """Write a Spark micro-batch from the driver or the executors (see ``write_path``)."""
@@ -196,6 +218,12 @@ class IdempotentUpsertSink(BatchStrategy):
         if not self._use_executors(batch_df):
             return super().apply_dataframe(batch_df, batch_id)
         started = time.perf_counter()
+        if isinstance(self.writer, WritesDataFrames):
+            # delta-spark's MERGE runs on the executors by itself.
+            self.identity.check_columns(batch_df.columns, f"the batch given to {self.name}")
+            merged = self.writer.upsert_dataframe(batch_df, batch_id)
+            return self._record(batch_id, merged.rows_in, merged.duplicates_in_batch,
+                                merged.outcome, started)
         self._ensure_ready(batch_df.limit(0).toArrow().schema)
         counts = write_on_executors(batch_df, self.writer, self.identity, batch_id)
         return self._record(
@@ -210,6 +238,8 @@ class IdempotentUpsertSink(BatchStrategy):
         if self.write_path == "auto":
             if self.screens_rows or not self._executors_allowed:
                 return False
+            if isinstance(self.writer, WritesDataFrames):
+                return True
             last = self.last_report
             if last is not None and last.rows_in < self.executor_threshold // 2:
                 return False

@@ -8,7 +8,7 @@ own takes part in what it implements, and nothing else is asked of it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 
@@ -113,6 +113,23 @@ class FollowsStreamingQuery(Protocol):
 
     def bind_streaming_query(self, query_id: str) -> None:
         """Keep the next batches' bookkeeping under the streaming query ``query_id``."""
+        ...
+
+
+class DataFrameCounts(Protocol):
+    """What a writer of Spark DataFrames did with one batch."""
+
+    rows_in: int
+    duplicates_in_batch: int
+    outcome: UpsertOutcome
+
+
+@runtime_checkable
+class WritesDataFrames(Protocol):
+    """A writer that applies a Spark DataFrame itself, on the executors (delta-spark's MERGE)."""
+
+    def upsert_dataframe(self, batch: Any, batch_id: int) -> DataFrameCounts:
+        """Apply the Spark DataFrame ``batch`` as batch ``batch_id``."""
         ...
 
 

@@ -132,10 +132,12 @@ def run(config: PipelineConfig, name: str) -> None:
     directory = config.pipeline_dir(name)
     directory.mkdir(parents=True, exist_ok=True)
     _arm_stall(config)
-    strategy = TARGETS[config.target]().build(config.context(), name)
+    target = TARGETS[config.target]()
+    strategy = target.build(config.context(), name)
     # Several consumers need several tasks at a time: one Python worker, one consumer each.
     cores = 2 if config.consumers > 1 else 1
-    spark = local_spark_session(f"kafka-share-eos-verify-{name}", cores=cores, short_lived=True)
+    spark = local_spark_session(f"kafka-share-eos-verify-{name}", cores=cores, short_lived=True,
+                                delta_spark=target.delta_spark)
     kafka_share_eos.register(spark)
     _wait_for_the_others(name)
     stream = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kafka_share_eos.verify.kafka_targets import DedupKafkaTopic, KafkaTopic
 from kafka_share_eos.verify.targets import (
     DedupDelta,
+    DeltaSparkUpsert,
     DeltaUpsert,
     PostgresUpsert,
     SqliteUpsert,
@@ -14,10 +15,12 @@ from kafka_share_eos.verify.targets import (
 )
 
 TARGETS: dict[str, type[Target]] = {
-    t.name: t for t in (PostgresUpsert, SqliteUpsert, DeltaUpsert, TwoPhase, DedupDelta,
-                        KafkaTopic, DedupKafkaTopic, UnsafeIncrement)
+    t.name: t for t in (PostgresUpsert, SqliteUpsert, DeltaUpsert, DeltaSparkUpsert, TwoPhase,
+                        DedupDelta, KafkaTopic, DedupKafkaTopic, UnsafeIncrement)
 }
 SAFE_TARGETS = tuple(
-    name for name, target in TARGETS.items() if target.safe and not target.needs_transactions
+    name for name, target in TARGETS.items()
+    if target.safe and not target.needs_transactions and not target.delta_spark
 )
-"""The targets verified by default: the Kafka-topic ones need ``--broker kafka`` and are named."""
+"""The targets verified by default: the Kafka-topic ones need ``--broker kafka`` and the
+delta-spark one the delta-spark extra (docs/delta-spark.md), and are named."""

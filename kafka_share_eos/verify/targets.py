@@ -121,6 +121,8 @@ class Target(ABC):
     """Whether the target needs Kafka's transaction isolation (Apache Kafka, not the mock)."""
     safe: ClassVar[bool] = True
     """False only for the control, which the verifier must catch duplicating."""
+    delta_spark: ClassVar[bool] = False
+    """Whether the pipeline's Spark session needs delta-spark (the delta-spark extra)."""
 
     def setup(self, ctx: RunContext, records: Sequence[PlannedRecord]) -> None:  # noqa: B027
         """Create the tables the run's effects are counted in (before any pipeline starts);
@@ -280,6 +282,20 @@ class DeltaUpsert(Target):
 
     def landed(self, ctx: RunContext, produced: Produced) -> Landed:
         return {"delta": _delta_rows(ctx.path("effects-delta"))}
+
+
+class DeltaSparkUpsert(DeltaUpsert):
+    name = "upsert-delta-spark"
+    description = "IdempotentUpsertSink into a Delta table through delta-spark (engine='spark')"
+    delta_spark = True
+
+    def build(self, ctx: RunContext, pipeline: str) -> Any:
+        from kafka_share_eos.strategies import IdempotentUpsertSink
+
+        return IdempotentUpsertSink.delta(
+            ctx.path("effects-delta"), app_id=f"verify-{pipeline}", engine="spark",
+            **screening(ctx),
+        )
 
 
 class TwoPhase(Target):

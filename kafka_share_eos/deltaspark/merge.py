@@ -1,0 +1,209 @@
+"""Idempotent upserts into a Delta table with delta-spark: one MERGE per batch, on the executors.
+
+The batch never reaches the driver: it is deduplicated on its keys (the highest version of a
+key kept) and merged into the table by delta-spark, which runs the join and writes the files in
+Spark tasks. The MERGE carries the Delta application transaction ``(app_id, batch_id)``
+(``spark.databricks.delta.write.txnAppId``/``txnVersion``): Delta commits it with the files and
+skips a MERGE whose version it already recorded, so a batch replayed after a crash between the
+MERGE's commit and Spark's own commit log writes nothing.
+
+Before the MERGE the driver reads the recorded version from the table's log (delta-rs reads the
+log only, no rows): a batch id below it is refused as the delta-rs path refuses it (another
+application, or a new checkpoint, uses the ``app_id``), and a replay of the recorded batch must
+find every key of it in the table. Several applications merging into one table are kept to one
+row per key by Delta's conflict detection: a MERGE that read the table while another one
+committed files it should have read fails with ``ConcurrentAppendException`` and is run again
+on the new snapshot, where the other application's keys now match.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from kafka_share_eos import faults
+from kafka_share_eos._extras import DELTA_SPARK
+from kafka_share_eos._libs import deltalake, spark_functions, spark_sql
+from kafka_share_eos.errors import BatchIdReusedError, CommitConflictError, SinkConfigurationError
+from kafka_share_eos.sinks.delta import DeltaMergeWriter, check_batch_order
+from kafka_share_eos.sinks.outcome import UpsertOutcome
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+_TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+_TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+_CONFLICTS = (
+    "ConcurrentAppendException", "ConcurrentDeleteReadException", "ConcurrentWriteException",
+    "ConcurrentTransactionException", "MetadataChangedException", "ProtocolChangedException",
+    "DeltaConcurrentModificationException",
+)
+# The application transaction is a setting of the Spark session: MERGEs through one session
+# take turns with it (sessions from newSession() have settings of their own).
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+_LOCKS_LOCK = threading.Lock()
+
+
+def _settings_lock(spark: Any) -> threading.Lock:
+    with _LOCKS_LOCK:
+        return _LOCKS.setdefault(spark, threading.Lock())
+
+
+class DeltaSparkCounts:
+    """What one batch's MERGE did, in the terms of a :class:`BatchReport`."""
+
+    def __init__(self, rows_in: int, distinct: int, outcome: UpsertOutcome) -> None:
+        self.rows_in = rows_in
+        self.duplicates_in_batch = rows_in - distinct
+        self.outcome = outcome
+
+
+class DeltaSparkMergeWriter(DeltaMergeWriter):
+    """A :class:`~kafka_share_eos.sinks.delta.DeltaMergeWriter` whose batches delta-spark merges
+    on the executors (see the module); it takes the same arguments.
+
+    The table's path must be one Spark's Hadoop file systems read (for the MERGE) as well as
+    delta-rs (``storage_options``: the batch-id guard reads the log). Reads (``applied``,
+    ``check``) go through delta-rs as on the parent.
+
+    Raises:
+        MissingExtraError: delta-spark or deltalake is not installed.
+    """
+
+    def __init__(self, table_uri: str | os.PathLike[str], **options: Any) -> None:
+        DELTA_SPARK.require("IdempotentUpsertSink.delta(engine='spark')")
+        super().__init__(table_uri, **options)
+
+    def upsert_dataframe(self, batch: DataFrame, batch_id: int) -> DeltaSparkCounts:
+        """MERGE ``batch`` as batch ``batch_id``; conflicting commits are retried.
+
+        Raises:
+            AppIdConflictError: the table holds a later batch of this ``app_id``.
+            BatchIdReusedError: the table recorded this batch id, and the batch brings keys it
+                does not hold.
+            CommitConflictError: concurrent writers conflicted on every attempt.
+        """
+        batch = batch.persist()
+        try:
+            counted = batch.agg(
+                spark_functions.count(spark_functions.lit(1)).alias("rows"),
+                spark_functions.count_distinct(*self.key_columns).alias("keys"),
+            ).first()
+            assert counted is not None  # an aggregate without grouping has one row
+            rows_in, distinct = int(counted["rows"]), int(counted["keys"])
+            if rows_in == 0:
+                return DeltaSparkCounts(0, 0, UpsertOutcome(0, 0, "merge"))
+            return DeltaSparkCounts(rows_in, distinct, self._merge_retried(batch, batch_id,
+                                                                            distinct))
+        finally:
+            batch.unpersist()
+
+    def upsert(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
+        """Merge an Arrow ``table`` as batch ``batch_id`` through the active Spark session."""
+        try:
+            session = spark_sql.SparkSession.active()
+        except Exception as error:  # pyspark's "no active or default session"
+            raise SinkConfigurationError(
+                f"{self.target} is written with delta-spark: start a Spark session first"
+            ) from error
+        return self.upsert_dataframe(session.createDataFrame(table), batch_id).outcome
+
+    def _merge_retried(self, batch: DataFrame, batch_id: int, distinct: int) -> UpsertOutcome:
+        delay = self.retry_backoff_seconds
+        for attempt in range(1, self.max_commit_attempts + 1):
+            try:
+                return self._spark_merge(batch, batch_id, distinct)
+            except Exception as error:
+                if type(error).__name__ not in _CONFLICTS:
+                    raise
+                if attempt == self.max_commit_attempts:
+                    raise CommitConflictError(
+                        f"batch {batch_id} could not be merged into Delta table "
+                        f"{self.table_uri!r} (app id {self.app_id!r}): concurrent writers "
+                        f"conflicted on {attempt} attempts in a row; last error: {error}"
+                    ) from error
+                time.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    def _recorded(self) -> int | None:
+        """The batch the table's log recorded last under ``app_id`` (None before any)."""
+        if not deltalake.DeltaTable.is_deltatable(self.table_uri, self.storage_options):
+            return None
+        table = deltalake.DeltaTable(self.table_uri, storage_options=self.storage_options)
+        version: int | None = table.transaction_version(self.app_id)
+        return version
+
+    def _spark_merge(self, batch: DataFrame, batch_id: int, distinct: int) -> UpsertOutcome:
+        from delta.tables import DeltaTable
+
+        spark = batch.sparkSession
+        where = f"Delta table {self.table_uri!r}"
+        recorded = check_batch_order(self._recorded(), self.app_id, batch_id, where)
+        source = self._latest_per_key(batch)
+        if recorded == batch_id:
+            self._check_spark_replay(DeltaTable, spark, source, batch_id)
+            return UpsertOutcome(0, distinct, "skipped-batch")
+        if not deltalake.DeltaTable.is_deltatable(self.table_uri, self.storage_options):
+            (DeltaTable.createIfNotExists(spark).location(self.table_uri)
+             .addColumns(batch.schema).execute())
+        target = DeltaTable.forPath(spark, self.table_uri)
+        on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in self.key_columns)
+        merge = target.alias("t").merge(source.alias("s"), on)
+        if self.version_column is not None:
+            merge = merge.whenMatchedUpdateAll(condition=_newer(self.version_column))
+        merge = merge.whenNotMatchedInsertAll()
+        faults.maybe_crash(faults.SINK_MID_WRITE)
+        with _settings_lock(spark):
+            spark.conf.set(_TXN_APP_ID, self.app_id)
+            spark.conf.set(_TXN_VERSION, str(batch_id))
+            try:
+                metrics = merge.execute().first()
+            finally:
+                spark.conf.unset(_TXN_APP_ID)
+                spark.conf.unset(_TXN_VERSION)
+        written = _written(metrics)
+        return UpsertOutcome(written, distinct - written, "merge")
+
+    def _latest_per_key(self, batch: DataFrame) -> DataFrame:
+        """One row per key: the highest version's (nulls last), or any one without versions."""
+        if self.version_column is None:
+            return batch.dropDuplicates(list(self.key_columns))
+        window = spark_sql.Window.partitionBy(*self.key_columns).orderBy(
+            spark_functions.col(self.version_column).desc_nulls_last()
+        )
+        rank = "__kse_rank"
+        return (batch.withColumn(rank, spark_functions.row_number().over(window))
+                .where(spark_functions.col(rank) == 1).drop(rank))
+
+    def _check_spark_replay(self, delta_table: Any, spark: Any, source: DataFrame,
+                      batch_id: int) -> None:
+        """A replay of the recorded batch finds every one of its keys in the table."""
+        keys = list(self.key_columns)
+        stored = delta_table.forPath(spark, self.table_uri).toDF().select(*keys)
+        if source.select(*keys).join(stored, keys, "left_anti").limit(1).count():
+            raise BatchIdReusedError(
+                f"Delta table {self.table_uri!r} already recorded batch {batch_id} of app_id "
+                f"{self.app_id!r}, and this batch {batch_id} brings keys it does not hold: a "
+                "batch id names one set of records (is the app_id shared?)"
+            )
+
+
+def _newer(column: str) -> str:
+    """A real source version replaces a strictly lower target one, a null or a NaN."""
+    v = f"`{column}`"
+    return (f"s.{v} IS NOT NULL AND NOT isnan(s.{v}) AND "
+            f"(t.{v} IS NULL OR isnan(t.{v}) OR s.{v} > t.{v})")
+
+
+def _written(metrics: Any) -> int:
+    """Rows the MERGE inserted or updated (a MERGE Delta skipped reports none)."""
+    if metrics is None:
+        return 0
+    found = metrics.asDict()
+    return int(found.get("num_inserted_rows") or 0) + int(found.get("num_updated_rows") or 0)
