@@ -38,8 +38,9 @@ TINY = Sizes(
 )
 
 # The Apache Kafka peers start a broker, four Spark applications and the pyspark 4.2 tier's:
-# tests/test_bench_peers.py runs them (marked full), not this run.
-IN_TINY_RUN = [name for name in BENCHMARKS if name != "kafka peers"]
+# tests/test_bench_peers.py runs them (marked full), not this run; the delta-spark engines run
+# in that tier too (tests/test_bench_delta_spark.py).
+IN_TINY_RUN = [name for name in BENCHMARKS if name not in ("kafka peers", "delta-spark")]
 
 SUITE = """
 import json, sys

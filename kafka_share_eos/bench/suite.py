@@ -16,6 +16,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafka_share_eos.bench.delta_spark import delta_spark_ratios
 from kafka_share_eos.bench.machine import machine_details, postgres_version
 from kafka_share_eos.bench.peer_ratios import consumers_ratios, peers_ratios
 from kafka_share_eos.bench.ratios import (
@@ -212,6 +213,12 @@ def _run_dedup(sizes: Sizes, _: _Resources) -> dict[str, Any]:
     )
 
 
+def _run_delta_spark(_sizes: Sizes, _: _Resources) -> dict[str, Any]:
+    from kafka_share_eos.bench import delta_spark
+
+    return delta_spark.run_in_tier(delta_spark.SIZES)
+
+
 Runner = Callable[[Sizes, _Resources], dict[str, Any]]
 Reducer = Callable[[Mapping[str, Any]], list[Ratio]]
 
@@ -226,6 +233,8 @@ BENCHMARKS: dict[str, tuple[Runner, Reducer]] = {
     "upsert": (_run_upsert, upsert_ratios),
     "two-phase commit": (_run_two_phase, two_phase_ratios),
     "dedup": (_run_dedup, dedup_ratios),
+    # In the delta-spark environment's Python, a child process with a JVM of its own.
+    "delta-spark": (_run_delta_spark, delta_spark_ratios),
 }
 
 
