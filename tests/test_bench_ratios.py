@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from kafka_share_eos.bench.peer_ratios import consumers_ratios, peers_ratios
 from kafka_share_eos.bench.peers import SPARK_KAFKA_ROW
 from kafka_share_eos.bench.ratios import Ratio, two_phase_ratios
+from kafka_share_eos.bench.spark_kafka import run_in_tier
 from kafka_share_eos.bench.suite import QUICK, SuiteResult
 from kafka_share_eos.cli.bench import markdown
 
@@ -113,3 +115,13 @@ def test_a_row_not_run_is_shown_with_its_reason() -> None:
 
     assert f"| kafka peers | {SPARK_KAFKA_ROW} | not run | | | no tier here |" in (
         markdown(result))
+
+
+def test_spark_kafka_peer_without_the_pyspark_4_2_tier_is_not_run_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    result = run_in_tier("127.0.0.1:9", "t", 10, 10, 1, "postgresql://x",
+                         python=tmp_path / "missing" / "python")
+
+    assert set(result) == {"not_run"}
+    assert "pyspark 4.2" in result["not_run"] and "./dev" in result["not_run"]
