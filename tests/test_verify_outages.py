@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
 import pytest
 from typer.testing import CliRunner
 
@@ -10,6 +15,7 @@ from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.verify.matrix import MatrixOptions
 from kafka_share_eos.verify.outages import OUTAGES, Outage, Scene, brokers_for, check_faults
 from kafka_share_eos.verify.outages.brokers import java_string_hash, share_state_partition
+from kafka_share_eos.verify.outages.driver import FaultDriver, hold_environment
 from kafka_share_eos.verify.outages.gaps import (
     applied_times,
     held_batch,
@@ -110,3 +116,61 @@ def test_the_share_state_partition_follows_kafkas_hash() -> None:
     assert java_string_hash("group:AAAAAAAAAHsAAAAAAAAByA:0") == -447898033
     assert share_state_partition("group", "AAAAAAAAAHsAAAAAAAAByA", 0, 5) == 447898033 % 5
     assert share_state_partition("g", "t", 0, 1) == 0
+
+
+class _Recorder(Outage):
+    name = "test-recorder"
+    description = "records what the driver asks of it"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def strike(self, scene: Scene) -> str:
+        self.calls.append(f"strike {scene.held_partitions}")
+        return "recorded"
+
+    def heal(self, scene: Scene) -> None:
+        self.calls.append("heal")
+
+
+def _wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def test_the_driver_strikes_at_the_hold_opens_the_gate_and_heals_after_a_later_batch(
+    tmp_path: Path,
+) -> None:
+    gate = tmp_path / "gate"
+    hold_environment("sink.mid_write", gate)  # makes the gate
+    lines: list[dict[str, object]] = [
+        {"batch": 0, "started": True, "records": [[1, 0]]},
+        {"batch": 0, "written": 1, "time": 1.0},
+        {"batch": 1, "started": True, "records": [[2, 3]]},
+    ]
+    outage = _Recorder()
+    scene = Scene(cast(Any, None), "topic", "group", tmp_path)
+    driver = FaultDriver(outage, scene, gate, "sink.mid_write", lambda: lines).start()
+    try:
+        (gate / "sink.mid_write.held").touch()
+        _wait_for((gate / "sink.mid_write.release").exists, "the gate never opened")
+        assert outage.calls == ["strike [2]"]
+        lines.append({"batch": 1, "written": 1, "time": time.time()})  # the held batch ends
+        lines.append({"batch": 2, "written": 1, "time": time.time()})  # the stream is back
+        _wait_for(lambda: outage.calls[-1] == "heal", "never healed")
+    finally:
+        driver.stop()
+    report = driver.report(9.5)
+    assert report["did"] == "recorded" and report["error"] is None
+    assert report["stall_seconds"] == 9.5 and report["healed_after_seconds"] is not None
+    assert outage.calls == ["strike [2]", "heal"]
+
+
+def test_a_driver_whose_hold_never_came_strikes_nothing(tmp_path: Path) -> None:
+    outage = _Recorder()
+    driver = FaultDriver(outage, Scene(cast(Any, None), "t", "g", tmp_path), tmp_path,
+                         "sink.mid_write", list).start()
+    driver.stop()
+    assert outage.calls == [] and driver.report(None)["struck_at"] is None
