@@ -12,13 +12,17 @@ import re
 import pytest
 from helpers.doc_blocks import ROOT, documents
 
+from kafka_share_eos.bench.delta_spark import delta_spark_ratios
 from kafka_share_eos.bench.ratios import kafka_topic_ratios
 
 RESULTS = json.loads((ROOT / "docs" / "results" / "benchmarks.json").read_text())
 # The Kafka topic rows joined the suite after the latest full run: until a full run has them,
 # they come from their benchmark's own run.
 KAFKA_TOPIC_RUN = json.loads((ROOT / "docs" / "results" / "bench-kafka-topic.json").read_text())
-RATIOS = [*RESULTS["ratios"], *(row.to_json() for row in kafka_topic_ratios(KAFKA_TOPIC_RUN))]
+# The delta-spark engines are measured in their own environment's run.
+DELTA_SPARK_RUN = json.loads((ROOT / "docs" / "results" / "bench-delta-spark.json").read_text())
+RATIOS = [*RESULTS["ratios"], *(row.to_json() for row in kafka_topic_ratios(KAFKA_TOPIC_RUN)),
+          *(row.to_json() for row in delta_spark_ratios(DELTA_SPARK_RUN))]
 FIGURE = re.compile(r"(\d+\.\d+)\s?[×x](?![\w])")
 
 ROWS = {
@@ -48,6 +52,10 @@ ROWS = {
     "g10M": "ledger growth: batch cost at 10M vs 10k identities",
     "ktS": "Kafka topic sink vs idempotent producer, 10k-record batches",
     "ktE": "end-to-end Kafka topic: exactly once vs at least once",
+    "ds20k": "delta-spark upsert (MERGE) vs delta-spark append, 20k rows",
+    "ds1M": "delta-spark upsert (MERGE) vs delta-spark append, 1M rows",
+    "rs20k": "delta-rs upsert (driver) vs delta-spark upsert, 20k rows",
+    "rs1M": "delta-rs upsert (driver) vs delta-spark upsert, 1M rows",
 }
 # Rows a range ("0.95–1.03×") spans: it must run from the lowest to the highest of them.
 RANGES = {"e2e": ["e2eP", "e2eD", "e2eDD", "e2e2P"], "tpSD": ["tpD", "tpS"]}
@@ -83,6 +91,9 @@ TIED: dict[str, list[str]] = {
           ]),
         r"each strategy \| (?P<lo_e2e>\d\.\d+)–{} \| ≥ {}".format(
             X.format("hi_e2e"), X.format("t_e2eP")),
+        *(rf"\| {size} rows \| {X.format('v_ds' + size)}(?: \(missed\))? \| "
+          rf"≥ {X.format('t_ds' + size)} \| {X.format('v_rs' + size)} \|"
+          for size in ("20k", "1M")),
     ],
     "operations.md": [
         r"\((?P<lo_e2e>\d\.\d+)-{}\), memory".format(X.format("hi_e2e")),
