@@ -143,4 +143,6 @@ batches, so each contender's Spark application start does not dominate) and a 2 
 their drains, fewer end-to-end records, smaller ledgers (no 10M one), a memory run of 20
 batches; batches and polls as large as the full run's where a ratio depends on them. In those
 runs every ratio came within 19 % of the full run's (one round of each is that noisy); fewer
-records put rows past 20 %."""
+records put rows past 20 %. Those times predate the Apache Kafka peers (their source and
+consumers on 100k records, pipelines on 30k, one round), which add a Spark session, three
+``local-cluster`` applications and the pyspark 4.2 child to the run."""
