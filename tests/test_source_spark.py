@@ -71,6 +71,7 @@ def produce_varied(topic: ShareTopic, count: int) -> dict[tuple[int, int], tuple
     return sent
 
 
+@pytest.mark.older_pyspark(full=True)
 def test_every_record_arrives_once_with_its_columns(
     spark: SparkSession, share_topic: ShareTopic, tmp_path: Path
 ) -> None:
@@ -189,6 +190,7 @@ def test_after_journal_replays_the_failed_batch_without_redelivery(
     assert not delivered_again(second) & {identity(r) for r in first.rows()}
 
 
+@pytest.mark.older_pyspark(full=True)
 def test_released_records_come_back_with_a_higher_delivery_count(
     spark: SparkSession, private_share_topic: ShareTopic, tmp_path: Path
 ) -> None:
