@@ -175,7 +175,7 @@ class SparkCluster:
             "--cores", str(self.cores), "--memory", f"{self.memory_mb}m",
             "--work-dir", str(worker.directory), self.master_url,
         )
-        self._wait_for(lambda: any(w.get("port") == worker.port for w in self.alive_workers()),
+        self._wait_for(lambda: any(w.get("port") == worker.port for w in self._answer() or []),
                        f"worker {worker.index}", worker.process)
 
     def _daemon(self, name: str, main_class: str, *arguments: str) -> subprocess.Popen[bytes]:
@@ -196,15 +196,16 @@ class SparkCluster:
                 env=environment, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             )
         if name == "master":
-            self._wait_for(self._master_answers, "the master", process)
+            self._wait_for(lambda: self._answer() is not None, "the master", process)
         return process
 
-    def _master_answers(self) -> bool:
+    def _answer(self) -> list[dict[str, Any]] | None:
+        """:meth:`alive_workers`, or None while the master's web UI is not up: it refuses
+        connections, then answers an empty page for a moment."""
         try:
-            self.alive_workers()
-        except OSError:
-            return False
-        return True
+            return self.alive_workers()
+        except (OSError, ValueError):
+            return None
 
     def _wait_for(self, ready: Any, what: str, process: subprocess.Popen[bytes]) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
