@@ -39,6 +39,7 @@ __all__ = [
     "ShareGroupNotReadCommittedError",
     "SinkConfigurationError",
     "SourceOptionError",
+    "SparkClusterError",
     "Stopped",
     "TargetTableError",
     "TransformShapeError",
@@ -214,6 +215,11 @@ class LibrdkafkaNotFoundError(EmbeddedBrokerError):
 
 class PostgresServerError(KafkaShareEosError, RuntimeError):
     """The throwaway PostgreSQL server could not start, or was used when not running."""
+
+
+class SparkClusterError(KafkaShareEosError, RuntimeError):
+    """A daemon of the tests' Spark standalone cluster did not start, or its workers did not
+    all register with the master."""
 
 
 class PostgresNotFoundError(PostgresServerError):

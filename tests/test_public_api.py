@@ -28,7 +28,7 @@ TESTING = "kafka_share_eos.testing"
 # user's code.
 NAMED_NOT_IMPORTED = {
     "AckStats", "PoisonRecordError", "PostgresNotFoundError", "PostgresServerError",
-    "SessionClosed", "SimulatedCrash", "Stopped", "Terminated",
+    "SessionClosed", "SimulatedCrash", "SparkClusterError", "Stopped", "Terminated",
 }
 _IMPORT_LINE = re.compile(r"^\s*from (kafka_share_eos[\w.]*) import ([^(\n]+)$", re.MULTILINE)
 

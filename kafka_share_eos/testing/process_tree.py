@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
+from kafka_share_eos.errors import ConfigurationError
+
 _PR_SET_PDEATHSIG = 1
 
 _Request = tuple[Sequence[str], dict[str, Any], "Future[subprocess.Popen[Any]]"]
@@ -73,10 +75,10 @@ def launch(argv: Sequence[str], **popen_kwargs: Any) -> subprocess.Popen[Any]:
 
     Raises:
         OSError: the program could not be started (as Popen raises it).
-        ValueError: ``preexec_fn`` was given (the launcher sets its own).
+        ConfigurationError: ``preexec_fn`` was given (the launcher sets its own).
     """
     if "preexec_fn" in popen_kwargs:
-        raise ValueError("launch() sets preexec_fn itself: pass the other Popen arguments")
+        raise ConfigurationError("launch() sets preexec_fn itself: pass the other Popen arguments")
     _ensure_launcher()
     result: Future[subprocess.Popen[Any]] = Future()
     _requests.put((list(argv), popen_kwargs, result))

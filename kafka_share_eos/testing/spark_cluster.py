@@ -33,6 +33,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from kafka_share_eos._libs import pyspark
+from kafka_share_eos.errors import SparkClusterError
 from kafka_share_eos.testing.kafka_cluster import _free_ports
 from kafka_share_eos.testing.process_tree import launch
 
@@ -40,10 +41,6 @@ START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 10.0
 DAEMON_MEMORY = "256m"
 """Heap of the master's and the workers' own JVMs."""
-
-
-class SparkClusterError(RuntimeError):
-    """A daemon of the standalone cluster did not start."""
 
 
 @dataclass

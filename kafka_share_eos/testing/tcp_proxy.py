@@ -23,6 +23,8 @@ import struct
 import threading
 from typing import Literal, Self
 
+from kafka_share_eos.errors import ConfigurationError
+
 CutMode = Literal["blackhole", "reset"]
 
 _CHUNK = 65536
@@ -130,9 +132,13 @@ class TcpProxy:
 
     def cut(self, mode: CutMode = "blackhole") -> None:
         """Cut the path: ``"blackhole"`` holds every byte, ``"reset"`` closes every connection
-        with an RST (see the module's description)."""
+        with an RST (see the module's description).
+
+        Raises:
+            ConfigurationError: ``mode`` is neither.
+        """
         if mode not in ("blackhole", "reset"):
-            raise ValueError(f"cut mode must be 'blackhole' or 'reset', got {mode!r}")
+            raise ConfigurationError(f"cut mode must be 'blackhole' or 'reset', got {mode!r}")
         with self._state:
             self._cut = mode
             links = list(self._links) if mode == "reset" else []
