@@ -17,8 +17,6 @@ prints the JSON that :func:`run` returns; :func:`run_in_tier` starts it from ano
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_share_eos.bench.ratios import Ratio, Target, count
-from kafka_share_eos.bench.spark_kafka import TIER_PYTHON
+from kafka_share_eos.bench.tier import TIER_PYTHON, run_module
 
 SIZES = (20_000, 1_000_000)
 """The batch sizes measured: a small stream's batch and a large one."""
@@ -93,16 +91,8 @@ def run_in_tier(sizes: Sequence[int], python: Path = TIER_PYTHON) -> dict[str, A
         return {"sizes": {}, "not_run": {
             "delta-spark": f"{python} is missing: delta-spark needs pyspark 4.2, in the "
                            "environment ./dev test builds"}}
-    env = {**os.environ, "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
-    done = subprocess.run(
-        [str(python), "-m", "kafka_share_eos.bench.delta_spark", *map(str, sizes)],
-        capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
-        stdin=subprocess.DEVNULL, env=env,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"the delta-spark benchmark failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_module(python, "kafka_share_eos.bench.delta_spark", [str(n) for n in sizes],
+                      TIMEOUT_S, "the delta-spark benchmark")
 
 
 def delta_spark_ratios(result: Mapping[str, Any]) -> list[Ratio]:

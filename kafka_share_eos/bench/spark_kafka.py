@@ -21,20 +21,18 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from kafka_share_eos.bench.streams import batches_with_data, rows_read, stream_window
+from kafka_share_eos.bench.tier import TIER_PYTHON, run_module
 
-TIER_PYTHON = Path(__file__).resolve().parents[2] / ".venv-delta-spark" / "bin" / "python"
 """The pyspark 4.2 tier's interpreter, in the project's checkout."""
 SCALA_VERSION = "2.13"
 QUERY_TIMEOUT_S = 600.0
 CHILD_TIMEOUT_S = 3600.0
-STOP_TIMEOUT_S = 20.0
 
 
 def _kafka_query(spark: Any, bootstrap: str, topic: str, work: Path, write: Any, tag: str,
@@ -144,29 +142,8 @@ def run_in_tier(bootstrap: str, topic: str, records: int, per_trigger: int, roun
     arguments = json.dumps({"bootstrap": bootstrap, "topic": topic, "records": records,
                             "per_trigger": per_trigger, "rounds": rounds,
                             "postgres_url": postgres_url})
-    env = {**os.environ, "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
-    child = subprocess.Popen(
-        [str(python), "-m", "kafka_share_eos.bench.spark_kafka", arguments],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        env=env,
-    )
-    try:
-        stdout, stderr = child.communicate(timeout=CHILD_TIMEOUT_S)
-    except BaseException:
-        # Stopped or timed out: SIGTERM lets the child stop its Spark session (and JVM) first.
-        child.terminate()
-        try:
-            child.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-        raise
-    lines = stdout.strip().splitlines()
-    if child.returncode or not lines:
-        raise RuntimeError(f"Spark's Kafka peer failed ({child.returncode}): "
-                           f"{(stderr or stdout)[-3000:]}")
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
+    return run_module(python, "kafka_share_eos.bench.spark_kafka", [arguments],
+                      CHILD_TIMEOUT_S, "Spark's Kafka peer")
 
 
 def main() -> None:
