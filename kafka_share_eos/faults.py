@@ -146,6 +146,12 @@ def parse_hold_at(spec: str) -> dict[str, tuple[int, float]]:
     return holds
 
 
+def gate_files(gate: str | Path, point: str) -> tuple[Path, Path]:
+    """The two files of a hold at ``point`` in the ``gate`` directory: the one the held process
+    creates once it waits, and the one whose creation lets it go on."""
+    return Path(gate, f"{point}.held"), Path(gate, f"{point}.release")
+
+
 def maybe_hold(point: str) -> None:
     """Count a hit of ``point``; pause there if ``KSE_HOLD_AT`` enables this hit of it."""
     spec = os.environ.get(HOLD_AT_ENV)
@@ -157,8 +163,8 @@ def maybe_hold(point: str) -> None:
     if not gate:
         time.sleep(seconds)
         return
-    Path(gate, f"{point}.held").touch()
-    release = Path(gate, f"{point}.release")
+    held, release = gate_files(gate, point)
+    held.touch()
     while not release.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
 

@@ -21,6 +21,8 @@ import threading
 import time
 from pathlib import Path
 
+from kafka_share_eos.faults import gate_files
+
 # Processes that hold share consumers: the streaming source runner, and executor Python workers.
 _CONSUMER_PROCESSES = (b"python_streaming_source_runner", b"pyspark.daemon")
 
@@ -30,8 +32,7 @@ class ConsumerStall:
     ``point``, then lets both go on (once, on the point's armed hit)."""
 
     def __init__(self, gate: Path, point: str, seconds: float) -> None:
-        self._held = gate / f"{point}.held"
-        self._release = gate / f"{point}.release"
+        self._held, self._release = gate_files(gate, point)
         self._seconds = seconds
         self.stalled: list[int] = []
         self._thread = threading.Thread(target=self._watch, name="consumer-stall", daemon=True)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kafka_share_eos.faults import HOLD_AT_ENV, HOLD_GATE_ENV
+from kafka_share_eos.faults import HOLD_AT_ENV, HOLD_GATE_ENV, gate_files
 
 TESTS = Path(__file__).resolve().parent.parent
 
@@ -52,7 +52,7 @@ class HoldGate:
 
     def wait_held(self, process: subprocess.Popen[str], timeout: float = 60) -> None:
         """Return once ``process`` is paused at the point; fail if it exits first."""
-        held = self.directory / f"{self.point}.held"
+        held, _ = gate_files(self.directory, self.point)
         deadline = time.monotonic() + timeout
         while not held.exists():
             if process.poll() is not None:
@@ -62,4 +62,4 @@ class HoldGate:
 
     def release(self) -> None:
         """Let the held application go on."""
-        (self.directory / f"{self.point}.release").touch()
+        gate_files(self.directory, self.point)[1].touch()

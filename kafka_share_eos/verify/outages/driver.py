@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kafka_share_eos import faults
 from kafka_share_eos.verify.outages.gaps import held_batch, held_partitions
 from kafka_share_eos.verify.outages.registry import Outage, Scene
 
@@ -31,8 +32,7 @@ class FaultDriver:
     ) -> None:
         self.outage = outage
         self.scene = scene
-        self._held = gate / f"{point}.held"
-        self._release = gate / f"{point}.release"
+        self._held, self._release = faults.gate_files(gate, point)
         self._progress = progress
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"fault-{outage.name}",
@@ -106,8 +106,6 @@ HELD_BATCH = 2
 def hold_environment(point: str, gate: Path) -> dict[str, str]:
     """The environment that makes a pipeline wait at ``point`` of its held batch until the
     driver watching ``gate`` opens it."""
-    from kafka_share_eos import faults
-
     gate.mkdir(parents=True, exist_ok=True)
     return {faults.HOLD_AT_ENV: faults.crash_spec(point, HELD_BATCH),
             faults.HOLD_GATE_ENV: str(gate)}
