@@ -108,13 +108,28 @@ def test_peers_rows_on_apache_kafka_with_and_without_spark_kafka() -> None:
     assert not any("Spark's Kafka source" in row.name for row in without)
 
 
-def test_a_row_not_run_is_shown_with_its_reason() -> None:
-    machine = dict.fromkeys(("cpus", "cpu model", "memory", "os", "python", "spark", "librdkafka",
-                             "deltalake", "postgres"), "x")
-    result = SuiteResult(QUICK, machine, not_run={"kafka peers": {SPARK_KAFKA_ROW: "no tier here"}})
+_MACHINE = dict.fromkeys(("cpus", "cpu model", "memory", "os", "python", "spark", "librdkafka",
+                          "deltalake", "postgres"), "x")
 
-    assert f"| kafka peers | {SPARK_KAFKA_ROW} | not run | | | no tier here |" in (
+
+def test_a_row_not_run_is_shown_with_its_reason() -> None:
+    result = SuiteResult(QUICK, _MACHINE,
+                         not_run={"kafka peers": {SPARK_KAFKA_ROW: "no tier here"}})
+
+    assert f"| kafka peers | {SPARK_KAFKA_ROW} | not run |  |  | no tier here |" in (
         markdown(result))
+
+
+def test_a_failed_benchmark_with_a_multi_line_error_keeps_the_table_to_one_row_each() -> None:
+    error = ("RuntimeError: the child failed; its output:\n"
+             "Traceback (most recent call last):\n  a | b")
+    result = SuiteResult(QUICK, _MACHINE, failures={"delta-spark": error})
+
+    table = markdown(result).split("| --- | --- | --- | --- | --- | --- |\n")[1].split("\n\n")[0]
+    assert table.splitlines() == [
+        "| delta-spark | failed |  |  | **no** | RuntimeError: the child failed; its output: "
+        "Traceback (most recent call last): a \\| b |"
+    ]
 
 
 def test_spark_kafka_peer_without_the_pyspark_4_2_tier_is_not_run_with_the_reason(

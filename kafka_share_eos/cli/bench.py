@@ -95,18 +95,23 @@ def markdown(result: SuiteResult, chart: str | None = None) -> str:
         "| benchmark | comparison | measured | target | met | detail |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for ratio in result.ratios:
-        met = "" if ratio.meets is None else ("yes" if ratio.meets else "**no**")
-        cells = (ratio.benchmark, ratio.name, ratio.value_text, ratio.target_text, met,
-                 ratio.detail)
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    for name, error in result.failures.items():
-        lines.append(f"| {name} | failed | | | **no** | {error} |")
-    for name, row, reason in _not_run(result):
-        lines.append(f"| {name} | {row} | not run | | | {reason} |")
+    rows = [
+        (ratio.benchmark, ratio.name, ratio.value_text, ratio.target_text,
+         "" if ratio.meets is None else ("yes" if ratio.meets else "**no**"), ratio.detail)
+        for ratio in result.ratios
+    ]
+    rows += [(name, "failed", "", "", "**no**", error)
+             for name, error in result.failures.items()]
+    rows += [(name, row, "not run", "", "", reason) for name, row, reason in _not_run(result)]
+    lines += ["| " + " | ".join(map(_markdown_cell, row)) + " |" for row in rows]
     durations = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in result.seconds.items())
     lines += ["", f"Duration: {durations}.", ""]
     return "\n".join(lines)
+
+
+def _markdown_cell(text: str) -> str:
+    """``text`` as one table cell: a multi-line error on one line, its pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
 
 
 def save_results(result: SuiteResult, save: Path) -> None:
