@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ from kafka_share_eos.bench.peer_ratios import consumers_ratios, peers_ratios
 from kafka_share_eos.bench.peers import SPARK_KAFKA_ROW
 from kafka_share_eos.bench.ratios import Ratio, two_phase_ratios
 from kafka_share_eos.bench.spark_kafka import run_in_tier
-from kafka_share_eos.bench.suite import QUICK, SuiteResult
+from kafka_share_eos.bench.suite import BENCHMARKS, QUICK, SuiteResult, run_suite
 from kafka_share_eos.cli.bench import markdown
 
 
@@ -140,3 +141,12 @@ def test_spark_kafka_peer_without_the_pyspark_4_2_tier_is_not_run_with_the_reaso
 
     assert set(result) == {"not_run"}
     assert "pyspark 4.2" in result["not_run"] and "./dev" in result["not_run"]
+
+
+def test_a_benchmark_the_workload_leaves_out_is_shown_as_not_run_and_runs_nothing() -> None:
+    result = run_suite(replace(QUICK, left_out=tuple(BENCHMARKS)))
+
+    assert result.results == {} and result.ratios == [] and result.failures == {}
+    assert set(result.not_run) == set(BENCHMARKS)
+    assert "--only" in result.not_run["kafka peers"]["every row"]
+    assert set(QUICK.left_out) == {"kafka-topic", "kafka peers", "delta-spark"}

@@ -48,6 +48,8 @@ class Sizes:
     """The Apache Kafka peers: the source's and raw loops' records and polls, the consumers'
     records (with the consumers' batches), the Spark Kafka comparison's records (with the
     end-to-end batches), and their rounds."""
+    left_out: tuple[str, ...] = ()
+    """Benchmarks this workload does not run unless ``only`` names them."""
 
     def summary(self) -> str:
         """The workload in one line, as a table caption states it."""
@@ -135,6 +137,7 @@ QUICK = Sizes(
     peers_consumers_records=100_000,
     peers_pipeline_records=30_000,
     peers_rounds=1,
+    left_out=("kafka-topic", "kafka peers", "delta-spark"),
 )
 """Sizes for a run of about three minutes (3 min 0 s and 3 min 11 s in two runs on an idle 2-core
 machine): one round each,

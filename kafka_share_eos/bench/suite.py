@@ -219,6 +219,9 @@ def _run_delta_spark(_sizes: Sizes, _: _Resources) -> dict[str, Any]:
     return delta_spark.run_in_tier(delta_spark.SIZES)
 
 
+_LEFT_OUT = ("left out of --quick: its Apache Kafka broker or pyspark 4.2 child alone would "
+             "take most of the quick run's minutes; `bench --quick --only NAME` runs it")
+
 Runner = Callable[[Sizes, _Resources], dict[str, Any]]
 Reducer = Callable[[Mapping[str, Any]], list[Ratio]]
 
@@ -260,7 +263,8 @@ def run_suite(
         postgres_url: SQLAlchemy URL of a superuser on an existing server, where each benchmark
             creates and drops its own database; ``None`` starts a throwaway server.
         on_start: called with each benchmark's name before it runs.
-        only: names of the benchmarks to run (of :data:`BENCHMARKS`); empty runs them all.
+        only: names of the benchmarks to run (of :data:`BENCHMARKS`); empty runs them all but
+            those the workload leaves out (``sizes.left_out``).
 
     Raises:
         ConfigurationError: ``only`` names a benchmark that does not exist.
@@ -277,6 +281,9 @@ def run_suite(
         shared = _Resources(stack, postgres_url)
         for name, (runner, reduce) in BENCHMARKS.items():
             if only and name not in only:
+                continue
+            if name in sizes.left_out and name not in only:
+                not_run[name] = {"every row": _LEFT_OUT}
                 continue
             on_start(name)
             started = time.monotonic()
