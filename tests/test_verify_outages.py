@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kafka_share_eos.cli.main import app
-from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.errors import ConfigurationError, SparkClusterError
 from kafka_share_eos.verify.matrix import MatrixOptions
 from kafka_share_eos.verify.outages import OUTAGES, Outage, Scene, brokers_for, check_faults
 from kafka_share_eos.verify.outages.brokers import java_string_hash, share_state_partition
@@ -22,8 +22,10 @@ from kafka_share_eos.verify.outages.gaps import (
     held_partitions,
     stall_seconds,
 )
+from kafka_share_eos.verify.outages.registry import proxied_for, spark_workers_for
 
 BROKER_FAULTS = ("broker-kill", "coordinator-kill", "broker-restart")
+FAULTS = (*BROKER_FAULTS, "partition", "worker-kill")
 
 
 def test_the_broker_faults_are_registered_with_a_description_and_three_brokers() -> None:
@@ -32,19 +34,44 @@ def test_the_broker_faults_are_registered_with_a_description_and_three_brokers()
         assert issubclass(outage, Outage) and outage.name == name and outage.description
     assert brokers_for(BROKER_FAULTS) == 3
     assert brokers_for(()) == 1
-    assert OUTAGES["broker-restart"].heal_at_once and not OUTAGES["broker-kill"].heal_at_once
+    assert OUTAGES["broker-restart"].heal_after_seconds == 0
+    assert OUTAGES["broker-kill"].heal_after_seconds is None
+    assert not proxied_for(BROKER_FAULTS)
+
+
+def test_the_partition_is_registered_and_cuts_the_proxied_pipeline_past_the_record_lock() -> None:
+    outage = OUTAGES["partition"]
+    assert outage.name == "partition" and "blackhole" in outage.description
+    assert outage.proxied and proxied_for(["broker-kill", "partition"])
+    assert outage.brokers == 3
+    assert outage.heal_after_seconds is not None and outage.heal_after_seconds > 2 * 4.0
+
+
+def test_the_worker_kill_runs_on_a_spark_cluster_with_consumers_in_executors() -> None:
+    outage = OUTAGES["worker-kill"]
+    assert outage.description and "worker" in outage.description
+    assert outage.spark_workers == 2 and spark_workers_for(["partition", "worker-kill"]) == 2
+    assert spark_workers_for(FAULTS[:-1]) == 0
+    assert outage.brokers == 1 and brokers_for(["worker-kill", "broker-kill"]) == 3
+    options = MatrixOptions(targets=["upsert-sqlite"], points=["sink.mid_write"],
+                            faults=["worker-kill"], broker="kafka")
+    consumers = {spec.point: spec.mix.consumers for spec in options.specs()}
+    assert consumers == {"sink.mid_write": 1, "worker-kill": 2}
+    with pytest.raises(ConfigurationError, match="no delta-spark"):
+        MatrixOptions(targets=["upsert-delta-spark"], points=(), faults=["worker-kill"],
+                      broker="kafka").check()
 
 
 def test_an_unknown_fault_is_refused_with_the_known_names() -> None:
     with pytest.raises(ConfigurationError, match="unknown fault split-brain") as refused:
         check_faults(["broker-kill", "split-brain"], "kafka")
-    assert all(name in str(refused.value) for name in BROKER_FAULTS)
+    assert all(name in str(refused.value) for name in FAULTS)
 
 
 def test_faults_need_apache_kafka() -> None:
     with pytest.raises(ConfigurationError, match="need --broker kafka") as refused:
-        MatrixOptions(faults=["broker-kill"], broker="embedded").check()
-    assert all(name in str(refused.value) for name in BROKER_FAULTS)
+        MatrixOptions(faults=["partition"], broker="embedded").check()
+    assert all(name in str(refused.value) for name in FAULTS)
     result = CliRunner().invoke(app, ["verify", "--faults", "broker-kill", "--faults-only"])
     assert result.exit_code == 2 and "need --broker kafka" in result.output
     result = CliRunner().invoke(app, ["verify", "--broker", "kafka", "--faults", "nope"])
@@ -174,3 +201,69 @@ def test_a_driver_whose_hold_never_came_strikes_nothing(tmp_path: Path) -> None:
                          "sink.mid_write", list).start()
     driver.stop()
     assert outage.calls == [] and driver.report(None)["struck_at"] is None
+
+
+class _Timed(_Recorder):
+    name = "test-timed"
+    heal_after_seconds = 0.3
+
+
+def test_a_timed_outage_heals_after_its_time_without_waiting_for_a_batch(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    hold_environment("sink.mid_write", gate)
+    lines = [{"batch": 1, "started": True, "records": [[0, 3]]}]
+    outage = _Timed()
+    driver = FaultDriver(outage, Scene(cast(Any, None), "t", "g", tmp_path), gate,
+                         "sink.mid_write", lambda: lines).start()
+    try:
+        (gate / "sink.mid_write.held").touch()
+        _wait_for(lambda: outage.calls[-1:] == ["heal"], "never healed")
+    finally:
+        driver.stop()
+    assert outage.calls == ["strike [0]", "heal"]
+    healed = driver.report(None)["healed_after_seconds"]
+    assert healed is not None and healed >= 0.3
+
+
+class _Workers:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def kill_worker(self, index: int) -> list[int]:
+        self.calls.append(f"kill {index}")
+        return [10, 11, 12]
+
+    def restart_worker(self, index: int) -> None:
+        self.calls.append(f"restart {index}")
+
+
+def test_the_worker_kill_kills_a_worker_and_restarts_it_and_needs_the_cluster() -> None:
+    workers = _Workers()
+    outage = OUTAGES["worker-kill"]()
+    done = outage.strike(Scene(cast(Any, None), "t", "g", Path(), spark=cast(Any, workers)))
+    assert "SIGKILL worker 0" in done and "2 processes" in done
+    outage.heal(Scene(cast(Any, None), "t", "g", Path(), spark=cast(Any, workers)))
+    assert workers.calls == ["kill 0", "restart 0"]
+    with pytest.raises(SparkClusterError, match="Spark standalone cluster"):
+        outage.strike(Scene(cast(Any, None), "t", "g", Path()))
+
+
+class _Proxies:
+    def __init__(self) -> None:
+        self.nodes = [1, 2, 3]
+        self.calls: list[str] = []
+
+    def cut(self, mode: str) -> None:
+        self.calls.append(f"cut {mode}")
+
+    def heal(self) -> None:
+        self.calls.append("heal")
+
+
+def test_the_partition_blackholes_every_proxy_and_heals_them() -> None:
+    proxies = _Proxies()
+    scene = Scene(cast(Any, proxies), "t", "g", Path())
+    outage = OUTAGES["partition"]()
+    assert "all 3 nodes" in outage.strike(scene)
+    outage.heal(scene)
+    assert proxies.calls == ["cut blackhole", "heal"]

@@ -77,14 +77,17 @@ class VerifyBroker:
 
 
 @contextlib.contextmanager
-def verify_broker(kind: BrokerKind, short_locks: bool, brokers: int = 1) -> Iterator[VerifyBroker]:
+def verify_broker(
+    kind: BrokerKind, short_locks: bool, brokers: int = 1, proxy: bool = False
+) -> Iterator[VerifyBroker]:
     """Start the broker of a verification; ``short_locks`` gives the embedded broker the record
     lock Kafka runs always have; Kafka gets ``brokers`` nodes (three for broker faults: every
-    topic then has three replicas and two in-sync replicas at least)."""
+    topic then has three replicas and two in-sync replicas at least) and, with ``proxy``, a
+    TCP proxy in front of each (for a network partition's pipelines)."""
     if kind == "kafka":
         from kafka_share_eos.testing.kafka_cluster import KafkaCluster
 
-        with KafkaCluster(brokers) as cluster:
+        with KafkaCluster(brokers, proxy=proxy) as cluster:
             yield VerifyBroker(f"Apache Kafka {cluster.version}", cluster, {
                 AUTO_OFFSET_RESET: "earliest",
                 ISOLATION_LEVEL: "read_committed",

@@ -10,9 +10,9 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_share_eos._libs import sa
 from kafka_share_eos.errors import ConfigurationError
@@ -20,13 +20,22 @@ from kafka_share_eos.testing.jvm import ensure_archive
 from kafka_share_eos.testing.postgres import PostgresDatabases, postgres_for_tests
 from kafka_share_eos.verify import defaults
 from kafka_share_eos.verify.brokers import BROKER_KINDS, BrokerKind, verify_broker
-from kafka_share_eos.verify.outages import OUTAGES, brokers_for, check_faults
+from kafka_share_eos.verify.outages import (
+    OUTAGES,
+    brokers_for,
+    check_faults,
+    proxied_for,
+    spark_workers_for,
+)
 from kafka_share_eos.verify.points import RANDOM_KILL, points_of
 from kafka_share_eos.verify.process import accept_starts, stop_all, stopping
 from kafka_share_eos.verify.registry import SAFE_TARGETS, TARGETS
 from kafka_share_eos.verify.results import ResultsFile, spec_key
 from kafka_share_eos.verify.run import Mix, RunEnvironment, RunResult, RunSpec, execute
 from kafka_share_eos.verify.score import Score
+
+if TYPE_CHECKING:
+    from kafka_share_eos.testing.spark_cluster import SparkCluster
 
 # A slow sink's batch outlasts the record lock (verify.brokers.RECORD_LOCK_MS).
 SLOW_SINK_SECONDS = 5.0
@@ -76,6 +85,12 @@ class MatrixOptions:
         if self.points == () and not self.faults:
             raise ConfigurationError("no crash point and no fault to verify: name --faults")
         named = [t for t, _ in self.only] if self.only is not None else self.targets
+        if spark_workers_for(self.faults) and any(TARGETS[t].delta_spark for t in named
+                                                  if t in TARGETS):
+            raise ConfigurationError(
+                f"{', '.join(self.faults)} run pipelines on a Spark standalone cluster, "
+                "which has no delta-spark: leave out the strategies that use it"
+            )
         needing = [t for t in dict.fromkeys(named)
                    if t in TARGETS and TARGETS[t].needs_transactions]
         if self.broker != "kafka" and needing:
@@ -123,14 +138,19 @@ class MatrixOptions:
         return cells + [(target, fault) for target in self.targets for fault in self.faults]
 
     def specs(self) -> list[RunSpec]:
-        """Every run, cell after cell (a fault run crashes nothing)."""
+        """Every run, cell after cell (a fault run crashes nothing, and runs as many consumers
+        as its outage asks for)."""
         return [
             RunSpec(target, point, index, self.seed, self.records,
                     0 if point in OUTAGES else self.crashes, self.per_trigger, self.partitions,
-                    self.mix)
+                    self._mix_of(point))
             for target, point in self.cells()
             for index in range(self.runs)
         ]
+
+    def _mix_of(self, point: str) -> Mix:
+        consumers = OUTAGES[point].consumers if point in OUTAGES else None
+        return self.mix if consumers is None else replace(self.mix, consumers=consumers)
 
 
 @dataclass
@@ -265,6 +285,17 @@ def _postgres(options: MatrixOptions) -> Iterator[PostgresDatabases | None]:
             yield server
 
 
+@contextlib.contextmanager
+def _spark(workers: int) -> Iterator[SparkCluster | None]:
+    if not workers:
+        yield None
+        return
+    from kafka_share_eos.testing.spark_cluster import SparkCluster
+
+    with SparkCluster(workers) as cluster:
+        yield cluster
+
+
 def _where(env: RunEnvironment) -> str:
     broker = f"{env.broker.name} at {env.broker.bootstrap_servers}"
     postgres = "no PostgreSQL"
@@ -314,9 +345,11 @@ def run_matrix(
     ensure_archive()
     short_locks = options.mix.slow_sink or options.mix.handoffs
     brokers = brokers_for(options.faults)
-    with (verify_broker(options.broker, short_locks, brokers) as broker,
-          _postgres(options) as postgres):
-        env = RunEnvironment(broker, work, postgres, SLOW_SINK_SECONDS)
+    proxy = proxied_for(options.faults)
+    with (verify_broker(options.broker, short_locks, brokers, proxy) as broker,
+          _postgres(options) as postgres,
+          _spark(spark_workers_for(options.faults)) as spark):
+        env = RunEnvironment(broker, work, postgres, SLOW_SINK_SECONDS, spark)
         if on_start is not None:
             on_start(_where(env))
 

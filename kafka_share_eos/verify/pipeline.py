@@ -56,6 +56,9 @@ class PipelineConfig:
     handoff_stall_seconds: float = 0.0
     """With a hold armed (``KSE_HOLD_AT`` and ``KSE_HOLD_GATE``), how long the held batch's
     application stalls its share consumers (see :mod:`kafka_share_eos.verify.stall`)."""
+    spark_master: str | None = None
+    """A Spark standalone master (``spark://host:port``) to run on, with one core per
+    consumer, instead of in-process Spark."""
 
     def save(self, path: Path) -> None:
         """Write the configuration as JSON."""
@@ -125,7 +128,7 @@ class VerifyBatch:
 def run(config: PipelineConfig, name: str) -> None:
     """Run pipeline ``name`` of the run until its share group is drained."""
     import kafka_share_eos
-    from kafka_share_eos.testing.spark import local_spark_session
+    from kafka_share_eos.testing.spark import local_spark_session, standalone_spark_session
 
     if os.getpgrp() == os.getpid():
         os.environ.setdefault(faults.CRASH_PGID_ENV, str(os.getpgrp()))
@@ -136,8 +139,12 @@ def run(config: PipelineConfig, name: str) -> None:
     strategy = target.build(config.context(), name)
     # Several consumers need several tasks at a time: one Python worker, one consumer each.
     cores = 2 if config.consumers > 1 else 1
-    spark = local_spark_session(f"kafka-share-eos-verify-{name}", cores=cores, short_lived=True,
-                                delta_spark=target.delta_spark)
+    app_name = f"kafka-share-eos-verify-{name}"
+    if config.spark_master:
+        spark = standalone_spark_session(config.spark_master, app_name, cores=config.consumers)
+    else:
+        spark = local_spark_session(app_name, cores=cores, short_lived=True,
+                                    delta_spark=target.delta_spark)
     kafka_share_eos.register(spark)
     _wait_for_the_others(name)
     stream = (

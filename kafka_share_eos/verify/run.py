@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_share_eos import faults
 from kafka_share_eos.deadletter import SqlDeadLetters
@@ -48,6 +48,9 @@ from kafka_share_eos.verify.records import plan_records, produce
 from kafka_share_eos.verify.registry import TARGETS
 from kafka_share_eos.verify.score import Score, score
 from kafka_share_eos.verify.targets import Produced, RunContext, Target, dead_lettered
+
+if TYPE_CHECKING:
+    from kafka_share_eos.testing.spark_cluster import SparkCluster
 
 # Generous: a run's pipeline on a loaded machine, with a fault's failover and long drain.
 START_TIMEOUT_S = 600.0
@@ -156,6 +159,8 @@ class RunEnvironment:
     work: Path
     postgres: PostgresDatabases | None = None
     slow_sink_seconds: float = 0.0
+    spark: SparkCluster | None = None
+    """The Spark standalone cluster the pipelines of a worker fault's runs use."""
 
 
 def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
@@ -178,7 +183,9 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
         config = PipelineConfig(
             target=spec.target,
             run_dir=str(ctx.run_dir),
-            bootstrap_servers=env.broker.bootstrap_servers,
+            bootstrap_servers=(env.broker.kafka().proxied_bootstrap_servers
+                               if spec.point in OUTAGES and OUTAGES[spec.point].proxied
+                               else env.broker.bootstrap_servers),
             topic=topic,
             group_id=topic,
             postgres_url=postgres_url,
@@ -194,6 +201,8 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
             idle_ms=(FAULT_IDLE_MS if spec.point in OUTAGES
                      else HANDOFF_IDLE_MS if spec.mix.handoffs else PipelineConfig.idle_ms),
             handoff_stall_seconds=HANDOFF_STALL_S if spec.mix.handoffs else 0.0,
+            spark_master=(env.spark.master_url if env.spark is not None and spec.point in OUTAGES
+                          and OUTAGES[spec.point].spark_workers else None),
         )
         config.save(ctx.run_dir / "config.json")
         supervisor = _Supervisor(spec, config, ctx, target, produced)
@@ -206,7 +215,8 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
             driver = None
             if spec.point in OUTAGES:
                 driver = FaultDriver(
-                    OUTAGES[spec.point](), Scene(env.broker.kafka(), topic, topic, ctx.run_dir),
+                    OUTAGES[spec.point](),
+                    Scene(env.broker.kafka(), topic, topic, ctx.run_dir, spark=env.spark),
                     supervisor.gate, target.hold_point, lambda: supervisor.progress_lines("a"),
                 ).start()
                 stack.callback(driver.stop)

@@ -1,14 +1,20 @@
-"""Faults run as verify cells: a broker killed or restarted mid-batch, and whatever else is
-registered in :mod:`~kafka_share_eos.verify.outages.registry`."""
+"""Faults run as verify cells: a broker killed or restarted mid-batch, the pipeline cut off from
+the brokers, a Spark worker lost, and whatever else is registered in
+:mod:`~kafka_share_eos.verify.outages.registry`."""
 
 from kafka_share_eos.verify.outages import brokers as brokers
+from kafka_share_eos.verify.outages import network as network
+from kafka_share_eos.verify.outages import workers as workers
 from kafka_share_eos.verify.outages.registry import (
     OUTAGES,
     Outage,
     Scene,
     brokers_for,
     check_faults,
+    proxied_for,
     register,
+    spark_workers_for,
 )
 
-__all__ = ["OUTAGES", "Outage", "Scene", "brokers_for", "check_faults", "register"]
+__all__ = ["OUTAGES", "Outage", "Scene", "brokers_for", "check_faults", "proxied_for",
+           "register", "spark_workers_for"]

@@ -106,4 +106,4 @@ class BrokerRestart(_StopNode):
     description = ("SIGTERM the leader of a partition whose records a batch holds (a clean "
                    "shutdown), mid-batch, and start it again at once")
     signum = signal.SIGTERM
-    heal_at_once = True
+    heal_after_seconds = 0.0

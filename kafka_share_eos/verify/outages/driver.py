@@ -3,7 +3,8 @@
 The pipeline is started with a hold at its strategy's hold point (``KSE_HOLD_AT`` and
 ``KSE_HOLD_GATE``, see :mod:`kafka_share_eos.faults`): when its batch reaches that point it
 waits at the gate. The driver then strikes the outage, opens the gate, waits until a batch
-after the held one applied records (or, for a restart, not at all) and heals the outage.
+after the held one applied records (or, for a restart, not at all; for a network cut, the
+cut's length) and heals the outage.
 Stopping the driver heals an outage still in force, so the next run finds the cluster whole.
 """
 
@@ -72,16 +73,19 @@ class FaultDriver:
         lines = self._progress()
         self.scene.held_partitions = held_partitions(lines)
         self._held_batch = held_batch(lines)
-        self.struck_at = time.time()
+        struck = self.struck_at = time.time()
         try:
             self.did = self.outage.strike(self.scene)
         except Exception:  # reported with the run; the gate must open all the same
             self.error = f"striking {self.outage.name}: {traceback.format_exc(limit=3)}"
         finally:
             self._release.touch()
-        if not self.outage.heal_at_once:
+        after = self.outage.heal_after_seconds
+        if after is None:
             while not self._recovered() and not self._done.wait(0.2):
                 pass
+        else:
+            self._done.wait(max(0.0, struck + after - time.time()))
         try:
             self.outage.heal(self.scene)
             self.healed_at = time.time()

@@ -19,6 +19,7 @@ from kafka_share_eos.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from kafka_share_eos.testing.kafka_cluster import KafkaCluster
+    from kafka_share_eos.testing.spark_cluster import SparkCluster
 
 
 @dataclass
@@ -32,6 +33,9 @@ class Scene:
     run_dir: Path
     held_partitions: list[int] = field(default_factory=list)
     """Partitions of the records the held batch holds (set just before the outage strikes)."""
+    spark: SparkCluster | None = None
+    """The Spark standalone cluster the pipeline runs on, for an outage with
+    :attr:`Outage.spark_workers`."""
 
 
 class Outage(ABC):
@@ -44,9 +48,20 @@ class Outage(ABC):
     """What it does, in one line (the faults table of the docs and ``verify --help``)."""
     brokers: ClassVar[int] = 3
     """Kafka nodes the cluster of its runs needs."""
-    heal_at_once: ClassVar[bool] = False
-    """Heal right after the held batch is released (a restart), instead of once the stream
-    applied records again without what the outage took away."""
+    heal_after_seconds: ClassVar[float | None] = None
+    """Heal this long after the strike (0: right after the held batch is released, as a
+    restart does); None: once the stream applied records again without what the outage took
+    away."""
+    proxied: ClassVar[bool] = False
+    """Its run's pipelines reach the brokers only through the cluster's TCP proxies (see
+    :class:`~kafka_share_eos.testing.tcp_proxy.TcpProxy`), which it may cut."""
+    spark_workers: ClassVar[int] = 0
+    """With some: its run's pipeline runs on a Spark standalone cluster of that many workers
+    (see :class:`~kafka_share_eos.testing.spark_cluster.SparkCluster`) instead of in-process
+    Spark, with :attr:`consumers` share consumers polling in its executors."""
+    consumers: ClassVar[int | None] = None
+    """Share consumers per pipeline of its runs, in place of the matrix's (above 1 they poll
+    in executor tasks, under ``acknowledge=afterJournal``); None keeps the matrix's."""
 
     @abstractmethod
     def strike(self, scene: Scene) -> str:
@@ -80,11 +95,21 @@ def check_faults(names: Iterable[str], broker: str) -> None:
         raise ConfigurationError(f"unknown fault {', '.join(unknown)}; known faults: {known}")
     if names and broker != "kafka":
         raise ConfigurationError(
-            f"faults ({', '.join(names)}) need --broker kafka: they stop brokers of a "
-            f"three-node Apache Kafka cluster; known faults: {known}"
+            f"faults ({', '.join(names)}) need --broker kafka: they strike a three-node "
+            f"Apache Kafka cluster; known faults: {known}"
         )
 
 
 def brokers_for(names: Iterable[str]) -> int:
     """Kafka nodes a run of these faults needs (1 without faults)."""
     return max((OUTAGES[name].brokers for name in names), default=1)
+
+
+def proxied_for(names: Iterable[str]) -> bool:
+    """Whether a run of these faults needs the cluster's TCP proxies."""
+    return any(OUTAGES[name].proxied for name in names)
+
+
+def spark_workers_for(names: Iterable[str]) -> int:
+    """Spark standalone workers a run of these faults needs (0: none, Spark runs in-process)."""
+    return max((OUTAGES[name].spark_workers for name in names), default=0)
