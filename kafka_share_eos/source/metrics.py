@@ -101,6 +101,11 @@ class BatchTally:
         again = pc.sum(pc.greater(batch.column("deliveryCount"), 1)).as_py()
         self.redelivered += int(again or 0)
 
+    def count_from(self, stats: AckStats) -> None:
+        """Count the acknowledgements from ``stats`` on (a batch that begins inside a poll, whose
+        earlier records belong to the batch before)."""
+        self._before = dataclasses.replace(stats)
+
     def settled(self, held_ms: float) -> None:
         """Note that a poll's records were acknowledged ``held_ms`` after the poll returned."""
         self.held_ms = max(self.held_ms, held_ms)

@@ -4,9 +4,12 @@ Under afterJournal a record is acknowledged as soon as its poll is durable in th
 nothing ties the next poll to Spark's progress. A background thread of the source runner keeps
 polling (poll, journal the poll as one segment, ACCEPT, ``commit_sync``) while Spark executes
 the previous micro-batch, and ``latestOffset`` hands Spark the segments journaled meanwhile. The
-journal is the buffer, bounded to one micro-batch ahead: the pump stops polling while another
-poll could carry the buffered records past ``maxRecordsPerTrigger`` (or, without that option,
-:data:`POLLS_AHEAD` polls).
+journal is the buffer, bounded to one micro-batch ahead: the pump stops polling once a whole
+batch of ``maxRecordsPerTrigger`` records (or, without that option, :data:`POLLS_AHEAD` polls'
+worth) waits. ``max.poll.records`` is a soft limit (a share fetch acquires whole record batches
+of the log, and librdkafka hands out what a fetch brought), so a poll that crosses a batch's end
+is journaled as two segments or more, split at the batch boundaries, and settled once: every
+batch holds exactly the limit but the last.
 
 The explicit-acknowledgement rule holds: the pump settles every poll before it polls again, and
 it is the only caller of the consumer while it runs.
@@ -18,6 +21,7 @@ import dataclasses
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -41,8 +45,8 @@ Poll = Callable[[int], list[Any]]
 :data:`Settle` acknowledges them."""
 Journal = Callable[[BatchTally, list[Any]], None]
 """Journal one poll's records as a segment of the tally's batch."""
-Settle = Callable[[BatchTally], None]
-"""ACCEPT the held records and commit, noting the lock time in the tally."""
+Settle = Callable[[], float]
+"""ACCEPT the held records and commit; return how long they were held (ms)."""
 
 
 class JournalPump:
@@ -53,11 +57,13 @@ class JournalPump:
         stats: the session's acknowledgement counters (a batch's share is read at hand-over).
         poll_records: records one poll returns at most.
         poll_timeout_ms: how long a poll waits for records before it counts as empty.
+        max_rows: records per batch (``maxRecordsPerTrigger``), until :meth:`take` says
+            otherwise.
     """
 
     def __init__(
         self, poll: Poll, journal: Journal, settle: Settle, stats: AckStats, poll_records: int,
-        poll_timeout_ms: int,
+        poll_timeout_ms: int, max_rows: int | None = None,
     ) -> None:
         self._poll = poll
         self._poll_timeout_s = poll_timeout_ms / 1000.0
@@ -65,21 +71,25 @@ class JournalPump:
         self._settle = settle
         self._stats = stats
         self._poll_records = poll_records
-        self._limit = POLLS_AHEAD * poll_records
+        self._limit = self._batch_limit(max_rows)
         self._changed = threading.Condition()
         self._tally = self._open_tally()
+        # Whole batches journaled and settled, each with the counters at its end.
+        self._ready: deque[tuple[BatchTally, AckStats]] = deque()
         self._error: BaseException | None = None
         self._caught_up = False
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="kafka-share-pump", daemon=True)
         self._thread.start()
 
+    def _batch_limit(self, max_rows: int | None) -> int:
+        return max_rows if max_rows is not None else POLLS_AHEAD * self._poll_records
+
     def _open_tally(self) -> BatchTally:
         return BatchTally(AckPolicy.AFTER_JOURNAL, self._stats)
 
     def _has_room(self) -> bool:
-        buffered = self._tally.records
-        return buffered == 0 or buffered + self._poll_records <= self._limit
+        return not self._ready and self._tally.records < self._limit
 
     def _run(self) -> None:
         try:
@@ -100,8 +110,7 @@ class JournalPump:
                         return
                     # Journaled and settled under the lock, so a batch handed to Spark holds
                     # its segments' acknowledgements too.
-                    self._journal(self._tally, records)
-                    self._settle(self._tally)
+                    self._journal_and_settle(records)
                     self._changed.notify_all()
         except SessionClosed as closed:
             with self._changed:
@@ -116,6 +125,35 @@ class JournalPump:
                 self._error = error
                 self._changed.notify_all()
 
+    def _journal_and_settle(self, records: list[Any]) -> None:
+        """Journal one poll, a segment per batch it falls into, then ACCEPT it all at once."""
+        tallies, counts = [self._tally], [0]
+        rest = records
+        while rest:
+            if tallies[-1].records >= self._limit:
+                tallies.append(self._open_tally())
+                counts.append(0)
+            room = self._limit - tallies[-1].records
+            piece, rest = rest[:room], rest[room:]
+            self._journal(tallies[-1], piece)
+            counts[-1] += len(piece)
+        held_ms = self._settle()
+        settled = dataclasses.replace(self._stats)
+        # Each batch counts the ACCEPTs of its own records: the counters at a boundary inside
+        # the poll leave out the poll's records after it.
+        after = len(records)
+        for tally, count in zip(tallies, counts, strict=True):
+            if tally is not tallies[0]:
+                tally.count_from(dataclasses.replace(settled, accepted=settled.accepted - after))
+            after -= count
+            if count:
+                tally.settled(held_ms)
+            if tally.records >= self._limit:
+                self._ready.append(
+                    (tally, dataclasses.replace(settled, accepted=settled.accepted - after))
+                )
+        self._tally = tallies[-1] if tallies[-1].records < self._limit else self._open_tally()
+
     def _poll_until_stopped(self) -> list[Any]:
         """One poll of up to ``poll_timeout_ms``, in slices that end early once stopping."""
         deadline = time.monotonic() + self._poll_timeout_s
@@ -126,7 +164,7 @@ class JournalPump:
                 return records
 
     def _complete(self) -> bool:
-        return self._tally.records > 0 and (self._caught_up or not self._has_room())
+        return bool(self._ready) or (self._tally.records > 0 and self._caught_up)
 
     def take(
         self,
@@ -136,18 +174,19 @@ class JournalPump:
         stop_if_empty: bool = False,
         cancelled: Callable[[], bool] = lambda: False,
     ) -> tuple[BatchTally, AckStats] | None:
-        """The segments journaled since the last call, as one batch, with the acknowledgement
-        counters as they stood at the hand-over; None if none arrived within ``wait_ms`` (and
-        then, with ``stop_if_empty``, the pump polls no more). Once the first segment is there,
-        waits up to ``fill_ms`` from the call for the batch to fill (to ``max_rows``, or until
-        a poll finds nothing): fewer, larger micro-batches leave more of the machine to
-        polling. Returns None as soon as ``cancelled()`` turns true, handing nothing out (what
-        was journaled stays for the next call, or for the next run's planning). Re-raises what
-        stopped the pump once the segments journaled before it are handed out."""
+        """The next batch journaled since the last call (``max_rows`` records, or fewer), with
+        the acknowledgement counters as they stood at its end; None if none arrived within
+        ``wait_ms`` (and then, with ``stop_if_empty``, the pump polls no more). Once the first
+        segment is there, waits up to ``fill_ms`` from the call for the batch to fill (to
+        ``max_rows``, or until a poll finds nothing): fewer, larger micro-batches leave more of
+        the machine to polling. Returns None as soon as ``cancelled()`` turns true, handing
+        nothing out (what was journaled stays for the next call, or for the next run's
+        planning). Re-raises what stopped the pump once the segments journaled before it are
+        handed out."""
         now = time.monotonic()
         first_deadline, fill_deadline = now + wait_ms / 1000.0, now + fill_ms / 1000.0
         with self._changed:
-            self._limit = max_rows if max_rows is not None else POLLS_AHEAD * self._poll_records
+            self._limit = self._batch_limit(max_rows)
             self._changed.notify_all()
             while self._error is None and not self._complete():
                 if cancelled():
@@ -157,6 +196,10 @@ class JournalPump:
                 if remaining <= 0:
                     break
                 self._changed.wait(min(remaining, CANCEL_CHECK_S))
+            if self._ready:
+                full, at_end = self._ready.popleft()
+                self._changed.notify_all()
+                return full, at_end
             if self._tally.records == 0:
                 if self._error is not None:
                     raise self._error

@@ -177,10 +177,11 @@ class BatchPlanner:
                 self._pump = JournalPump(
                     poll=lambda timeout_ms: self._poll(session, timeout_ms),
                     journal=self._journal_poll,
-                    settle=lambda tally: self._settle(session, tally),
+                    settle=lambda: self._accept(session),
                     stats=session.stats,
                     poll_records=self._options.max_poll_records,
                     poll_timeout_ms=self._options.poll_timeout_ms,
+                    max_rows=max_rows,
                 )
             taken = self._pump.take(
                 max_rows, wait_ms, self._options.poll_timeout_ms,
@@ -213,10 +214,15 @@ class BatchPlanner:
         tally.polled(seq, batch)
 
     def _settle(self, session: ShareSession, tally: BatchTally) -> None:
+        tally.settled(self._accept(session))
+
+    @staticmethod
+    def _accept(session: ShareSession) -> float:
+        """ACCEPT the held records and commit; how long they were held (ms)."""
         faults.maybe_crash(faults.BEFORE_ACK)
         acquired_at = session.acquired_at
         session.settle(ACCEPT)
-        tally.settled((time.monotonic() - acquired_at) * 1000)
+        return (time.monotonic() - acquired_at) * 1000
 
     def _finish(self, tally: BatchTally, stats: AckStats) -> None:
         used = self._budget.observe(tally.seq, tally.held_ms, tally.policy)
