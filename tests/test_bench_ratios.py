@@ -88,9 +88,9 @@ def _peers(spark_kafka: dict[str, Any]) -> dict[str, Any]:
 
 def test_peers_rows_on_apache_kafka_with_and_without_spark_kafka() -> None:
     measured = {"spark": "4.2.0", "records": 2_000, "per_trigger": 1_000, "strategies": {
-        "dedup": {"ratio": 0.75, "rounds": [{
-            "exactly_once": {"records_per_second": 750.0},
-            "spark_kafka": {"records_per_second": 1_000.0}}]}}}
+        "dedup": {"ratio": 0.75, "running_ratio": 0.9, "rounds": [{
+            "exactly_once": {"records_per_second": 750.0, "start_s": 5.0},
+            "spark_kafka": {"records_per_second": 1_000.0, "start_s": 0.2}}]}}}
     rows = _by_name(peers_ratios(_peers(measured)))
 
     assert rows["kafka-share source, afterJournal, stream rate vs raw ShareConsumer loop, "
@@ -104,6 +104,7 @@ def test_peers_rows_on_apache_kafka_with_and_without_spark_kafka() -> None:
                     "once"]
     assert str(pipeline.target) == "≥ 0.8" and pipeline.meets is False
     assert "Spark 4.2.0" in pipeline.detail
+    assert "from the first records on 0.90x (start-up 5.0 s against 0.2 s)" in pipeline.detail
 
     without = peers_ratios(_peers({"not_run": "no tier"}))
     assert not any("Spark's Kafka source" in row.name for row in without)

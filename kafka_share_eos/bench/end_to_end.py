@@ -31,6 +31,7 @@ from kafka_share_eos.bench.pipelines import Contest, ForeachBatch, contests
 from kafka_share_eos.bench.streams import (
     batches_with_data,
     produce,
+    running_rate,
     source_options,
     stream_window,
 )
@@ -133,7 +134,8 @@ def run_pipeline(
     spent = {f"{phase}_s": sum(p["durationMs"].get(phase, 0) for p in progress) / 1000
              for phase in ("addBatch", "latestOffset", "triggerExecution")}
     return {"records": records, "batches": len(progress), "seconds": end - start,
-            "records_per_second": records / (end - start), **spent}
+            "records_per_second": records / (end - start), **spent,
+            **running_rate(progress, records, end - start)}
 
 
 def _round(

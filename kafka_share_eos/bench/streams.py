@@ -77,3 +77,12 @@ def stream_window(progress: list[dict[str, Any]]) -> tuple[float, float]:
     last = progress[-1]
     return (_instant(progress[0]["timestamp"]),
             _instant(last["timestamp"]) + last["durationMs"]["triggerExecution"] / 1000.0)
+
+
+def running_rate(progress: list[dict[str, Any]], records: int, seconds: float) -> dict[str, float]:
+    """``records`` over the ``seconds`` of :func:`stream_window` less the first micro-batch's
+    planning, which holds the source's start-up (a share group's join, one heartbeat interval
+    on Apache Kafka; Spark's Kafka source looking up offsets): ``start_s`` and the
+    ``running_records_per_second`` of a query that has started."""
+    start = progress[0]["durationMs"].get("latestOffset", 0) / 1000.0
+    return {"start_s": start, "running_records_per_second": records / (seconds - start)}
