@@ -177,21 +177,25 @@ class JournalPump:
         """The next batch journaled since the last call (``max_rows`` records, or fewer), with
         the acknowledgement counters as they stood at its end; None if none arrived within
         ``wait_ms`` (and then, with ``stop_if_empty``, the pump polls no more). Once the first
-        segment is there, waits up to ``fill_ms`` from the call for the batch to fill (to
-        ``max_rows``, or until a poll finds nothing): fewer, larger micro-batches leave more of
-        the machine to polling. Returns None as soon as ``cancelled()`` turns true, handing
-        nothing out (what was journaled stays for the next call, or for the next run's
-        planning). Re-raises what stopped the pump once the segments journaled before it are
-        handed out."""
-        now = time.monotonic()
-        first_deadline, fill_deadline = now + wait_ms / 1000.0, now + fill_ms / 1000.0
+        segment is there, waits up to ``fill_ms`` from then (or from the call, if it was there
+        already) for the batch to fill (to ``max_rows``, or until a poll finds nothing): fewer,
+        larger micro-batches leave more of the machine to polling. Returns None as soon as
+        ``cancelled()`` turns true, handing nothing out (what was journaled stays for the next
+        call, or for the next run's planning). Re-raises what stopped the pump once the
+        segments journaled before it are handed out."""
+        first_deadline = time.monotonic() + wait_ms / 1000.0
+        fill_deadline: float | None = None
         with self._changed:
             self._limit = self._batch_limit(max_rows)
             self._changed.notify_all()
             while self._error is None and not self._complete():
                 if cancelled():
                     return None
-                deadline = fill_deadline if self._tally.records else first_deadline
+                if fill_deadline is None and self._tally.records:
+                    # From the first records: a slow start (a share group's join takes one
+                    # heartbeat interval) does not cut the first batch short.
+                    fill_deadline = time.monotonic() + fill_ms / 1000.0
+                deadline = first_deadline if fill_deadline is None else fill_deadline
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
