@@ -102,7 +102,8 @@ def verify(
         list[str],
         typer.Option(help="Faults run as cells of every strategy, beside the crash points; "
                      "repeatable or comma-separated; need --broker kafka (a three-node "
-                     f"cluster): {', '.join(OUTAGES)}."),
+                     "cluster; worker-kill also a Spark standalone cluster): "
+                     f"{', '.join(OUTAGES)}."),
     ] = [],  # noqa: B006 - typer reads the default, never mutated
     faults_only: Annotated[
         bool, typer.Option(help="Run the --faults cells only, no crash point.")
