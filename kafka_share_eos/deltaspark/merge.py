@@ -1,8 +1,10 @@
 """Idempotent upserts into a Delta table with delta-spark: one MERGE per batch, on the executors.
 
 The batch never reaches the driver: it is deduplicated on its keys (the highest version of a
-key kept) and merged into the table by delta-spark, which runs the join and writes the files in
-Spark tasks. The MERGE carries the Delta application transaction ``(app_id, batch_id)``
+key kept), persisted and counted in one Spark job (:mod:`~kafka_share_eos.deltaspark.source`),
+and merged into the table by delta-spark, which runs the join and writes the files in Spark
+tasks; the join skips the table's files whose keys lie outside the batch's key ranges. The
+MERGE carries the Delta application transaction ``(app_id, batch_id)``
 (``spark.databricks.delta.write.txnAppId``/``txnVersion``): Delta commits it with the files and
 skips a MERGE whose version it already recorded, so a batch replayed after a crash between the
 MERGE's commit and Spark's own commit log writes nothing.
@@ -28,7 +30,8 @@ import pyarrow as pa
 
 from kafka_share_eos import faults
 from kafka_share_eos._extras import DELTA_SPARK
-from kafka_share_eos._libs import deltalake, spark_functions, spark_sql
+from kafka_share_eos._libs import deltalake, spark_sql
+from kafka_share_eos.deltaspark.source import MergeSource, merge_source
 from kafka_share_eos.errors import BatchIdReusedError, CommitConflictError, SinkConfigurationError
 from kafka_share_eos.sinks.delta import DeltaMergeWriter, check_batch_order
 from kafka_share_eos.sinks.outcome import UpsertOutcome
@@ -88,20 +91,11 @@ class DeltaSparkMergeWriter(DeltaMergeWriter):
                 does not hold.
             CommitConflictError: concurrent writers conflicted on every attempt.
         """
-        batch = batch.persist()
-        try:
-            counted = batch.agg(
-                spark_functions.count(spark_functions.lit(1)).alias("rows"),
-                spark_functions.count_distinct(*self.key_columns).alias("keys"),
-            ).first()
-            assert counted is not None  # an aggregate without grouping has one row
-            rows_in, distinct = int(counted["rows"]), int(counted["keys"])
-            if rows_in == 0:
+        with merge_source(batch, self.key_columns, self.version_column) as source:
+            if source.distinct == 0:
                 return DeltaSparkCounts(0, 0, UpsertOutcome(0, 0, "merge"))
-            return DeltaSparkCounts(rows_in, distinct, self._merge_retried(batch, batch_id,
-                                                                            distinct))
-        finally:
-            batch.unpersist()
+            return DeltaSparkCounts(source.rows_in, source.distinct,
+                                    self._merge_retried(source, batch_id))
 
     def upsert(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
         """Merge an Arrow ``table`` as batch ``batch_id`` through the active Spark session."""
@@ -113,11 +107,11 @@ class DeltaSparkMergeWriter(DeltaMergeWriter):
             ) from error
         return self.upsert_dataframe(session.createDataFrame(table), batch_id).outcome
 
-    def _merge_retried(self, batch: DataFrame, batch_id: int, distinct: int) -> UpsertOutcome:
+    def _merge_retried(self, source: MergeSource, batch_id: int) -> UpsertOutcome:
         delay = self.retry_backoff_seconds
         for attempt in range(1, self.max_commit_attempts + 1):
             try:
-                return self._spark_merge(batch, batch_id, distinct)
+                return self._spark_merge(source, batch_id)
             except Exception as error:
                 if type(error).__name__ not in _CONFLICTS:
                     raise
@@ -139,22 +133,21 @@ class DeltaSparkMergeWriter(DeltaMergeWriter):
         version: int | None = table.transaction_version(self.app_id)
         return version
 
-    def _spark_merge(self, batch: DataFrame, batch_id: int, distinct: int) -> UpsertOutcome:
+    def _spark_merge(self, source: MergeSource, batch_id: int) -> UpsertOutcome:
         from delta.tables import DeltaTable
 
-        spark = batch.sparkSession
+        spark = source.rows.sparkSession
         where = f"Delta table {self.table_uri!r}"
         recorded = check_batch_order(self._recorded(), self.app_id, batch_id, where)
-        source = self._latest_per_key(batch)
         if recorded == batch_id:
-            self._check_spark_replay(DeltaTable, spark, source, batch_id)
-            return UpsertOutcome(0, distinct, "skipped-batch")
+            self._check_spark_replay(DeltaTable, spark, source.rows, batch_id)
+            return UpsertOutcome(0, source.distinct, "skipped-batch")
         if not deltalake.DeltaTable.is_deltatable(self.table_uri, self.storage_options):
             (DeltaTable.createIfNotExists(spark).location(self.table_uri)
-             .addColumns(batch.schema).execute())
+             .addColumns(source.rows.schema).execute())
         target = DeltaTable.forPath(spark, self.table_uri)
-        on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in self.key_columns)
-        merge = target.alias("t").merge(source.alias("s"), on)
+        merge = target.alias("t").merge(source.rows.alias("s"),
+                                        source.condition(self.key_columns))
         if self.version_column is not None:
             merge = merge.whenMatchedUpdateAll(condition=_newer(self.version_column))
         merge = merge.whenNotMatchedInsertAll()
@@ -168,18 +161,7 @@ class DeltaSparkMergeWriter(DeltaMergeWriter):
                 spark.conf.unset(_TXN_APP_ID)
                 spark.conf.unset(_TXN_VERSION)
         written = _written(metrics)
-        return UpsertOutcome(written, distinct - written, "merge")
-
-    def _latest_per_key(self, batch: DataFrame) -> DataFrame:
-        """One row per key: the highest version's (nulls last), or any one without versions."""
-        if self.version_column is None:
-            return batch.dropDuplicates(list(self.key_columns))
-        window = spark_sql.Window.partitionBy(*self.key_columns).orderBy(
-            spark_functions.col(self.version_column).desc_nulls_last()
-        )
-        rank = "__kse_rank"
-        return (batch.withColumn(rank, spark_functions.row_number().over(window))
-                .where(spark_functions.col(rank) == 1).drop(rank))
+        return UpsertOutcome(written, source.distinct - written, "merge")
 
     def _check_spark_replay(self, delta_table: Any, spark: Any, source: DataFrame,
                       batch_id: int) -> None:
