@@ -236,10 +236,11 @@ def _raw(bootstrap: str, records: int, per_trigger: int, consumers: int, tag: st
 
 def measure(
     bootstrap: str, work: Path, records: int, per_trigger: int, rounds: int, idle_ms: int,
-    prepare_group: PrepareGroup = lambda _: None,
+    prepare_group: PrepareGroup = lambda _: None, counts: Sequence[int] = CONSUMER_COUNTS,
 ) -> dict[str, Any]:
     """Every contender on the broker at ``bootstrap``, whose :data:`TOPIC` holds ``records``
-    records and :data:`WARM_UP_TOPIC` at least :data:`WARM_UP_RECORDS`.
+    records and :data:`WARM_UP_TOPIC` at least :data:`WARM_UP_RECORDS`: ``consumers`` = each
+    of ``counts`` (1 first, the baseline) and, from 2 on, as many raw processes.
 
     Returns:
         Per contender (``"1"``, ``"2"``, ``"4"``) the medians of its numbers, ratios to
@@ -248,10 +249,10 @@ def measure(
     """
     measured = {str(n): _contender(bootstrap, work, n, records, per_trigger, rounds, idle_ms,
                                    prepare_group)
-                for n in CONSUMER_COUNTS}
+                for n in counts}
     raw = {str(n): [_raw(bootstrap, records, per_trigger, n, str(r), prepare_group)
                     for r in range(1, rounds + 1)]
-           for n in CONSUMER_COUNTS[1:]}
+           for n in counts if n > 1}
     result: dict[str, Any] = {"records": records, "per_trigger": per_trigger}
     for name, contender_rounds in measured.items():
         result[name] = _medians(contender_rounds)
@@ -281,9 +282,10 @@ def run(
     per_trigger: int = 40_000,
     rounds: int = 3,
     drain_idle_ms: int | None = None,
+    counts: Sequence[int] = CONSUMER_COUNTS,
 ) -> dict[str, Any]:
-    """Measure ``consumers`` = 1, 2 and 4 against each other and against as many raw share
-    consumers, each contender in a Spark application, on an embedded broker.
+    """Measure ``consumers`` = 1, 2 and 4 (or ``counts``) against each other and against as many
+    raw share consumers, each contender in a Spark application, on an embedded broker.
 
     Args:
         records: records produced (and read by each contender).
@@ -294,6 +296,7 @@ def run(
         rounds: how many times each contender runs; the numbers are medians over the rounds.
         drain_idle_ms: ``availableNowIdleMs`` of every drain, so the idle end each pays
             (None: :data:`DRAIN_IDLE_MS`).
+        counts: the ``consumers`` values measured, 1 first.
 
     Returns:
         What :func:`measure` returns, with ``partitions``.
@@ -313,7 +316,8 @@ def run(
             produce(bootstrap, TOPIC, records, partitions, value_bytes)
             produce(bootstrap, WARM_UP_TOPIC, WARM_UP_RECORDS, max(CONSUMER_COUNTS), value_bytes)
             idle_ms = DRAIN_IDLE_MS if drain_idle_ms is None else drain_idle_ms
-            result = measure(bootstrap, work, records, per_trigger, rounds, idle_ms)
+            result = measure(bootstrap, work, records, per_trigger, rounds, idle_ms,
+                             counts=counts)
     return {**result, "partitions": partitions}
 
 

@@ -40,6 +40,8 @@ class Sizes:
     """The Kafka topic sink's batches; its pipelines take the end-to-end sizes."""
     consumers_drain_idle_ms: int | None = None
     """The consumers drains' ``availableNowIdleMs``; None for the benchmark's default."""
+    consumers_counts: tuple[int, ...] = (1, 2, 4)
+    """The ``consumers`` values the consumers benchmark measures on the embedded broker."""
     peers_records: int = 600_000
     peers_poll_records: int = 50_000
     peers_consumers_records: int = 200_000
@@ -61,7 +63,8 @@ class Sizes:
             f"source {count(self.source_records)} records over {self.source_partitions} "
             f"partitions, {count(self.source_poll_records)}-record polls, "
             f"{self.source_rounds} round(s); consumers {count(self.consumers_records)} records, "
-            f"{count(self.consumers_per_trigger)} per batch, {self.consumers_rounds} round(s)"
+            f"{count(self.consumers_per_trigger)} per batch, {self.consumers_rounds} round(s), "
+            f"consumers={'/'.join(map(str, self.consumers_counts))}"
             f"{idle}; "
             f"end-to-end {count(self.end_to_end_records)} records, "
             f"{count(self.end_to_end_per_trigger)} per batch, {self.end_to_end_rounds} round(s), "
@@ -104,10 +107,10 @@ FULL = Sizes(
     dedup_batches=15,
     dedup_batch_sizes=(1_000, 10_000),
 )
-"""The sizes the numbers in the docs were measured with (14 minutes on an idle 2-core machine)."""
+"""The sizes the numbers in the docs were measured with (29.5 minutes on an idle 2-core machine)."""
 
 QUICK = Sizes(
-    source_records=300_000,
+    source_records=200_000,
     source_partitions=32,
     source_poll_records=50_000,
     source_rounds=1,
@@ -133,19 +136,18 @@ QUICK = Sizes(
     dedup_batch_sizes=(1_000, 10_000),
     kafka_topic_batches=9,
     consumers_drain_idle_ms=2000,
+    consumers_counts=(1, 4),
     peers_records=100_000,
     peers_consumers_records=100_000,
     peers_pipeline_records=30_000,
     peers_rounds=1,
     left_out=("kafka-topic", "kafka peers", "delta-spark"),
 )
-"""Sizes for a run of about three minutes (3 min 0 s and 3 min 11 s in two runs on an idle 2-core
-machine): one round each,
-half the full run's source records, half its records for the consumers (with its 40k-record
-batches, so each contender's Spark application start does not dominate) and a 2 s idle end to
-their drains, fewer end-to-end records, smaller ledgers (no 10M one), a memory run of 20
-batches; batches and polls as large as the full run's where a ratio depends on them. In those
-runs every ratio came within 19 % of the full run's (one round of each is that noisy); fewer
-records put rows past 20 %. Those times predate the Apache Kafka peers (their source and
-consumers on 100k records, pipelines on 30k, one round), which add a Spark session, three
-``local-cluster`` applications and the pyspark 4.2 child to the run."""
+"""Sizes for a run under three minutes on an idle 2-core machine: one round each, a third of
+the full run's source records, half its records for the consumers (with its 40k-record batches,
+so each contender's Spark application start does not dominate), ``consumers`` = 1 and 4 only
+(each contender is a Spark application of its own, whose start is most of its time) and a 2 s
+idle end to their drains, fewer end-to-end records, smaller ledgers (no 10M one), a memory run
+of 20 batches; batches and polls as large as the full run's where a ratio depends on them. The
+benchmarks that start Apache Kafka or the pyspark 4.2 child are left out: their JVMs' start
+alone takes about a minute."""

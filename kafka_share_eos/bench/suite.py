@@ -132,6 +132,7 @@ def _run_consumers(sizes: Sizes, _: _Resources) -> dict[str, Any]:
         per_trigger=sizes.consumers_per_trigger,
         rounds=sizes.consumers_rounds,
         drain_idle_ms=sizes.consumers_drain_idle_ms,
+        counts=sizes.consumers_counts,
     )
 
 
