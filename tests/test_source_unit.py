@@ -327,14 +327,12 @@ def test_polls_larger_than_a_batch_are_split_at_its_boundaries() -> None:
     polls = [[FakeMessage(n) for n in range(size)] for size in (7, 9, 2)]
     stats, segments = AckStats(), []
     last: list[int] = []
-    done = threading.Event()
 
     def poll(timeout_ms: int) -> list[Any]:
         if polls:
             records = polls.pop(0)
             last[:] = [len(records)]
             return records
-        done.set()
         time.sleep(timeout_ms / 1000)
         return []
 
