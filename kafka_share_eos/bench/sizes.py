@@ -62,9 +62,10 @@ class Sizes:
         return (
             f"source {count(self.source_records)} records over {self.source_partitions} "
             f"partitions, {count(self.source_poll_records)}-record polls, "
-            f"{self.source_rounds} round(s); consumers {count(self.consumers_records)} records, "
-            f"{count(self.consumers_per_trigger)} per batch, {self.consumers_rounds} round(s), "
-            f"consumers={'/'.join(map(str, self.consumers_counts))}"
+            f"{self.source_rounds} round(s); consumers="
+            f"{'/'.join(map(str, self.consumers_counts))} over {count(self.consumers_records)} "
+            "records, "
+            f"{count(self.consumers_per_trigger)} per batch, {self.consumers_rounds} round(s)"
             f"{idle}; "
             f"end-to-end {count(self.end_to_end_records)} records, "
             f"{count(self.end_to_end_per_trigger)} per batch, {self.end_to_end_rounds} round(s), "
