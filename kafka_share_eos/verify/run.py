@@ -167,6 +167,7 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
     """Carry out one run and score it."""
     started = time.monotonic()
     target = TARGETS[spec.target]()
+    outage = OUTAGES.get(spec.point)
     with _database(env, target) as postgres_url:
         topic = f"verify-{uuid.uuid4().hex[:12]}"
         ctx = RunContext(env.work / spec.key, postgres_url, env.broker.bootstrap_servers, topic)
@@ -184,7 +185,7 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
             target=spec.target,
             run_dir=str(ctx.run_dir),
             bootstrap_servers=(env.broker.kafka().proxied_bootstrap_servers
-                               if spec.point in OUTAGES and OUTAGES[spec.point].proxied
+                               if outage is not None and outage.proxied
                                else env.broker.bootstrap_servers),
             topic=topic,
             group_id=topic,
@@ -198,11 +199,12 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
             ),
             consumers=spec.mix.consumers,
             seed=spec.seed,
-            idle_ms=(FAULT_IDLE_MS if spec.point in OUTAGES
+            idle_ms=(FAULT_IDLE_MS if outage is not None
                      else HANDOFF_IDLE_MS if spec.mix.handoffs else PipelineConfig.idle_ms),
             handoff_stall_seconds=HANDOFF_STALL_S if spec.mix.handoffs else 0.0,
-            spark_master=(env.spark.master_url if env.spark is not None and spec.point in OUTAGES
-                          and OUTAGES[spec.point].spark_workers else None),
+            spark_master=(env.spark.master_url
+                          if env.spark is not None and outage is not None and outage.spark_workers
+                          else None),
         )
         config.save(ctx.run_dir / "config.json")
         supervisor = _Supervisor(spec, config, ctx, target, produced)
@@ -213,9 +215,9 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
                 else None
             )
             driver = None
-            if spec.point in OUTAGES:
+            if outage is not None:
                 driver = FaultDriver(
-                    OUTAGES[spec.point](),
+                    outage(),
                     Scene(env.broker.kafka(), topic, topic, ctx.run_dir, spark=env.spark),
                     supervisor.gate, target.hold_point, lambda: supervisor.progress_lines("a"),
                 ).start()
