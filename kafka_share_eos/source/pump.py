@@ -49,6 +49,15 @@ Settle = Callable[[], float]
 """ACCEPT the held records and commit; return how long they were held (ms)."""
 
 
+@dataclasses.dataclass(frozen=True)
+class _Segment:
+    """The part of one poll that falls into one batch."""
+
+    tally: BatchTally
+    records: int
+    """How many of the poll's records it holds."""
+
+
 class JournalPump:
     """A thread that polls into the journal ahead of Spark; :meth:`take` hands out batches.
 
@@ -127,32 +136,38 @@ class JournalPump:
 
     def _journal_and_settle(self, records: list[Any]) -> None:
         """Journal one poll, a segment per batch it falls into, then ACCEPT it all at once."""
-        tallies, counts = [self._tally], [0]
-        rest = records
-        while rest:
-            if tallies[-1].records >= self._limit:
-                tallies.append(self._open_tally())
-                counts.append(0)
-            room = self._limit - tallies[-1].records
-            piece, rest = rest[:room], rest[room:]
-            self._journal(tallies[-1], piece)
-            counts[-1] += len(piece)
+        segments = self._journal_segments(records)
         held_ms = self._settle()
         settled = dataclasses.replace(self._stats)
-        # Each batch counts the ACCEPTs of its own records: the counters at a boundary inside
-        # the poll leave out the poll's records after it.
-        after = len(records)
-        for tally, count in zip(tallies, counts, strict=True):
-            if tally is not tallies[0]:
-                tally.count_from(dataclasses.replace(settled, accepted=settled.accepted - after))
-            after -= count
-            if count:
-                tally.settled(held_ms)
-            if tally.records >= self._limit:
-                self._ready.append(
-                    (tally, dataclasses.replace(settled, accepted=settled.accepted - after))
-                )
-        self._tally = tallies[-1] if tallies[-1].records < self._limit else self._open_tally()
+        # The poll's records are ACCEPTed in order, so the counters where a segment ends count
+        # its records and those before it, none after: each batch counts its own ACCEPTs.
+        at = dataclasses.replace(settled, accepted=settled.accepted - len(records))
+        for segment in segments:
+            if segment.tally is not self._tally:
+                segment.tally.count_from(at)  # a batch that begins inside the poll
+            at = dataclasses.replace(at, accepted=at.accepted + segment.records)
+            if segment.records:
+                segment.tally.settled(held_ms)
+            if segment.tally.records >= self._limit:
+                self._ready.append((segment.tally, at))
+        last = segments[-1].tally
+        self._tally = last if last.records < self._limit else self._open_tally()
+
+    def _journal_segments(self, records: list[Any]) -> list[_Segment]:
+        """Journal one poll cut at the batch boundaries, beginning with the open batch."""
+        segments = []
+        tally, rest = self._tally, records
+        while rest:
+            # No room (none when :meth:`take` lowered the limit during the poll): the open
+            # batch is complete as it stands, the poll goes to the next.
+            room = max(0, self._limit - tally.records)
+            piece, rest = rest[:room], rest[room:]
+            if piece:
+                self._journal(tally, piece)
+            segments.append(_Segment(tally, len(piece)))
+            if rest:
+                tally = self._open_tally()
+        return segments
 
     def _poll_until_stopped(self) -> list[Any]:
         """One poll of up to ``poll_timeout_ms``, in slices that end early once stopping."""
