@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from kafka_share_eos.cli.dedup import dedup
 from kafka_share_eos.errors import AppIdConflictError
+from kafka_share_eos.ledger import delta_txn
 from kafka_share_eos.ledger.compaction import compact
 from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger, offset_ranges
@@ -192,6 +193,25 @@ def test_a_sink_knows_its_own_last_batch_until_another_writer_commits(tmp_path: 
     assert sink.location.transaction_version(table, "app") == 5
     assert not sink(records(("t", 0, 4)), 4)
     assert sorted(delta_rows(uri)) == [("t", 0, 1), ("t", 0, 2), ("t", 0, 3)]
+
+
+def test_a_kept_handle_is_reopened_after_a_run_of_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A handle that has seen many versions is replaced by one opened anew (delta-rs' commits
+    through an old handle slow down), and what this process knows of its commits stays true."""
+    monkeypatch.setattr(delta_txn, "REOPEN_AFTER_VERSIONS", 3)
+    uri = str(tmp_path / "sink")
+    sink = DeltaAppendSink(uri, app_id="app")
+    assert sink(records(("t", 0, 0)), 0)
+    first = sink.location.snapshot()
+    for batch in range(1, 4):
+        assert sink(records(("t", 0, batch)), batch)
+    reopened = sink.location.snapshot()
+    assert reopened is not first and reopened is not None and reopened.version() == 3
+    assert not sink(records(("t", 0, 3)), 3)
+    assert sink(records(("t", 0, 4)), 4)
+    assert delta_rows(uri) == [("t", 0, o) for o in range(5)]
 
 
 def test_claims_read_the_ledger_only_when_this_process_cannot_know_it(
