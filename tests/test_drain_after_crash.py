@@ -40,7 +40,9 @@ IDLE_MS = 2000
 
 
 @contextlib.contextmanager
-def share_group(kind: str, request: pytest.FixtureRequest, topic: str) -> Iterator[str]:
+def share_group(
+    kind: str, request: pytest.FixtureRequest, topic: str, lock_ms: int = RECORD_LOCK_MS,
+) -> Iterator[str]:
     """A broker with ``topic`` (3 partitions) and share group ``drain`` timed as above; yields
     its bootstrap servers."""
     if kind == "kafka":
@@ -48,13 +50,13 @@ def share_group(kind: str, request: pytest.FixtureRequest, topic: str) -> Iterat
         kafka.create_topic(topic, 3)
         kafka.set_group_config("drain-" + topic, {
             AUTO_OFFSET_RESET: "earliest", ISOLATION_LEVEL: "read_committed",
-            LOCK_DURATION: RECORD_LOCK_MS, SESSION_TIMEOUT: SESSION_TIMEOUT_MS,
+            LOCK_DURATION: lock_ms, SESSION_TIMEOUT: SESSION_TIMEOUT_MS,
             HEARTBEAT_INTERVAL: 500,
         })
         yield kafka.bootstrap_servers
         return
     with EmbeddedBroker(
-        record_lock_duration_ms=RECORD_LOCK_MS, session_timeout_ms=SESSION_TIMEOUT_MS,
+        record_lock_duration_ms=lock_ms, session_timeout_ms=SESSION_TIMEOUT_MS,
         heartbeat_interval_ms=500,
     ) as broker:
         broker.create_topic(topic, 3)
@@ -71,6 +73,18 @@ CASES = [
                  marks=(pytest.mark.kafka, pytest.mark.full)),
 ]
 
+# Under afterJournal the runner's pump polls 10 records at a time into batches of 15, so its
+# second poll is journaled as the first batch's last 5 records and the next batch's first 5,
+# then ACCEPTed once (hits of the journal write: 1 the first poll, 2 and 3 that poll's halves).
+PER_TRIGGER, POLL_RECORDS = 15, 10
+# Not a drain test: a lock just past the session timeout keeps the drain's wait short.
+CROSSING_LOCK_MS = SESSION_TIMEOUT_MS + 1000
+CROSSING_CASES = [
+    pytest.param(faults.crash_spec(faults.AFTER_JOURNAL, 2), id="first-batch-ended-mid-poll"),
+    pytest.param(faults.crash_spec(faults.AFTER_JOURNAL, 3), id="next-batch-begun-mid-poll"),
+    pytest.param(faults.crash_spec(faults.DURING_ACK, 2), id="crossing-poll-half-accepted"),
+]
+
 
 @pytest.mark.parametrize(("broker", "consumers", "crash_at", "whole_pipeline"), CASES)
 def test_one_drain_after_a_kill_applies_every_record_once(
@@ -79,8 +93,30 @@ def test_one_drain_after_a_kill_applies_every_record_once(
 ) -> None:
     """kill -9 of the whole pipeline mid-batch, or of one executor's Python worker only (a
     lost executor: the task fails, the query with it, and the driver stops cleanly)."""
+    acknowledge = "afterJournal" if consumers > 1 else "afterCommit"
+    crash_and_drain(tmp_path, request, broker, consumers, acknowledge, crash_at, whole_pipeline)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("crash_at", CROSSING_CASES)
+def test_a_kill_inside_a_poll_crossing_batches_applies_every_record_once(
+    tmp_path: Path, request: pytest.FixtureRequest, crash_at: str,
+) -> None:
+    """kill -9 of the whole pipeline while the afterJournal pump journals or ACCEPTs a poll
+    that ends one batch and begins the next."""
+    crash_and_drain(tmp_path, request, "embedded", 1, "afterJournal", crash_at, True,
+                    max_poll_records=POLL_RECORDS, lock_ms=CROSSING_LOCK_MS)
+
+
+def crash_and_drain(
+    tmp_path: Path, request: pytest.FixtureRequest, broker: str, consumers: int,
+    acknowledge: str, crash_at: str, whole_pipeline: bool, max_poll_records: int | None = None,
+    lock_ms: int = RECORD_LOCK_MS,
+) -> None:
+    """Run the pipeline until ``crash_at`` kills it, drain the group with a second run, and
+    find every record applied once."""
     topic = f"payments-{tmp_path.name[-12:]}".replace("_", "-")
-    with share_group(broker, request, topic) as bootstrap_servers:
+    with share_group(broker, request, topic, lock_ms) as bootstrap_servers:
         planned = plan_records(60, "drain-after-crash", bad_records=False)
         produced = produce(bootstrap_servers, topic, planned, 3)
         ctx = RunContext(tmp_path / "run")
@@ -91,10 +127,10 @@ def test_one_drain_after_a_kill_applies_every_record_once(
         config = PipelineConfig(
             target=target.name, run_dir=str(ctx.run_dir),
             bootstrap_servers=bootstrap_servers, topic=topic, group_id="drain-" + topic,
-            max_records_per_trigger=15, idle_ms=IDLE_MS, consumers=consumers,
-            acknowledge="afterJournal" if consumers > 1 else "afterCommit",
+            max_records_per_trigger=PER_TRIGGER, max_poll_records=max_poll_records,
+            idle_ms=IDLE_MS, consumers=consumers, acknowledge=acknowledge,
             # Kafka's group says 20 s; the source must believe the group, not the option.
-            lock_duration_ms=RECORD_LOCK_MS // (10 if broker == "kafka" else 1),
+            lock_duration_ms=lock_ms // (10 if broker == "kafka" else 1),
             session_timeout_ms=SESSION_TIMEOUT_MS,
         )
         config_path = ctx.run_dir / "config.json"

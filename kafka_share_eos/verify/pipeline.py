@@ -45,6 +45,9 @@ class PipelineConfig:
     group_id: str
     postgres_url: str | None = None
     max_records_per_trigger: int = 10
+    max_poll_records: int | None = None
+    """``kafka.max.poll.records``, if not the source's choice; under afterJournal a poll size
+    that does not divide ``max_records_per_trigger`` makes polls cross batch boundaries."""
     idle_ms: int = 2000
     slow_sink_seconds: float = 0.0
     slow_sink_share: float = 0.0
@@ -147,7 +150,7 @@ def run(config: PipelineConfig, name: str) -> None:
                                     delta_spark=target.delta_spark)
     kafka_share_eos.register(spark)
     _wait_for_the_others(name)
-    stream = (
+    reader = (
         spark.readStream.format("kafka-share")
         .option("kafka.bootstrap.servers", config.bootstrap_servers)
         .option("kafka.share.group.id", config.group_id)
@@ -159,8 +162,10 @@ def run(config: PipelineConfig, name: str) -> None:
         .option("consumers", str(config.consumers))
         .option("lockDurationMs", str(config.lock_duration_ms))
         .option("sessionTimeoutMs", str(config.session_timeout_ms))
-        .load()
     )
+    if config.max_poll_records is not None:
+        reader = reader.option("kafka.max.poll.records", str(config.max_poll_records))
+    stream = reader.load()
     query = (
         stream.writeStream.foreachBatch(VerifyBatch(config, strategy, directory / PROGRESS_FILE))
         .trigger(availableNow=True)
