@@ -36,9 +36,9 @@ class KafkaTopicSink(BatchStrategy):
     twice. The producer's
     ``transactional.id`` comes from ``app_id``, so a restarted query fences its killed
     predecessor and aborts what that left open. Each output record carries its source record's
-    topic, partition, offset and delivery count in the headers ``kse.source.topic``,
-    ``kse.source.partition``, ``kse.source.offset`` and ``kse.source.delivery-count``, after the
-    source's own headers.
+    topic, partition, offset and delivery count in one header, ``kse.source`` =
+    ``topic:partition:offset:delivery count`` (e.g. ``orders:3:1207:1``), after the source's own
+    headers.
 
     One application: exactly once. Several applications on one share group: put this sink
     behind :class:`~kafka_share_eos.strategies.CheckpointDedupStore` (``CheckpointDedupStore(

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from kafka_share_eos import faults
 from kafka_share_eos.sinks.kafka_progress import records_to_end
+from kafka_share_eos.sinks.kafka_topic import SOURCE_HEADER, source_of_header
 from kafka_share_eos.verify.records import PlannedRecord
 from kafka_share_eos.verify.targets import Coordinates, Landed, Produced, RunContext, Target
 from kafka_share_eos.verify.targets import screening as screening_options
@@ -47,11 +48,10 @@ def read_topic(bootstrap_servers: str, topic: str, *, committed: bool = True,
 def source_coordinates(message: ck.Message) -> Coordinates:
     """The ``(partition, offset)`` of the source record an output record names in its
     headers."""
-    headers: dict[str, bytes] = {}
-    for header in message.headers() or []:
-        if isinstance(header, tuple) and isinstance(header[1], bytes):
-            headers[header[0]] = header[1]
-    return int(headers["kse.source.partition"]), int(headers["kse.source.offset"])
+    headers = {header[0]: header[1] for header in message.headers() or []
+               if isinstance(header, tuple) and isinstance(header[1], bytes)}
+    _, partition, offset, _ = source_of_header(headers[SOURCE_HEADER])
+    return partition, offset
 
 
 def _output_topic(ctx: RunContext) -> str:
