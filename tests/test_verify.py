@@ -20,7 +20,7 @@ from kafka_share_eos.cli.main import app
 from kafka_share_eos.testing.postgres import PostgresDatabases
 from kafka_share_eos.verify import MatrixOptions, Mix, run_matrix
 from kafka_share_eos.verify.matrix import MatrixResult
-from kafka_share_eos.verify.run import RunResult
+from kafka_share_eos.verify.spec import RunResult
 
 pytestmark = pytest.mark.timeout(900)
 

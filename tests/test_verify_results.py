@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kafka_share_eos.verify.results import ResultsFile, spec_key
-from kafka_share_eos.verify.run import Mix, RunResult, RunSpec
 from kafka_share_eos.verify.score import Score
+from kafka_share_eos.verify.spec import Mix, RunResult, RunSpec
 
 
 def _result(index: int, duplicates: int = 0) -> RunResult:

@@ -29,7 +29,7 @@ from kafka_share_eos.verify.matrix import MatrixOptions, MatrixResult, run_matri
 from kafka_share_eos.verify.outages import OUTAGES
 from kafka_share_eos.verify.points import DESCRIPTIONS, RANDOM_KILL
 from kafka_share_eos.verify.registry import SAFE_TARGETS, TARGETS
-from kafka_share_eos.verify.run import Mix, RunResult
+from kafka_share_eos.verify.spec import Mix, RunResult
 
 
 def _names(values: list[str]) -> list[str]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from kafka_share_eos.verify.matrix import CellResult, MatrixOptions, MatrixResult, run_matrix
 from kafka_share_eos.verify.points import COMMON_POINTS, DESCRIPTIONS, RANDOM_KILL, points_of
 from kafka_share_eos.verify.registry import SAFE_TARGETS, TARGETS
-from kafka_share_eos.verify.run import Mix, RunResult, RunSpec
 from kafka_share_eos.verify.score import Score
+from kafka_share_eos.verify.spec import Mix, RunResult, RunSpec
 
 __all__ = [
     "COMMON_POINTS",

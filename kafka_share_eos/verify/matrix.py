@@ -31,8 +31,9 @@ from kafka_share_eos.verify.points import RANDOM_KILL, points_of
 from kafka_share_eos.verify.process import accept_starts, stop_all, stopping
 from kafka_share_eos.verify.registry import SAFE_TARGETS, TARGETS
 from kafka_share_eos.verify.results import ResultsFile, spec_key
-from kafka_share_eos.verify.run import Mix, RunEnvironment, RunResult, RunSpec, execute
+from kafka_share_eos.verify.run import RunEnvironment, execute
 from kafka_share_eos.verify.score import Score
+from kafka_share_eos.verify.spec import Mix, RunResult, RunSpec
 
 if TYPE_CHECKING:
     from kafka_share_eos.testing.spark_cluster import SparkCluster

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from kafka_share_eos.errors import ConfigurationError
-from kafka_share_eos.verify.run import Mix, RunResult, RunSpec
 from kafka_share_eos.verify.score import Score
+from kafka_share_eos.verify.spec import Mix, RunResult, RunSpec
 
 
 def spec_key(spec: RunSpec) -> str:
