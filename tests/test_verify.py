@@ -10,6 +10,7 @@ non-zero exit code.
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,7 @@ def _key(recorded: dict[str, Any]) -> str:
 
 
 def test_verifier_catches_a_sink_without_deduplication() -> None:
+    handler = signal.getsignal(signal.SIGTERM)
     outcome = CliRunner().invoke(
         app,
         ["verify", "--strategy", "unsafe-increment", "--crash-points", "strategy.after_write",
@@ -101,6 +103,8 @@ def test_verifier_catches_a_sink_without_deduplication() -> None:
     assert cell["duplicates"] > 0
     assert cell["losses"] == 0
     assert report["ok"] is False
+    # The process's own SIGTERM handler is back once the run ended.
+    assert signal.getsignal(signal.SIGTERM) is handler
 
 
 @pytest.mark.full

@@ -231,9 +231,13 @@ def verify(
         progress.print(f"verifying {total} runs: {where}", soft_wrap=True)
 
     # SIGTERM unwinds like an interrupt: pipelines are killed, then the PostgreSQL server and
-    # the broker stopped.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    result = run_matrix(options, on_run, on_resume, on_start)
+    # the broker stopped. The caller's handler comes back afterwards, for a verify run inside
+    # a longer-lived process.
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        result = run_matrix(options, on_run, on_resume, on_start)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if as_json:
         print(json.dumps({
             "ok": result.ok,
