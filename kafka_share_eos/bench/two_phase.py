@@ -132,7 +132,7 @@ def _statements_at_least_once(engine: sa.Engine, data: list[pa.Table]) -> Callab
 
 
 def run(
-    rows_per_batch: int = 20_000, batches: int = 5, repeats: int = 2, url: str | None = None
+    rows_per_batch: int = 20_000, batches: int = 15, repeats: int = 3, url: str | None = None
 ) -> dict[str, Any]:
     """Measure every strategy on the same batches and server; rows/s and ratios to upsert."""
     data = [payment_batch(rows_per_batch, b * rows_per_batch) for b in range(batches)]
@@ -178,7 +178,7 @@ def run(
 
 
 def main() -> None:
-    parser = script_parser(__doc__, {"rows_per_batch": 20_000, "batches": 5, "repeats": 2})
+    parser = script_parser(__doc__, {"rows_per_batch": 20_000, "batches": 15, "repeats": 3})
     parser.add_argument("--url", help="SQLAlchemy URL of a database (default: a throwaway server)")
     args = parser.parse_args()
     print(json.dumps(run(args.rows_per_batch, args.batches, args.repeats, args.url), indent=2))
