@@ -31,8 +31,8 @@ from kafka_share_eos import (
     PostgresParticipant,
     TwoPhaseCommitCoordinator,
 )
-from kafka_share_eos.testing.console import CrashOnce, RunConsole
-from kafka_share_eos.testing.postgres import postgres_for_tests
+from kafka_share_eos.proving_ground.console import CrashOnce, RunConsole
+from kafka_share_eos.proving_ground.launchers.postgres import postgres_for_tests
 
 PAYMENT_SCHEMA = "payment_id BIGINT, account INT, amount BIGINT"
 INCREMENT = "UPDATE accounts SET balance = balance + :amount WHERE id = :account"

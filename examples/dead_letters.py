@@ -30,7 +30,7 @@ from kafka_share_eos import (
     IdempotentUpsertSink,
     open_dead_letters,
 )
-from kafka_share_eos.testing.console import RunConsole
+from kafka_share_eos.proving_ground.console import RunConsole
 
 PAYMENTS_TABLE = (
     "CREATE TABLE IF NOT EXISTS payments (payment_id bigint PRIMARY KEY, "

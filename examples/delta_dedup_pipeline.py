@@ -18,7 +18,7 @@ from pathlib import Path
 
 import kafka_share_eos
 from kafka_share_eos import CheckpointDedupStore, DeltaAppendSink, EmbeddedBroker
-from kafka_share_eos.testing.console import RunConsole
+from kafka_share_eos.proving_ground.console import RunConsole
 
 
 @contextlib.contextmanager

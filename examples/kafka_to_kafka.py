@@ -24,7 +24,7 @@ import pyarrow as pa
 
 import kafka_share_eos
 from kafka_share_eos import EmbeddedBroker, KafkaTopicSink
-from kafka_share_eos.testing.console import RunConsole
+from kafka_share_eos.proving_ground.console import RunConsole
 
 TAX = 0.2
 

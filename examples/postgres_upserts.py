@@ -23,8 +23,8 @@ from pyspark.sql import functions as F
 
 import kafka_share_eos
 from kafka_share_eos import EmbeddedBroker, IdempotentUpsertSink
-from kafka_share_eos.testing.console import RunConsole
-from kafka_share_eos.testing.postgres import postgres_for_tests
+from kafka_share_eos.proving_ground.console import RunConsole
+from kafka_share_eos.proving_ground.launchers.postgres import postgres_for_tests
 
 STATUSES = ["placed", "paid", "shipped"]
 UPDATE_SCHEMA = "order_id BIGINT, status STRING, version INT"

@@ -23,7 +23,6 @@ from .errors import EmbeddedBrokerError as EmbeddedBrokerError
 from .errors import GroupConfigError as GroupConfigError
 from .errors import JournalError as JournalError
 from .errors import KafkaAccessError as KafkaAccessError
-from .errors import KafkaLauncherError as KafkaLauncherError
 from .errors import KafkaShareEosError as KafkaShareEosError
 from .errors import KafkaTransactionError as KafkaTransactionError
 from .errors import LibrdkafkaNotFoundError as LibrdkafkaNotFoundError
@@ -31,8 +30,12 @@ from .errors import LocationNotFoundError as LocationNotFoundError
 from .errors import MissingColumnsError as MissingColumnsError
 from .errors import MissingExtraError as MissingExtraError
 from .errors import NullIdentityError as NullIdentityError
-from .errors import PreparedTransactionsDisabledError as PreparedTransactionsDisabledError
-from .errors import ShareGroupNotReadCommittedError as ShareGroupNotReadCommittedError
+from .errors import (
+    PreparedTransactionsDisabledError as PreparedTransactionsDisabledError,
+)
+from .errors import (
+    ShareGroupNotReadCommittedError as ShareGroupNotReadCommittedError,
+)
 from .errors import SinkConfigurationError as SinkConfigurationError
 from .errors import SourceOptionError as SourceOptionError
 from .errors import TargetTableError as TargetTableError
@@ -41,9 +44,9 @@ from .errors import TwoPhaseCommitError as TwoPhaseCommitError
 from .errors import ValueNotStorableError as ValueNotStorableError
 from .ledger import DeltaAppendSink as DeltaAppendSink
 from .ledger import RetentionPolicy as RetentionPolicy
+from .proving_ground.broker import EmbeddedBroker as EmbeddedBroker
+from .proving_ground.broker import TopicSpec as TopicSpec
 from .registration import register as register
-from .sharegroup import EmbeddedBroker as EmbeddedBroker
-from .sharegroup import TopicSpec as TopicSpec
 from .sinks.sql_values import postgres_array as postgres_array
 from .source.status import journal_status as journal_status
 from .strategies import BatchReport as BatchReport

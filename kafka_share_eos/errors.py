@@ -24,7 +24,6 @@ __all__ = [
     "GroupConfigError",
     "JournalError",
     "KafkaAccessError",
-    "KafkaLauncherError",
     "KafkaShareEosError",
     "KafkaTransactionError",
     "LibrdkafkaNotFoundError",
@@ -32,15 +31,11 @@ __all__ = [
     "MissingColumnsError",
     "MissingExtraError",
     "NullIdentityError",
-    "PostgresNotFoundError",
-    "PostgresServerError",
     "PreparedTransactionsDisabledError",
     "SessionClosed",
     "ShareGroupNotReadCommittedError",
     "SinkConfigurationError",
     "SourceOptionError",
-    "SparkClusterError",
-    "Stopped",
     "TargetTableError",
     "TransformShapeError",
     "TwoPhaseCommitError",
@@ -77,10 +72,6 @@ class KafkaAccessError(KafkaShareEosError, RuntimeError):
     share group or topic it reads or writes. The message names the user and the resource."""
 
 
-class KafkaLauncherError(KafkaShareEosError, RuntimeError):
-    """The Apache Kafka launcher of :mod:`kafka_share_eos.testing` could not fetch, start or
-    use a broker: Java or Maven is missing, Maven could not fetch the jars, or a broker did not
-    come up (the message names which, and where its log is)."""
 
 
 class LocationNotFoundError(KafkaShareEosError, FileNotFoundError):
@@ -211,20 +202,3 @@ class EmbeddedBrokerError(KafkaShareEosError, RuntimeError):
 
 class LibrdkafkaNotFoundError(EmbeddedBrokerError):
     """The librdkafka shared library bundled with confluent-kafka could not be located."""
-
-
-class PostgresServerError(KafkaShareEosError, RuntimeError):
-    """The throwaway PostgreSQL server could not start, or was used when not running."""
-
-
-class SparkClusterError(KafkaShareEosError, RuntimeError):
-    """A daemon of the tests' Spark standalone cluster did not start, or its workers did not
-    all register with the master."""
-
-
-class PostgresNotFoundError(PostgresServerError):
-    """No PostgreSQL server binaries could be found on this machine."""
-
-
-class Stopped(KafkaShareEosError, RuntimeError):
-    """The verifier is stopping: no pipeline may start any more."""

@@ -13,15 +13,14 @@ from kafka_share_eos.errors import (
     SinkConfigurationError,
     TargetTableError,
 )
-
-from .base import BatchStrategy, StrategyOptions, as_arrow
-from .checkpoint_dedup import CheckpointDedupStore
-from .idempotent_upsert import IdempotentUpsertSink
-from .identity import SOURCE_IDENTITY, RecordIdentity
-from .kafka_topic import KafkaTopicSink
-from .quarantine import DeadLetterPolicy
-from .report import BatchReport, ReportTotals
-from .two_phase_commit import TwoPhaseCommitCoordinator
+from kafka_share_eos.strategies.base import BatchStrategy, StrategyOptions, as_arrow
+from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
+from kafka_share_eos.strategies.idempotent_upsert import IdempotentUpsertSink
+from kafka_share_eos.strategies.identity import SOURCE_IDENTITY, RecordIdentity
+from kafka_share_eos.strategies.kafka_topic import KafkaTopicSink
+from kafka_share_eos.strategies.quarantine import DeadLetterPolicy
+from kafka_share_eos.strategies.report import BatchReport, ReportTotals
+from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
 
 __all__ = [
     "SOURCE_IDENTITY",

@@ -24,11 +24,10 @@ from kafka_share_eos import faults
 from kafka_share_eos.deadletter import DeadLetterSink, open_dead_letters
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.sinks import RowChecker, UpsertOutcome
-
-from .identity import SOURCE_IDENTITY, RecordIdentity
-from .quarantine import DeadLetterPolicy
-from .report import BatchReport, ReportLog, ReportTotals
-from .screening import Screening
+from kafka_share_eos.strategies.identity import SOURCE_IDENTITY, RecordIdentity
+from kafka_share_eos.strategies.quarantine import DeadLetterPolicy
+from kafka_share_eos.strategies.report import BatchReport, ReportLog, ReportTotals
+from kafka_share_eos.strategies.screening import Screening
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

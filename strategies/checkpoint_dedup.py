@@ -6,7 +6,7 @@ identities, so applications sharing the ledger never both own a record), then ha
 this batch owns to the user's sink. A replayed batch finds its own claims and hands them to the
 sink again. docs/checkpoint-dedup.md argues each crash point and states what the sink must
 promise (atomic, and a no-op when called again with a batch id it already applied);
-:class:`~kafka_share_eos.ledger.delta_sink.DeltaAppendSink` keeps that promise.
+:class:`~kafka_share_eos.sinks.delta_append.DeltaAppendSink` keeps that promise.
 
 delta-rs is not safe after ``fork()``: the store runs in the Spark driver (``foreachBatch``).
 """
@@ -37,10 +37,9 @@ from kafka_share_eos.sinks import (
     contained,
 )
 from kafka_share_eos.sinks.outcome import OneByOne
-
-from .base import BatchStrategy, StrategyOptions, streaming_query_id
-from .identity import RecordIdentity
-from .report import BatchReport
+from kafka_share_eos.strategies.base import BatchStrategy, StrategyOptions, streaming_query_id
+from kafka_share_eos.strategies.identity import RecordIdentity
+from kafka_share_eos.strategies.report import BatchReport
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -62,7 +61,7 @@ class CheckpointDedupStore(BatchStrategy):
             queries and applications may share one ledger (and one sink behind it).
         sink: ``sink(table, batch_id)`` receiving only rows never applied before. It must apply
             a batch atomically and do nothing when called again with a batch id it already
-            applied (:class:`~kafka_share_eos.ledger.delta_sink.DeltaAppendSink` does); a sink
+            applied (:class:`~kafka_share_eos.sinks.delta_append.DeltaAppendSink` does); a sink
             with a ``bind_streaming_query(query_id)`` method is told the query's id.
         key_columns: identity columns; ``(topic, partition, offset)`` when None. Business keys
             make the first applied row of each key win.

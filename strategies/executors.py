@@ -14,8 +14,7 @@ import pyarrow as pa
 
 from kafka_share_eos.sinks import UpsertOutcome, UpsertWriter
 from kafka_share_eos.spark_partitions import map_key_partitions
-
-from .identity import RecordIdentity
+from kafka_share_eos.strategies.identity import RecordIdentity
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -28,11 +28,10 @@ from kafka_share_eos.sinks import (
     UpsertWriter,
 )
 from kafka_share_eos.sinks.outcome import OneByOne, WritesDataFrames
-
-from .base import BatchStrategy, StrategyOptions, streaming_query_id
-from .executors import write_on_executors
-from .identity import RecordIdentity
-from .report import BatchReport
+from kafka_share_eos.strategies.base import BatchStrategy, StrategyOptions, streaming_query_id
+from kafka_share_eos.strategies.executors import write_on_executors
+from kafka_share_eos.strategies.identity import RecordIdentity
+from kafka_share_eos.strategies.report import BatchReport
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -187,7 +186,7 @@ class IdempotentUpsertSink(BatchStrategy):
                 among them, ``max_commit_attempts`` below 1, or an unknown ``engine``.
         """
         DELTA.require("IdempotentUpsertSink.delta")
-        from kafka_share_eos.sinks.delta import DeltaMergeWriter
+        from kafka_share_eos.sinks.delta_upsert import DeltaMergeWriter
 
         identity = RecordIdentity.of(key_columns, version_column)
         if engine == "spark":

@@ -9,12 +9,11 @@ import pyarrow as pa
 
 from kafka_share_eos.sinks import UpsertOutcome
 from kafka_share_eos.sinks.kafka_progress import DEFAULT_PROGRESS_TOPIC
-from kafka_share_eos.sinks.kafka_topic import Columns, KafkaTopicWriter
+from kafka_share_eos.sinks.kafka_writer import Columns, KafkaTopicWriter
 from kafka_share_eos.sinks.outcome import OneByOne
-
-from .base import BatchStrategy, StrategyOptions, streaming_query_id
-from .identity import RecordIdentity
-from .report import BatchReport
+from kafka_share_eos.strategies.base import BatchStrategy, StrategyOptions, streaming_query_id
+from kafka_share_eos.strategies.identity import RecordIdentity
+from kafka_share_eos.strategies.report import BatchReport
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

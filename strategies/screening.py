@@ -17,9 +17,8 @@ from kafka_share_eos.deadletter import Rejection, letters
 from kafka_share_eos.errors import TransformShapeError as TransformShapeError
 from kafka_share_eos.sinks import RowChecker
 from kafka_share_eos.sinks.errors import database_unavailable
-
-from .identity import RecordIdentity
-from .quarantine import (
+from kafka_share_eos.strategies.identity import RecordIdentity
+from kafka_share_eos.strategies.quarantine import (
     STAGE_TRANSFORM,
     STAGE_WRITE,
     DeadLetterPolicy,

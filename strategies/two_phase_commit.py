@@ -18,6 +18,9 @@ import pyarrow as pa
 
 from kafka_share_eos.errors import SinkConfigurationError
 from kafka_share_eos.sinks import KnowsApplied, UpsertOutcome
+from kafka_share_eos.strategies.base import BatchStrategy, StrategyOptions
+from kafka_share_eos.strategies.identity import RecordIdentity
+from kafka_share_eos.strategies.report import BatchReport
 from kafka_share_eos.twophase import (
     CommitResult,
     DecisionLog,
@@ -28,10 +31,6 @@ from kafka_share_eos.twophase import (
     Transaction,
     TransactionCoordinator,
 )
-
-from .base import BatchStrategy, StrategyOptions
-from .identity import RecordIdentity
-from .report import BatchReport
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

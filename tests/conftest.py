@@ -62,7 +62,7 @@ if DELTA_SPARK_TIER:
     @pytest.fixture(scope="session")
     def spark() -> Iterator[SparkSession]:
         """The tier's local Spark session, set up for delta-spark."""
-        from kafka_share_eos.testing.spark import local_spark_session
+        from kafka_share_eos.proving_ground.launchers.spark import local_spark_session
 
         session = local_spark_session(delta_spark=True)
         yield session

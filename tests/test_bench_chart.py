@@ -7,10 +7,10 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from kafka_share_eos.bench.chart import chart_svg, share_of_target
-from kafka_share_eos.bench.ratios import Ratio, Target
-from kafka_share_eos.bench.suite import QUICK, SuiteResult
 from kafka_share_eos.cli.bench import save_results
+from kafka_share_eos.proving_ground.bench.chart import chart_svg, share_of_target
+from kafka_share_eos.proving_ground.bench.ratios import Ratio, Target
+from kafka_share_eos.proving_ground.bench.suite import QUICK, SuiteResult
 
 ROWS = [
     Ratio("source", "stream rate vs raw loop", 0.82, target=Target(">=", 0.9)),

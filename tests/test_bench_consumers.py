@@ -13,9 +13,12 @@ import textwrap
 
 import pytest
 
-from kafka_share_eos.bench.consumers import CONSUMER_COUNTS, run
-from kafka_share_eos.bench.cpu import EXECUTOR_MAIN_CLASS, tree_seconds_without_executors
-from kafka_share_eos.bench.peer_ratios import consumers_ratios
+from kafka_share_eos.proving_ground.bench.consumers import CONSUMER_COUNTS, run
+from kafka_share_eos.proving_ground.bench.cpu import (
+    EXECUTOR_MAIN_CLASS,
+    tree_seconds_without_executors,
+)
+from kafka_share_eos.proving_ground.bench.peer_ratios import consumers_ratios
 
 # A parent that starts two CPU burners: a plain child and one named like an executor JVM.
 BURNERS = textwrap.dedent("""

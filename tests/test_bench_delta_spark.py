@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_share_eos.bench.delta_spark import delta_spark_ratios, run
+from kafka_share_eos.proving_ground.bench.delta_spark import delta_spark_ratios, run
 
 
 def test_each_size_gives_the_upsert_against_the_append_and_against_delta_rs() -> None:

@@ -10,9 +10,9 @@ import math
 
 import pytest
 
-from kafka_share_eos.bench import spark_kafka
-from kafka_share_eos.bench.peer_ratios import peers_ratios
-from kafka_share_eos.bench.peers import SPARK_KAFKA_ROW, run
+from kafka_share_eos.proving_ground.bench import spark_kafka
+from kafka_share_eos.proving_ground.bench.peer_ratios import peers_ratios
+from kafka_share_eos.proving_ground.bench.peers import SPARK_KAFKA_ROW, run
 
 pytestmark = [pytest.mark.full, pytest.mark.spark, pytest.mark.kafka, pytest.mark.postgres,
               pytest.mark.timeout(1200)]

@@ -6,12 +6,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kafka_share_eos.bench.peer_ratios import consumers_ratios, peers_ratios
-from kafka_share_eos.bench.peers import SPARK_KAFKA_ROW
-from kafka_share_eos.bench.ratios import Ratio, two_phase_ratios
-from kafka_share_eos.bench.spark_kafka import run_in_tier
-from kafka_share_eos.bench.suite import BENCHMARKS, QUICK, SuiteResult, run_suite
 from kafka_share_eos.cli.bench import markdown
+from kafka_share_eos.proving_ground.bench.peer_ratios import consumers_ratios, peers_ratios
+from kafka_share_eos.proving_ground.bench.peers import SPARK_KAFKA_ROW
+from kafka_share_eos.proving_ground.bench.ratios import Ratio, two_phase_ratios
+from kafka_share_eos.proving_ground.bench.spark_kafka import run_in_tier
+from kafka_share_eos.proving_ground.bench.suite import BENCHMARKS, QUICK, SuiteResult, run_suite
 
 
 def _by_name(rows: list[Ratio]) -> dict[str, Ratio]:

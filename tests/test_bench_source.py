@@ -10,7 +10,7 @@ import statistics
 
 import pytest
 
-from kafka_share_eos.bench.source import run
+from kafka_share_eos.proving_ground.bench.source import run
 
 
 def test_rounds_read_every_record_and_report_medians() -> None:

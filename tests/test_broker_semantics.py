@@ -29,7 +29,7 @@ from helpers import (
     share_consumer,
 )
 
-from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos import EmbeddedBroker
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -18,8 +18,8 @@ import pytest
 from helpers.scripts import run_python
 from rich.console import Console
 
-from kafka_share_eos.bench.suite import BENCHMARKS, Sizes, SuiteResult
 from kafka_share_eos.cli.bench import markdown, render
+from kafka_share_eos.proving_ground.bench.suite import BENCHMARKS, Sizes, SuiteResult
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.kafka, pytest.mark.timeout(600)]
 
@@ -44,7 +44,7 @@ IN_TINY_RUN = [name for name in BENCHMARKS if name not in ("kafka peers", "delta
 
 SUITE = """
 import json, sys
-from kafka_share_eos.bench.suite import Sizes, run_suite
+from kafka_share_eos.proving_ground.bench.suite import Sizes, run_suite
 sizes = Sizes(**{k: tuple(v) if isinstance(v, list) else v
                  for k, v in json.loads(sys.argv[1]).items()})
 print(json.dumps(run_suite(sizes, only=json.loads(sys.argv[2])).to_json(), default=str))

@@ -11,13 +11,13 @@ from helpers import produce
 from helpers.streaming import run_available_now, share_stream
 from typer.testing import CliRunner
 
+from kafka_share_eos import EmbeddedBroker
 from kafka_share_eos.cli.main import app
 from kafka_share_eos.deadletter import Rejection, letters, open_dead_letters
-from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
+from kafka_share_eos.source.batch_planner import BatchPlanner
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
-from kafka_share_eos.source.runner import BatchPlanner
-from kafka_share_eos.testing.plugin import ShareTopic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

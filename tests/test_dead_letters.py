@@ -24,6 +24,7 @@ from kafka_share_eos.deadletter import (
     letters,
     open_dead_letters,
 )
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.strategies import (
     CheckpointDedupStore,
     DeadLetterPolicy,
@@ -31,7 +32,6 @@ from kafka_share_eos.strategies import (
     SinkConfigurationError,
 )
 from kafka_share_eos.strategies.quarantine import isolate
-from kafka_share_eos.testing.plugin import ShareTopic
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -20,8 +20,8 @@ from helpers.streaming import run_available_now, share_stream
 from pyspark.sql import DataFrame, SparkSession
 
 from kafka_share_eos.deadletter import SqlDeadLetters
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.strategies import DeadLetterPolicy, IdempotentUpsertSink
-from kafka_share_eos.testing.plugin import ShareTopic
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.timeout(300)]
 

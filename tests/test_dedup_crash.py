@@ -20,8 +20,8 @@ import pytest
 from test_dedup_store import delta_rows, records
 
 from kafka_share_eos.faults import CRASH_AT_ENV
-from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger
+from kafka_share_eos.sinks.delta_append import DeltaAppendSink
 from kafka_share_eos.strategies.checkpoint_dedup import (
     CRASH_AFTER_SINK,
     CRASH_BEFORE_SINK,
@@ -34,7 +34,7 @@ CHILD = """
 import json, sys
 sys.path.insert(0, sys.argv[4])
 from test_dedup_store import records
-from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
+from kafka_share_eos.sinks.delta_append import DeltaAppendSink
 from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
 store = CheckpointDedupStore(sys.argv[1], DeltaAppendSink(sys.argv[2]))
 store.apply(records(*[tuple(c) for c in json.loads(sys.argv[3])]), 1)

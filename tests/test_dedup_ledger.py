@@ -12,13 +12,13 @@ from test_dedup_store import delta_rows, records
 from typer.testing import CliRunner
 
 from kafka_share_eos.cli.dedup import dedup
+from kafka_share_eos.delta import transactions as delta_txn
 from kafka_share_eos.errors import AppIdConflictError
-from kafka_share_eos.ledger import delta_txn
 from kafka_share_eos.ledger.compaction import compact
-from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger, offset_ranges
 from kafka_share_eos.ledger.retention import RetentionPolicy, prune
 from kafka_share_eos.ledger.stats import ledger_stats
+from kafka_share_eos.sinks.delta_append import DeltaAppendSink
 from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
 
 pytestmark = pytest.mark.timeout(120)

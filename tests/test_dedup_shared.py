@@ -22,7 +22,7 @@ from test_dedup_store import delta_rows, records
 
 from kafka_share_eos.faults import CRASH_AT_ENV
 from kafka_share_eos.ledger.claims import BEFORE_CLAIM
-from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
+from kafka_share_eos.sinks.delta_append import DeltaAppendSink
 from kafka_share_eos.strategies.checkpoint_dedup import CRASH_BEFORE_SINK, CheckpointDedupStore
 
 pytestmark = pytest.mark.timeout(180)
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.timeout(180)
 APPLICATION = """
 import json, sys
 from test_dedup_store import records
-from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
+from kafka_share_eos.sinks.delta_append import DeltaAppendSink
 from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
 ledger, sink, app, batches = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 store = CheckpointDedupStore(ledger, DeltaAppendSink(sink, app_id=app + "-sink"), app_id=app)

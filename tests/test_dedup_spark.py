@@ -17,9 +17,9 @@ from helpers import produce
 from helpers.streaming import run_available_now, share_stream
 from test_dedup_store import delta_rows
 
-from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
+from kafka_share_eos.sinks.delta_append import DeltaAppendSink
 from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
-from kafka_share_eos.testing.plugin import ShareTopic
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -10,7 +10,7 @@ import pytest
 from deltalake import DeltaTable
 
 from kafka_share_eos.errors import AppIdConflictError
-from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
+from kafka_share_eos.sinks.delta_append import DeltaAppendSink
 from kafka_share_eos.strategies import MissingColumnsError, SinkConfigurationError
 from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
 

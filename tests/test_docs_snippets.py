@@ -37,10 +37,10 @@ from helpers.doc_blocks import (
 )
 
 import kafka_share_eos
-from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos import EmbeddedBroker
+from kafka_share_eos.proving_ground.launchers.spark import wait_for_source_runners
+from kafka_share_eos.proving_ground.verify.kafka_targets import read_topic
 from kafka_share_eos.source.schema import arrow_schema
-from kafka_share_eos.testing.spark import wait_for_source_runners
-from kafka_share_eos.verify.kafka_targets import read_topic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

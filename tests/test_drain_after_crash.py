@@ -13,9 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from kafka_share_eos import faults
+from kafka_share_eos import EmbeddedBroker, faults
 from kafka_share_eos.deadletter import SqlDeadLetters
-from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos.proving_ground.verify.pipeline import PipelineConfig
+from kafka_share_eos.proving_ground.verify.process import Exit, PipelineProcess
+from kafka_share_eos.proving_ground.verify.records import plan_records, produce
+from kafka_share_eos.proving_ground.verify.registry import TARGETS
+from kafka_share_eos.proving_ground.verify.score import score
+from kafka_share_eos.proving_ground.verify.targets import RunContext, dead_lettered
 from kafka_share_eos.sharegroup.group_config import (
     AUTO_OFFSET_RESET,
     HEARTBEAT_INTERVAL,
@@ -23,12 +28,6 @@ from kafka_share_eos.sharegroup.group_config import (
     LOCK_DURATION,
     SESSION_TIMEOUT,
 )
-from kafka_share_eos.verify.pipeline import PipelineConfig
-from kafka_share_eos.verify.process import Exit, PipelineProcess
-from kafka_share_eos.verify.records import plan_records, produce
-from kafka_share_eos.verify.registry import TARGETS
-from kafka_share_eos.verify.score import score
-from kafka_share_eos.verify.targets import RunContext, dead_lettered
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from helpers import consume, count_at_least, never, produce, share_consumer
 
-from kafka_share_eos.sharegroup import EmbeddedBroker, TopicSpec
+from kafka_share_eos import EmbeddedBroker, TopicSpec
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -47,15 +47,15 @@ BUILT_IN_BASES = {
     "kafka_share_eos.errors.TransformShapeError": ValueError,
     "kafka_share_eos.errors.EmbeddedBrokerError": RuntimeError,
     "kafka_share_eos.errors.LibrdkafkaNotFoundError": RuntimeError,
-    "kafka_share_eos.errors.PostgresServerError": RuntimeError,
-    "kafka_share_eos.errors.PostgresNotFoundError": RuntimeError,
-    "kafka_share_eos.errors.Stopped": RuntimeError,
+    "kafka_share_eos.proving_ground.errors.PostgresServerError": RuntimeError,
+    "kafka_share_eos.proving_ground.errors.PostgresNotFoundError": RuntimeError,
+    "kafka_share_eos.proving_ground.errors.Stopped": RuntimeError,
     "kafka_share_eos.errors.ConfigurationError": ValueError,
     "kafka_share_eos.errors.MissingExtraError": ImportError,
     "kafka_share_eos.errors.LocationNotFoundError": FileNotFoundError,
     "kafka_share_eos.errors.GroupConfigError": RuntimeError,
     "kafka_share_eos.errors.ShareGroupNotReadCommittedError": RuntimeError,
-    "kafka_share_eos.errors.KafkaLauncherError": RuntimeError,
+    "kafka_share_eos.proving_ground.errors.KafkaLauncherError": RuntimeError,
 }
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,10 +73,10 @@ BUILT_IN_RAISES = {
 # Where a built-in error reports a broken run of a tool or helper, not a refusal of a pipeline:
 # a verify run whose records could not be produced, a test helper that timed out, and the share
 # session's own invariant (two polls without an acknowledgement: a bug here). The benchmarks
-# (kafka_share_eos/bench) are a harness, not a library: they are not scanned.
+# (kafka_share_eos/proving_ground/bench) are a harness, not a library: they are not scanned.
 BUILT_IN_RAISES_AT = {
-    ("kafka_share_eos/verify/records.py", "RuntimeError"),
-    ("kafka_share_eos/testing/spark.py", "TimeoutError"),
+    ("kafka_share_eos/proving_ground/verify/records.py", "RuntimeError"),
+    ("kafka_share_eos/proving_ground/launchers/spark.py", "TimeoutError"),
     ("kafka_share_eos/source/session.py", "RuntimeError"),
 }
 

@@ -15,7 +15,7 @@ from helpers.extras import NO_DELTA, NO_SQL, without
 from helpers.quiet import quiet_run_log
 from helpers.scripts import run_python
 
-from kafka_share_eos.testing.plugin import ShareTopic
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 

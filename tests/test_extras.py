@@ -94,9 +94,9 @@ def test_every_public_package_imports_with_no_optional_library_installed() -> No
     import importlib, json
     packages = ["kafka_share_eos", "kafka_share_eos.strategies", "kafka_share_eos.sinks",
                 "kafka_share_eos.ledger", "kafka_share_eos.deadletter",
-                "kafka_share_eos.twophase", "kafka_share_eos.sharegroup",
-                "kafka_share_eos.testing", "kafka_share_eos.bench", "kafka_share_eos.cli",
-                "kafka_share_eos.errors", "kafka_share_eos.source",
+                "kafka_share_eos.twophase", "kafka_share_eos.sharegroup", "kafka_share_eos.delta",
+                "kafka_share_eos.proving_ground", "kafka_share_eos.proving_ground.bench",
+                "kafka_share_eos.cli", "kafka_share_eos.errors", "kafka_share_eos.source",
                 "kafka_share_eos.source.status"]
     for name in packages:
         importlib.import_module(name)

@@ -22,10 +22,10 @@ from helpers.streaming import run_available_now, share_stream
 from pyspark.sql import SparkSession
 
 from kafka_share_eos.deadletter import SqlDeadLetters
+from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.sharegroup.group_config import DELIVERY_COUNT_LIMIT
 from kafka_share_eos.strategies import DeadLetterPolicy, IdempotentUpsertSink
-from kafka_share_eos.testing.kafka_cluster import KafkaCluster
-from kafka_share_eos.testing.plugin import ShareTopic
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.timeout(300)]
 

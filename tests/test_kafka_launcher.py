@@ -21,8 +21,8 @@ from confluent_kafka.admin import AdminClient
 from helpers import consume, count_at_least, produce, share_consumer
 from helpers.processes import wait_until
 
+from kafka_share_eos.proving_ground.launchers.kafka_dist import KAFKA_VERSION_ENV
 from kafka_share_eos.sharegroup.group_config import describe_share_group
-from kafka_share_eos.testing.kafka_dist import KAFKA_VERSION_ENV
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(240)]
 
@@ -139,7 +139,7 @@ def test_a_failed_fetch_gives_mavens_reason(tmp_path: Path) -> None:
 
 
 def test_a_cluster_id_that_starts_with_a_dash_formats(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kafka_share_eos.testing import kafka_cluster
+    from kafka_share_eos.proving_ground.launchers import kafka_cluster
 
     # URL-safe base64 of a first byte 0xF8 starts with "-": one random id in 64 does.
     dashed = base64.urlsafe_b64encode(b"\xf8" + bytes(15)).decode().rstrip("=")

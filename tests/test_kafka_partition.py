@@ -1,9 +1,10 @@
 """Network partitions between an application and Apache Kafka, made with the cluster's proxies.
 
-Application A reaches the broker only through a :class:`~kafka_share_eos.testing.tcp_proxy.
-TcpProxy` (``kafka_cluster.proxied_bootstrap_servers``), application B directly; both share one
-group and upsert into one SQLite table with :class:`IdempotentUpsertSink`. A takes every record,
-then its path is cut:
+Application A reaches the broker only through a
+:class:`~kafka_share_eos.proving_ground.launchers.tcp_proxy.TcpProxy`
+(``kafka_cluster.proxied_bootstrap_servers``), application B directly; both share one group and
+upsert into one SQLite table with :class:`IdempotentUpsertSink`. A takes every record, then its path
+is cut:
 
 - longer than the record lock: B takes the records once their lock expires (not earlier: a
   blackholed member's records stay locked although the broker fences it) and applies them; when
@@ -26,9 +27,9 @@ import sqlalchemy as sa
 from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, Message, ShareConsumer
 from helpers import produce, share_consumer
 
+from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.strategies import BatchReport, IdempotentUpsertSink
-from kafka_share_eos.testing.kafka_cluster import KafkaCluster
-from kafka_share_eos.testing.plugin import ShareTopic
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(240)]
 

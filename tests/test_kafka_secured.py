@@ -18,10 +18,10 @@ from helpers.streaming import Offsets, run_available_now, share_stream
 
 from kafka_share_eos import KafkaAccessError, KafkaDeadLetters
 from kafka_share_eos.deadletter.letters import Rejection, letters
+from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
+from kafka_share_eos.proving_ground.launchers.kafka_security import SaslSsl
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.source.options import SourceOptions
-from kafka_share_eos.testing.kafka_cluster import KafkaCluster
-from kafka_share_eos.testing.kafka_security import SaslSsl
-from kafka_share_eos.testing.plugin import ShareTopic
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -10,8 +10,8 @@ from typing import Any
 import confluent_kafka as ck
 import pytest
 
-from kafka_share_eos.testing.kafka_cluster import KafkaCluster
-from kafka_share_eos.testing.kafka_security import SaslSsl
+from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
+from kafka_share_eos.proving_ground.launchers.kafka_security import SaslSsl
 
 # The source's own secured tests (tests/test_kafka_secured.py) run in CI; these with ./dev test.
 pytestmark = [pytest.mark.kafka, pytest.mark.full, pytest.mark.timeout(300)]

@@ -12,23 +12,23 @@ import pytest
 from helpers import produce
 from helpers.streaming import Offsets, run_available_now, share_stream
 
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.sharegroup.group_config import (
     AUTO_OFFSET_RESET,
     ISOLATION_LEVEL,
     describe_share_group,
 )
+from kafka_share_eos.source.batch_planner import BatchPlanner
 from kafka_share_eos.source.group import resolve_group
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.metrics_store import MetricsStore
 from kafka_share_eos.source.options import SourceOptions
-from kafka_share_eos.source.runner import BatchPlanner
 from kafka_share_eos.source.status import journal_status
-from kafka_share_eos.testing.plugin import ShareTopic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from kafka_share_eos.testing.kafka_cluster import KafkaCluster
+    from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.timeout(300)]
 

@@ -17,13 +17,13 @@ from kafka_share_eos import (
     BatchIdReusedError,
     CheckpointDedupStore,
     ConfigurationError,
+    EmbeddedBroker,
     KafkaTopicSink,
 )
-from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
+from kafka_share_eos.proving_ground.verify.kafka_targets import read_topic, source_coordinates
 from kafka_share_eos.sinks.kafka_progress import REDELIVERY_WINDOW, CommittedRecords
-from kafka_share_eos.sinks.kafka_topic import source_of_header
-from kafka_share_eos.testing.plugin import ShareTopic
-from kafka_share_eos.verify.kafka_targets import read_topic, source_coordinates
+from kafka_share_eos.sinks.kafka_writer import source_of_header
 
 
 def source_offsets(messages: list[Any]) -> list[int]:

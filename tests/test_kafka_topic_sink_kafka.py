@@ -18,8 +18,8 @@ import pytest
 
 from kafka_share_eos import KafkaTopicSink, KafkaTransactionError, SqlDeadLetters
 from kafka_share_eos.faults import CRASH_AT_ENV, SINK_MID_WRITE, STRATEGY_AFTER_WRITE
-from kafka_share_eos.testing.kafka_cluster import KafkaCluster
-from kafka_share_eos.verify.kafka_targets import read_topic, source_coordinates
+from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
+from kafka_share_eos.proving_ground.verify.kafka_targets import read_topic, source_coordinates
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
 

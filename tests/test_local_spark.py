@@ -12,8 +12,8 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from kafka_share_eos.testing import jvm
-from kafka_share_eos.testing.spark import SOURCE_RUNNER_MODULE, source_runners
+from kafka_share_eos.proving_ground.launchers import jvm
+from kafka_share_eos.proving_ground.launchers.spark import SOURCE_RUNNER_MODULE, source_runners
 
 
 @pytest.fixture

@@ -76,7 +76,8 @@ def test_wheel_contains_every_module_the_type_marker_and_entry_points(wheel: Pat
     assert not missing, f"modules missing from the wheel: {sorted(missing)}"
     assert not any(n.startswith(("strategies/", "tests/")) for n in names)
     assert entry_points["console_scripts"]["kafka-share-eos"] == "kafka_share_eos.cli.main:run"
-    assert entry_points["pytest11"]["kafka_share_eos"] == "kafka_share_eos.testing.plugin"
+    assert entry_points["pytest11"]["kafka_share_eos"] == (
+        "kafka_share_eos.proving_ground.pytest_plugin")
 
 
 def _import_everything(

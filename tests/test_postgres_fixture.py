@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from kafka_share_eos.testing.postgres import (
+from kafka_share_eos.proving_ground.launchers.postgres import (
     POSTGRES_URL_ENV,
     PostgresDatabases,
     PostgresNotFoundError,

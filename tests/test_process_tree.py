@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from kafka_share_eos.testing.process_tree import launch
+from kafka_share_eos.proving_ground.launchers.process_tree import launch
 
 # The child starts a sleeper from a thread that ends at once, says the sleeper's pid once the
 # kernel has ended the thread, and waits to be killed.
 PARENT = """
 import os, subprocess, sys, threading, time
-from kafka_share_eos.testing.process_tree import launch
+from kafka_share_eos.proving_ground.launchers.process_tree import launch
 started = []
 def start():
     started.append(threading.get_native_id())

@@ -21,8 +21,8 @@ import kafka_share_eos.strategies
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC = ("kafka_share_eos", "kafka_share_eos.strategies")
 # Helpers for tests, demos and examples on one machine, not for pipelines: they stay in
-# kafka_share_eos.testing (docs/development.md).
-TESTING = "kafka_share_eos.testing"
+# kafka_share_eos.proving_ground (docs/development.md).
+TESTING = "kafka_share_eos.proving_ground"
 # Classes the docs name that users do not import: the errors of the tools (`verify`, the test
 # server), the source runner's own error and counters, and the stand-ins for a failure of the
 # user's code.
@@ -167,7 +167,8 @@ def _toolkit_names() -> set[str]:
         modules.update(m.name for m in pkgutil.walk_packages(path, package + "."))
     names = set()
     for name in modules:
-        if name.startswith(("kafka_share_eos.cli", "kafka_share_eos.bench", TESTING)):
+        if name.startswith(("kafka_share_eos.cli", "kafka_share_eos.proving_ground.bench",
+                            TESTING)):
             continue
         for value in vars(importlib.import_module(name)).values():
             if inspect.isclass(value) and value.__module__ == name:

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kafka_share_eos.testing.console import SimulatedCrash, failure_cause
-from kafka_share_eos.testing.console.logfile import StderrToFile
+from kafka_share_eos.proving_ground.console import SimulatedCrash, failure_cause
+from kafka_share_eos.proving_ground.console.logfile import StderrToFile
 
 # The text of a StreamingQueryException for an error raised in foreachBatch (trimmed).
 SPARK_WRAPPED = """[STREAM_FAILED] Query [id = 8454, runId = e822] terminated with exception: \
@@ -50,7 +50,7 @@ def test_the_cause_of_a_plain_error_is_its_class_and_first_lines() -> None:
 def test_a_simulated_crash_is_found_in_the_spark_error_wrapping_it() -> None:
     wrapped = SPARK_WRAPPED.replace(
         "sqlalchemy.exc.OperationalError: (psycopg.OperationalError) connection failed: refused",
-        f"kafka_share_eos.testing.console.crash.SimulatedCrash: {SimulatedCrash(3)}",
+        f"kafka_share_eos.proving_ground.console.crash.SimulatedCrash: {SimulatedCrash(3)}",
     )
     assert SimulatedCrash.named_in(wrapped) == "simulated crash in batch 3 after the sink"
     assert SimulatedCrash.named_in(SPARK_WRAPPED) is None
@@ -61,7 +61,7 @@ def test_stderr_of_the_process_and_its_children_goes_to_the_log(tmp_path: Path) 
     script = f"""
 import logging, os, subprocess, sys
 from pathlib import Path
-from kafka_share_eos.testing.console.logfile import StderrToFile
+from kafka_share_eos.proving_ground.console.logfile import StderrToFile
 with StderrToFile(Path({str(log)!r}), "a run"):
     os.write(2, b"from descriptor 2\\n")
     print("from sys.stderr", file=sys.stderr)

@@ -9,7 +9,7 @@ from types import FrameType
 
 import pytest
 
-from kafka_share_eos.signals import deferred_signals
+from kafka_share_eos.proving_ground.signals import deferred_signals
 
 
 def test_a_signal_during_the_block_reaches_its_handler_after_the_block() -> None:

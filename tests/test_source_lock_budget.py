@@ -15,12 +15,12 @@ import pyarrow.compute as pc
 import pytest
 from helpers.planning import broker_fixture, planner_options
 
-from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos import EmbeddedBroker
+from kafka_share_eos.source.batch_planner import BatchPlanner
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.metrics import BatchMetrics
 from kafka_share_eos.source.metrics_store import MetricsStore
 from kafka_share_eos.source.options import AckPolicy
-from kafka_share_eos.source.runner import BatchPlanner
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -20,10 +20,10 @@ from confluent_kafka import KafkaException
 from helpers import consume, count_at_least, produce, share_consumer
 from helpers.planning import broker_fixture, planner_options
 
-from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos import EmbeddedBroker
+from kafka_share_eos.source.batch_planner import BatchPlanner
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
-from kafka_share_eos.source.runner import BatchPlanner
 from kafka_share_eos.source.session import ShareSession
 
 pytestmark = pytest.mark.timeout(90)
@@ -198,7 +198,7 @@ RUNNER = """
 import json, logging, signal, sys, time
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
-from kafka_share_eos.source.runner import BatchPlanner
+from kafka_share_eos.source.batch_planner import BatchPlanner
 
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 signal.signal(signal.SIGTERM, lambda *_: (print("previous handler", flush=True), sys.exit(3)))

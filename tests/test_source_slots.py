@@ -21,8 +21,8 @@ import pytest
 from helpers import broker_holding, consume, count_at_least, share_consumer
 from typer.testing import CliRunner
 
+from kafka_share_eos import EmbeddedBroker
 from kafka_share_eos.cli.main import app
-from kafka_share_eos.sharegroup import EmbeddedBroker
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.leases import EXECUTOR, LEASES_DIR
 from kafka_share_eos.source.metrics import BatchMetrics

@@ -11,8 +11,8 @@ from confluent_kafka import AcknowledgeType, Producer
 from helpers import consume, count_at_least, produce, share_consumer
 from helpers.streaming import run_available_now, share_stream
 
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.testing.plugin import ShareTopic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -21,14 +21,14 @@ from helpers.applications import HoldGate
 from helpers.readme_pipeline import LOCK_MS, SESSION_TIMEOUT_MS, orders
 
 from kafka_share_eos.faults import SLOT_AFTER_POLL
+from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
+from kafka_share_eos.proving_ground.launchers.spark_cluster import SparkCluster
 from kafka_share_eos.sharegroup.group_config import (
     AUTO_OFFSET_RESET,
     HEARTBEAT_INTERVAL,
     LOCK_DURATION,
     SESSION_TIMEOUT,
 )
-from kafka_share_eos.testing.kafka_cluster import KafkaCluster
-from kafka_share_eos.testing.spark_cluster import SparkCluster
 
 pytestmark = [pytest.mark.full, pytest.mark.spark, pytest.mark.kafka, pytest.mark.postgres,
               pytest.mark.timeout(900)]

@@ -26,7 +26,7 @@ from helpers.processes import (
     wait_until,
 )
 
-from kafka_share_eos.testing.postgres import POSTGRES_URL_ENV
+from kafka_share_eos.proving_ground.launchers.postgres import POSTGRES_URL_ENV
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(400)]
 

@@ -15,7 +15,7 @@ from deltalake import DeltaTable
 from helpers.delta import read_delta
 from helpers.streaming import run_available_now
 
-from kafka_share_eos.sinks.delta import DEFAULT_APP_ID_PREFIX
+from kafka_share_eos.sinks.delta_upsert import DEFAULT_APP_ID_PREFIX
 from kafka_share_eos.source.schema import arrow_schema
 from kafka_share_eos.strategies import IdempotentUpsertSink
 

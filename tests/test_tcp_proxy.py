@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kafka_share_eos.testing.tcp_proxy import TcpProxy
+from kafka_share_eos.proving_ground.launchers.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.timeout(60)
 

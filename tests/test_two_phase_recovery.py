@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from sqlalchemy import create_engine
 
-from kafka_share_eos.testing.postgres import PostgresServer
+from kafka_share_eos.proving_ground.launchers.postgres import PostgresServer
 from kafka_share_eos.twophase import (
     Decision,
     FileDecisionLog,

@@ -19,8 +19,8 @@ from helpers import accounts
 from helpers.pauses import Background
 from helpers.streaming import run_available_now, share_stream
 
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
-from kafka_share_eos.testing.plugin import ShareTopic
 from kafka_share_eos.twophase.delta import DeltaParticipant
 from kafka_share_eos.twophase.postgres import PostgresParticipant
 

@@ -18,7 +18,7 @@ from helpers.delta import read_delta
 
 from kafka_share_eos.errors import AppIdConflictError
 from kafka_share_eos.faults import CRASH_AT_ENV, SINK_MID_WRITE
-from kafka_share_eos.sinks.delta import DEFAULT_APP_ID_PREFIX, DeltaMergeWriter
+from kafka_share_eos.sinks.delta_upsert import DEFAULT_APP_ID_PREFIX, DeltaMergeWriter
 from kafka_share_eos.strategies import CommitConflictError, IdempotentUpsertSink
 
 pytestmark = pytest.mark.timeout(120)

@@ -34,7 +34,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from kafka_share_eos import IdempotentUpsertSink, faults
-from kafka_share_eos.testing.spark import local_spark_session
+from kafka_share_eos.proving_ground.launchers.spark import local_spark_session
 
 # A crash kills the whole group: this process and Spark's JVM.
 os.environ[faults.CRASH_PGID_ENV] = str(os.getpgrp())

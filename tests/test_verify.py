@@ -18,10 +18,10 @@ import pytest
 from typer.testing import CliRunner
 
 from kafka_share_eos.cli.main import app
-from kafka_share_eos.testing.postgres import PostgresDatabases
-from kafka_share_eos.verify import MatrixOptions, Mix, run_matrix
-from kafka_share_eos.verify.matrix import MatrixResult
-from kafka_share_eos.verify.spec import RunResult
+from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases
+from kafka_share_eos.proving_ground.verify import MatrixOptions, Mix, run_matrix
+from kafka_share_eos.proving_ground.verify.matrix import MatrixResult
+from kafka_share_eos.proving_ground.verify.spec import RunResult
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_share_eos.testing.postgres import PostgresDatabases
-from kafka_share_eos.verify import MatrixOptions, Mix, run_matrix
-from kafka_share_eos.verify.matrix import CellResult
+from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases
+from kafka_share_eos.proving_ground.verify import MatrixOptions, Mix, run_matrix
+from kafka_share_eos.proving_ground.verify.matrix import CellResult
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(900)]
 

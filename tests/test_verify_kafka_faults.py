@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_share_eos.verify import MatrixOptions, run_matrix
-from kafka_share_eos.verify.spec import RunResult
+from kafka_share_eos.proving_ground.verify import MatrixOptions, run_matrix
+from kafka_share_eos.proving_ground.verify.spec import RunResult
 
 pytestmark = [pytest.mark.kafka, pytest.mark.full, pytest.mark.timeout(900)]
 

@@ -11,18 +11,28 @@ import pytest
 from typer.testing import CliRunner
 
 from kafka_share_eos.cli.main import app
-from kafka_share_eos.errors import ConfigurationError, SparkClusterError
-from kafka_share_eos.verify.matrix import MatrixOptions
-from kafka_share_eos.verify.outages import OUTAGES, Outage, Scene, brokers_for, check_faults
-from kafka_share_eos.verify.outages.brokers import java_string_hash, share_state_partition
-from kafka_share_eos.verify.outages.driver import FaultDriver, hold_environment
-from kafka_share_eos.verify.outages.gaps import (
+from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.proving_ground.errors import SparkClusterError
+from kafka_share_eos.proving_ground.verify.matrix import MatrixOptions
+from kafka_share_eos.proving_ground.verify.outages import (
+    OUTAGES,
+    Outage,
+    Scene,
+    brokers_for,
+    check_faults,
+)
+from kafka_share_eos.proving_ground.verify.outages.broker_kills import (
+    java_string_hash,
+    share_state_partition,
+)
+from kafka_share_eos.proving_ground.verify.outages.driver import FaultDriver, hold_environment
+from kafka_share_eos.proving_ground.verify.outages.gaps import (
     applied_times,
     held_batch,
     held_partitions,
     stall_seconds,
 )
-from kafka_share_eos.verify.outages.registry import proxied_for, spark_workers_for
+from kafka_share_eos.proving_ground.verify.outages.registry import proxied_for, spark_workers_for
 
 BROKER_FAULTS = ("broker-kill", "coordinator-kill", "broker-restart")
 FAULTS = (*BROKER_FAULTS, "partition", "worker-kill")
@@ -105,7 +115,7 @@ def test_a_registered_outage_becomes_a_fault_name() -> None:
         def heal(self, scene: Scene) -> None:
             pass
 
-    from kafka_share_eos.verify.outages import register
+    from kafka_share_eos.proving_ground.verify.outages import register
 
     register(Pause)
     try:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_share_eos.verify.results import ResultsFile, spec_key
-from kafka_share_eos.verify.score import Score
-from kafka_share_eos.verify.spec import Mix, RunResult, RunSpec
+from kafka_share_eos.proving_ground.verify.results import ResultsFile, spec_key
+from kafka_share_eos.proving_ground.verify.score import Score
+from kafka_share_eos.proving_ground.verify.spec import Mix, RunResult, RunSpec
 
 
 def _result(index: int, duplicates: int = 0) -> RunResult:

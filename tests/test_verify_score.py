@@ -7,14 +7,14 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
-from kafka_share_eos.verify.records import (
+from kafka_share_eos.proving_ground.verify.records import (
     Kind,
     PlannedRecord,
     PoisonRecordError,
     effect_rows,
     plan_records,
 )
-from kafka_share_eos.verify.score import score
+from kafka_share_eos.proving_ground.verify.score import score
 
 
 def source_rows(records: list[PlannedRecord]) -> pa.Table:

@@ -21,7 +21,7 @@ from helpers.processes import (
 )
 from helpers.processes import server_temp as own_server_temp
 
-from kafka_share_eos.testing.postgres import POSTGRES_URL_ENV
+from kafka_share_eos.proving_ground.launchers.postgres import POSTGRES_URL_ENV
 
 pytestmark = pytest.mark.timeout(400)
 

@@ -14,9 +14,9 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.table import Table
 
-from kafka_share_eos.bench.chart import chart_svg
-from kafka_share_eos.bench.ratios import Ratio
-from kafka_share_eos.bench.suite import (
+from kafka_share_eos.proving_ground.bench.chart import chart_svg
+from kafka_share_eos.proving_ground.bench.ratios import Ratio
+from kafka_share_eos.proving_ground.bench.suite import (
     BENCHMARKS,
     FULL,
     QUICK,
@@ -24,8 +24,8 @@ from kafka_share_eos.bench.suite import (
     run_suite,
     unknown_benchmarks,
 )
-from kafka_share_eos.signals import Terminated, exit_status, sigterm_unwinds
-from kafka_share_eos.testing.console.logfile import StderrToFile
+from kafka_share_eos.proving_ground.console.logfile import StderrToFile
+from kafka_share_eos.proving_ground.signals import Terminated, exit_status, sigterm_unwinds
 
 
 def _verdict(ratio: Ratio) -> str:

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from kafka_share_eos.sharegroup import EmbeddedBroker, TopicSpec
+from kafka_share_eos.proving_ground.broker import EmbeddedBroker, TopicSpec
 from kafka_share_eos.sharegroup.group_config import (
     AUTO_OFFSET_RESET,
     ISOLATION_LEVEL,
@@ -134,7 +134,7 @@ def _kafka(
     topics: list[TopicSpec], brokers: int, groups: list[str], settings: _Settings,
     console: Console,
 ) -> Iterator[tuple[str, str]]:
-    from kafka_share_eos.testing.kafka_cluster import KafkaCluster
+    from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
 
     config = {broker_key: str(getattr(settings, name))
               for name, broker_key in _KAFKA_DEFAULTS.items()

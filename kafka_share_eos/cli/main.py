@@ -9,12 +9,12 @@ import typer
 from kafka_share_eos.cli.bench import bench
 from kafka_share_eos.cli.broker import broker
 from kafka_share_eos.cli.dedup import dedup
-from kafka_share_eos.cli.demo import demo
 from kafka_share_eos.cli.doctor import doctor
 from kafka_share_eos.cli.status import status
 from kafka_share_eos.cli.twophase import twophase
 from kafka_share_eos.cli.verify import verify
 from kafka_share_eos.errors import KafkaShareEosError
+from kafka_share_eos.proving_ground.demo import demo
 
 app = typer.Typer(
     name="kafka-share-eos",

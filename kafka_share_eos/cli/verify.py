@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kafka_share_eos.verify.defaults import (
+from kafka_share_eos.proving_ground.verify.defaults import (
     BROKER,
     CONSUMERS,
     CRASHES,
@@ -25,11 +25,11 @@ from kafka_share_eos.verify.defaults import (
     RUNS,
     SEED,
 )
-from kafka_share_eos.verify.matrix import MatrixOptions, MatrixResult, run_matrix
-from kafka_share_eos.verify.outages import OUTAGES
-from kafka_share_eos.verify.points import DESCRIPTIONS, RANDOM_KILL
-from kafka_share_eos.verify.registry import SAFE_TARGETS, TARGETS
-from kafka_share_eos.verify.spec import Mix, RunResult
+from kafka_share_eos.proving_ground.verify.matrix import MatrixOptions, MatrixResult, run_matrix
+from kafka_share_eos.proving_ground.verify.outages import OUTAGES
+from kafka_share_eos.proving_ground.verify.points import DESCRIPTIONS, RANDOM_KILL
+from kafka_share_eos.proving_ground.verify.registry import SAFE_TARGETS, TARGETS
+from kafka_share_eos.proving_ground.verify.spec import Mix, RunResult
 
 
 def _names(values: list[str]) -> list[str]:

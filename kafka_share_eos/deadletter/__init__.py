@@ -1,11 +1,11 @@
 """Dead letters: where strategies put the records they cannot apply, and how to read them back."""
 
-from .delta import DeltaDeadLetters
-from .kafka import KafkaDeadLetters
-from .letters import DEAD_LETTER_SCHEMA, Rejection, letters
-from .open import open_dead_letters
-from .sink import DeadLetterSink
-from .sql import SqlDeadLetters
+from kafka_share_eos.deadletter.delta import DeltaDeadLetters
+from kafka_share_eos.deadletter.kafka import KafkaDeadLetters
+from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA, Rejection, letters
+from kafka_share_eos.deadletter.open import open_dead_letters
+from kafka_share_eos.deadletter.sink import DeadLetterSink
+from kafka_share_eos.deadletter.sql import SqlDeadLetters
 
 __all__ = [
     "DEAD_LETTER_SCHEMA",

@@ -7,10 +7,9 @@ from collections.abc import Mapping
 import pyarrow as pa
 
 from kafka_share_eos._libs import deltalake
-from kafka_share_eos.ledger.delta_txn import DeltaLocation
-
-from .letters import DEAD_LETTER_SCHEMA, first_per_record
-from .sink import DeadLetterSink
+from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA, first_per_record
+from kafka_share_eos.deadletter.sink import DeadLetterSink
+from kafka_share_eos.delta.transactions import DeltaLocation
 
 _ATTEMPTS = 5
 

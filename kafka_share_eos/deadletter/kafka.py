@@ -9,12 +9,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA
+from kafka_share_eos.deadletter.sink import DeadLetterSink
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.sharegroup.access import SignInWatch, access_error
 from kafka_share_eos.sinks.errors import error_chain
-
-from .letters import DEAD_LETTER_SCHEMA
-from .sink import DeadLetterSink
 
 HEADER_PREFIX = "kse."
 _HEADER_COLUMNS = tuple(

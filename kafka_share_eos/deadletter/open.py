@@ -6,9 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from kafka_share_eos.deadletter.sink import DeadLetterSink
 from kafka_share_eos.errors import ConfigurationError
-
-from .sink import DeadLetterSink
 
 _SQL_SCHEMES = ("postgresql", "postgres", "sqlite")
 
@@ -38,11 +37,11 @@ def open_dead_letters(
     """
     scheme = urlsplit(uri).scheme.split("+")[0].lower()
     if scheme in _SQL_SCHEMES:
-        from .sql import DEFAULT_TABLE, SqlDeadLetters
+        from kafka_share_eos.deadletter.sql import DEFAULT_TABLE, SqlDeadLetters
 
         return SqlDeadLetters(uri, table or DEFAULT_TABLE, create_table=create)
     if scheme == "kafka":
-        from .kafka import KafkaDeadLetters
+        from kafka_share_eos.deadletter.kafka import KafkaDeadLetters
 
         parts = urlsplit(uri)
         topic = parts.path.strip("/")
@@ -51,6 +50,6 @@ def open_dead_letters(
                 f"a Kafka dead-letter URI is kafka://host:port/topic, got {uri!r}"
             )
         return KafkaDeadLetters(topic, {**(config or {}), "bootstrap.servers": parts.netloc})
-    from .delta import DeltaDeadLetters
+    from kafka_share_eos.deadletter.delta import DeltaDeadLetters
 
     return DeltaDeadLetters(uri)

@@ -10,11 +10,10 @@ import pyarrow as pa
 
 from kafka_share_eos._extras import require_sql
 from kafka_share_eos._libs import sa, sa_postgresql, sa_sqlite
+from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA
+from kafka_share_eos.deadletter.sink import DeadLetterSink
 from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
 from kafka_share_eos.sinks.sql_engine import create_sql_engine
-
-from .letters import DEAD_LETTER_SCHEMA
-from .sink import DeadLetterSink
 
 DEFAULT_TABLE = "kafka_share_dead_letters"
 

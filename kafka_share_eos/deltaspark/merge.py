@@ -33,7 +33,7 @@ from kafka_share_eos._extras import DELTA_SPARK
 from kafka_share_eos._libs import deltalake, spark_sql
 from kafka_share_eos.deltaspark.source import MergeSource, merge_source
 from kafka_share_eos.errors import BatchIdReusedError, CommitConflictError, SinkConfigurationError
-from kafka_share_eos.sinks.delta import DeltaMergeWriter, check_batch_order
+from kafka_share_eos.sinks.delta_upsert import DeltaMergeWriter, check_batch_order
 from kafka_share_eos.sinks.outcome import UpsertOutcome
 
 if TYPE_CHECKING:
@@ -67,8 +67,8 @@ class DeltaSparkCounts:
 
 
 class DeltaSparkMergeWriter(DeltaMergeWriter):
-    """A :class:`~kafka_share_eos.sinks.delta.DeltaMergeWriter` whose batches delta-spark merges
-    on the executors (see the module); it takes the same arguments.
+    """A :class:`~kafka_share_eos.sinks.delta_upsert.DeltaMergeWriter` whose batches delta-spark
+    merges on the executors (see the module); it takes the same arguments.
 
     The table's path must be one Spark's Hadoop file systems read (for the MERGE) as well as
     delta-rs (``storage_options``: the batch-id guard reads the log). Reads (``applied``,

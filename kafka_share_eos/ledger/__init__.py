@@ -7,11 +7,11 @@ built (the ``delta`` extra).
 from __future__ import annotations
 
 from kafka_share_eos.ledger.compaction import CompactResult, compact
-from kafka_share_eos.ledger.delta_sink import DeltaAppendSink
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger
 from kafka_share_eos.ledger.retention import PruneResult, RetentionPolicy, prune
 from kafka_share_eos.ledger.rows import RECORD_IDENTITY
 from kafka_share_eos.ledger.stats import LedgerStats, ledger_stats
+from kafka_share_eos.sinks.delta_append import DeltaAppendSink
 
 __all__ = [
     "RECORD_IDENTITY",

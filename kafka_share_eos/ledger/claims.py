@@ -41,7 +41,7 @@ from kafka_share_eos.ledger.rows import (
     LEDGER_TABLE_CONFIGURATION,
     select_in_order,
 )
-from kafka_share_eos.sinks.delta import check_batch_order
+from kafka_share_eos.sinks.delta_upsert import check_batch_order
 
 if TYPE_CHECKING:
     from kafka_share_eos.ledger.identity_ledger import IdentityLedger

@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafka_share_eos.delta.transactions import DeltaLocation, committed_version
 from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
 from kafka_share_eos.ledger.claims import Claim, claim
-from kafka_share_eos.ledger.delta_txn import DeltaLocation, committed_version
 from kafka_share_eos.ledger.known_claims import KnownClaims
 from kafka_share_eos.ledger.rows import (
     APPLIED_AT_COLUMN,
@@ -34,7 +34,7 @@ from kafka_share_eos.ledger.rows import (
     rows_joined,
     sql_literal,
 )
-from kafka_share_eos.sinks.delta import quote_identifier
+from kafka_share_eos.sinks.delta_upsert import quote_identifier
 
 
 class IdentityLedger:

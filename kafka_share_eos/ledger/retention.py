@@ -83,7 +83,7 @@ def prune_predicate(
     ledger: IdentityLedger, policy: RetentionPolicy, now: dt.datetime
 ) -> tuple[str | None, dict[tuple[str, int], int]]:
     """The SQL delete predicate for ``policy`` at time ``now``, and the offset cutoffs it uses."""
-    from kafka_share_eos.sinks.delta import quote_identifier
+    from kafka_share_eos.sinks.delta_upsert import quote_identifier
 
     age_rule = None
     if policy.min_age is not None:

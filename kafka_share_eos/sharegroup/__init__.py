@@ -1,5 +1,2 @@
-"""The share-group side: the embedded broker and helpers for talking to share groups."""
-
-from kafka_share_eos.sharegroup.embedded import EmbeddedBroker, TopicSpec
-
-__all__ = ["EmbeddedBroker", "TopicSpec"]
+"""The share group as a pipeline meets it: its group configs (isolation level, lock duration,
+delivery limit) read and set through the admin API, and what a refused request means."""

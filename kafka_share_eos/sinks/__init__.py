@@ -1,7 +1,7 @@
 """Idempotent writers behind the strategies: SQL (PostgreSQL, SQLite) and Delta.
 
 Importing this package loads neither SQLAlchemy nor deltalake; import
-:mod:`kafka_share_eos.sinks.sql` or :mod:`kafka_share_eos.sinks.delta` for the writers.
+:mod:`kafka_share_eos.sinks.sql` or :mod:`kafka_share_eos.sinks.delta_upsert` for the writers.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from kafka_share_eos.errors import (
     SinkConfigurationError,
     TargetTableError,
 )
-
-from .dedup import contained, keep_latest
-from .outcome import (
+from kafka_share_eos.sinks.dedup import contained, keep_latest
+from kafka_share_eos.sinks.outcome import (
     ChecksRows,
     ChecksRowsInTurn,
     FollowsStreamingQuery,

@@ -24,14 +24,13 @@ import pyarrow as pa
 from kafka_share_eos import faults
 from kafka_share_eos._libs import sa, sa_postgresql, sa_sqlite
 from kafka_share_eos.errors import MissingColumnsError, SinkConfigurationError, TargetTableError
-
-from .columns import require_columns
-from .dedup import contained
-from .outcome import UpsertOutcome
-from .sql_bulk import CopyUpsert
-from .sql_engine import create_sql_engine, parse_sql_url
-from .sql_schema import open_target
-from .sql_values import python_rows as python_rows
+from kafka_share_eos.sinks.columns import require_columns
+from kafka_share_eos.sinks.dedup import contained
+from kafka_share_eos.sinks.outcome import UpsertOutcome
+from kafka_share_eos.sinks.sql_bulk import CopyUpsert
+from kafka_share_eos.sinks.sql_engine import create_sql_engine, parse_sql_url
+from kafka_share_eos.sinks.sql_schema import open_target
+from kafka_share_eos.sinks.sql_values import python_rows as python_rows
 
 _DIALECTS = ("postgresql", "sqlite")
 

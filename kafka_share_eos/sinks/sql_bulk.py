@@ -30,10 +30,9 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 
 from kafka_share_eos._libs import psycopg, sa, sa_postgresql
-
-from .dedup import StoredSplit, split_by_stored
-from .key_ranges import KeyRange, key_ranges, range_column
-from .sql_values import python_rows
+from kafka_share_eos.sinks.dedup import StoredSplit, split_by_stored
+from kafka_share_eos.sinks.key_ranges import KeyRange, key_ranges, range_column
+from kafka_share_eos.sinks.sql_values import python_rows
 
 STAGE_TABLE = "kafka_share_eos_upsert_stage"
 # Batches of keys that are not range-shaped written through the stage table after a direct COPY

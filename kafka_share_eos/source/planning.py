@@ -1,5 +1,5 @@
 """What the stream reader asks of a planner, whichever plans its batches: the runner's own
-consumer (:mod:`~kafka_share_eos.source.runner`) or the slots of executor consumers
+consumer (:mod:`~kafka_share_eos.source.batch_planner`) or the slots of executor consumers
 (:mod:`~kafka_share_eos.source.slot_planner`); and the input partition of a whole journal
 segment, which both can plan."""
 

@@ -14,11 +14,11 @@ from typing import Any
 
 from kafka_share_eos._extras import SPARK
 from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.source.batch_planner import BatchPlanner
 from kafka_share_eos.source.group import resolve_group
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.source.planning import Planner, SegmentPartition
-from kafka_share_eos.source.runner import BatchPlanner
 from kafka_share_eos.source.schema import project
 from kafka_share_eos.source.slot_planner import SlotPlanner
 from kafka_share_eos.source.slots import SlotPartition

@@ -37,14 +37,14 @@ import pyarrow as pa
 from kafka_share_eos import faults
 from kafka_share_eos._extras import DELTA
 from kafka_share_eos._libs import deltalake
+from kafka_share_eos.delta.types import check_delta_uri, storable
 from kafka_share_eos.errors import (
     AppIdConflictError,
     CommitConflictError,
     TargetTableError,
     TwoPhaseCommitError,
 )
-from kafka_share_eos.sinks.delta import delta_keys_held, rows_absent
-from kafka_share_eos.sinks.delta_types import check_delta_uri, storable
+from kafka_share_eos.sinks.delta_upsert import delta_keys_held, rows_absent
 from kafka_share_eos.storage import open_location
 from kafka_share_eos.twophase.delta_staging import StagingArea, action_rows
 from kafka_share_eos.twophase.protocol import Token, Transaction, check_name

@@ -147,7 +147,7 @@ def never(_: list[Delivery]) -> bool:
 def broker_holding(topic: str, records: int, partitions: int = 2) -> Iterator[Any]:
     """A private embedded broker with long record locks, ``records`` values already on
     ``topic`` (for tests that drive the source's planner directly)."""
-    from kafka_share_eos.sharegroup import EmbeddedBroker
+    from kafka_share_eos import EmbeddedBroker
 
     with EmbeddedBroker(topics=[f"{topic}:{partitions}"], record_lock_duration_ms=60_000) as broker:
         produce(broker.bootstrap_servers, topic, (b"%d" % i for i in range(records)),

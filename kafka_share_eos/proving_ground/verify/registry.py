@@ -1,0 +1,26 @@
+"""Every target the verifier knows, by name, and those verified by default."""
+
+from __future__ import annotations
+
+from kafka_share_eos.proving_ground.verify.kafka_targets import DedupKafkaTopic, KafkaTopic
+from kafka_share_eos.proving_ground.verify.targets import (
+    DedupDelta,
+    DeltaSparkUpsert,
+    DeltaUpsert,
+    PostgresUpsert,
+    SqliteUpsert,
+    Target,
+    TwoPhase,
+    UnsafeIncrement,
+)
+
+TARGETS: dict[str, type[Target]] = {
+    t.name: t for t in (PostgresUpsert, SqliteUpsert, DeltaUpsert, DeltaSparkUpsert, TwoPhase,
+                        DedupDelta, KafkaTopic, DedupKafkaTopic, UnsafeIncrement)
+}
+SAFE_TARGETS = tuple(
+    name for name, target in TARGETS.items()
+    if target.safe and not target.needs_transactions and not target.delta_spark
+)
+"""The targets verified by default: the Kafka-topic ones need ``--broker kafka`` and the
+delta-spark one the delta-spark extra (docs/delta-spark.md), and are named."""
