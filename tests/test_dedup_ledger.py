@@ -12,7 +12,7 @@ from test_dedup_store import delta_rows, records
 from typer.testing import CliRunner
 
 from kafka_share_eos.cli.dedup import dedup
-from kafka_share_eos.delta import transactions as delta_txn
+from kafka_share_eos.delta import handles
 from kafka_share_eos.errors import AppIdConflictError
 from kafka_share_eos.ledger.compaction import compact
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger, offset_ranges
@@ -200,7 +200,7 @@ def test_a_kept_handle_is_reopened_after_a_run_of_commits(
 ) -> None:
     """A handle that has seen many versions is replaced by one opened anew (delta-rs' commits
     through an old handle slow down), and what this process knows of its commits stays true."""
-    monkeypatch.setattr(delta_txn, "REOPEN_AFTER_VERSIONS", 3)
+    monkeypatch.setattr(handles, "REOPEN_AFTER_VERSIONS", 3)
     uri = str(tmp_path / "sink")
     sink = DeltaAppendSink(uri, app_id="app")
     assert sink(records(("t", 0, 0)), 0)

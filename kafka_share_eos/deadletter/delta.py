@@ -9,7 +9,7 @@ import pyarrow as pa
 from kafka_share_eos._libs import deltalake
 from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA, first_per_record
 from kafka_share_eos.deadletter.sink import DeadLetterSink
-from kafka_share_eos.delta.transactions import DeltaLocation
+from kafka_share_eos.delta.handles import KeptTable
 
 _ATTEMPTS = 5
 
@@ -29,7 +29,7 @@ class DeltaDeadLetters(DeadLetterSink):
     """
 
     def __init__(self, table_uri: str, *, storage_options: Mapping[str, str] | None = None) -> None:
-        self.location = DeltaLocation(str(table_uri), storage_options)
+        self.location = KeptTable(str(table_uri), storage_options)
 
     @property
     def target(self) -> str:

@@ -100,3 +100,26 @@ def _known_schemes() -> frozenset[str]:
         if listed:
             return frozenset(listed.group(1).split(","))
     return frozenset()
+
+
+def table_schema(table: deltalake.DeltaTable) -> pa.Schema:
+    """The table's columns as an Arrow schema."""
+    return pa.schema(table.schema().to_arrow())
+
+
+def appendable(rows: pa.Table, schema: pa.Schema) -> pa.Table | None:
+    """``rows`` with exactly ``schema``'s columns and types (missing nullable columns null), or
+    None when they do not convert losslessly: rows a plain append can write, where a MERGE would
+    cast what an append cannot."""
+    columns = []
+    for field in schema:
+        if field.name in rows.column_names:
+            try:
+                columns.append(rows[field.name].cast(field.type, safe=True))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                return None
+        elif field.nullable:
+            columns.append(pa.nulls(rows.num_rows, field.type))
+        else:
+            return None
+    return pa.table(columns, schema=schema)

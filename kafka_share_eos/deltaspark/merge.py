@@ -30,10 +30,11 @@ import pyarrow as pa
 
 from kafka_share_eos import faults
 from kafka_share_eos._extras import DELTA_SPARK
-from kafka_share_eos._libs import deltalake, spark_sql
+from kafka_share_eos._libs import spark_sql
+from kafka_share_eos.delta.transactions import check_batch_order, committed_version
 from kafka_share_eos.deltaspark.source import MergeSource, merge_source
 from kafka_share_eos.errors import BatchIdReusedError, CommitConflictError, SinkConfigurationError
-from kafka_share_eos.sinks.delta_upsert import DeltaMergeWriter, check_batch_order
+from kafka_share_eos.sinks.delta_upsert import DeltaMergeWriter
 from kafka_share_eos.sinks.outcome import UpsertOutcome
 
 if TYPE_CHECKING:
@@ -125,24 +126,17 @@ class DeltaSparkMergeWriter(DeltaMergeWriter):
                 delay *= 2
         raise AssertionError("unreachable")
 
-    def _recorded(self) -> int | None:
-        """The batch the table's log recorded last under ``app_id`` (None before any)."""
-        if not deltalake.DeltaTable.is_deltatable(self.table_uri, self.storage_options):
-            return None
-        table = deltalake.DeltaTable(self.table_uri, storage_options=self.storage_options)
-        version: int | None = table.transaction_version(self.app_id)
-        return version
-
     def _spark_merge(self, source: MergeSource, batch_id: int) -> UpsertOutcome:
         from delta.tables import DeltaTable
 
         spark = source.rows.sparkSession
         where = f"Delta table {self.table_uri!r}"
-        recorded = check_batch_order(self._recorded(), self.app_id, batch_id, where)
+        recorded = check_batch_order(committed_version(self.location, self.app_id), self.app_id,
+                                     batch_id, where)
         if recorded == batch_id:
             self._check_spark_replay(DeltaTable, spark, source.rows, batch_id)
             return UpsertOutcome(0, source.distinct, "skipped-batch")
-        if not deltalake.DeltaTable.is_deltatable(self.table_uri, self.storage_options):
+        if not self.location.exists():
             (DeltaTable.createIfNotExists(spark).location(self.table_uri)
              .addColumns(source.rows.schema).execute())
         target = DeltaTable.forPath(spark, self.table_uri)

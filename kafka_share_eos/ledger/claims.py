@@ -31,6 +31,8 @@ import pyarrow.compute as pc
 
 from kafka_share_eos import faults
 from kafka_share_eos._libs import deltalake
+from kafka_share_eos.delta.transactions import check_batch_order, commit_properties
+from kafka_share_eos.delta.types import table_schema
 from kafka_share_eos.errors import BatchIdReusedError
 from kafka_share_eos.errors import ClaimConflictError as ClaimConflictError
 from kafka_share_eos.faults import DEDUP_BEFORE_CLAIM as BEFORE_CLAIM
@@ -41,7 +43,6 @@ from kafka_share_eos.ledger.rows import (
     LEDGER_TABLE_CONFIGURATION,
     select_in_order,
 )
-from kafka_share_eos.sinks.delta_upsert import check_batch_order
 
 if TYPE_CHECKING:
     from kafka_share_eos.ledger.identity_ledger import IdentityLedger
@@ -83,8 +84,6 @@ def claim(
         AppIdConflictError: the ledger already holds a later batch of this ``app_id``.
         ClaimConflictError: other claims won the commit race ``max_attempts`` times in a row.
     """
-    # Imported here: sinks.delta loads deltalake, which the ledger loads only when used.
-
     claimed_now = 0
     known = ledger.known_claims()
     for attempt in range(1, max_attempts + 1):
@@ -140,17 +139,12 @@ def _open(ledger: IdentityLedger, batch: pa.Table, *, fresh: bool) -> deltalake.
     """
     table = ledger.location.table() if fresh else ledger.location.snapshot()
     if table is None:
-        deltalake.DeltaTable.create(
-            ledger.uri,
+        return ledger.location.create(
             _stored_schema(claim_rows(ledger, batch.slice(0, 0), 0).schema),
-            mode="ignore",
-            partition_by=ledger.partition_by or None,
-            configuration=dict(LEDGER_TABLE_CONFIGURATION),
-            storage_options=ledger.location.options(),
+            partition_by=ledger.partition_by,
+            configuration=LEDGER_TABLE_CONFIGURATION,
         )
-        table = ledger.location.table()
-        assert table is not None
-    elif APP_COLUMN not in table.schema().to_arrow().names:
+    if APP_COLUMN not in table_schema(table).names:
         # Ledgers written before applications shared them: their rows belong to no one now.
         column = deltalake.Field(APP_COLUMN, deltalake.schema.PrimitiveType("string"),
                                  nullable=True)
@@ -207,17 +201,14 @@ def _commit_claims(
     rows = claim_rows(ledger, fresh, batch_id)
     # an int64 partition from pandas must land in the int32 column Spark created; the
     # application id stays dictionary-encoded (one value per batch: a fifth less to write)
-    stored = pa.schema(table.schema().to_arrow())
+    stored = table_schema(table)
     rows = rows.cast(stored.set(stored.get_field_index(APP_COLUMN),
                                 rows.schema.field(APP_COLUMN)))
     deltalake.write_deltalake(
         table,
         rows,
         mode="append",
-        commit_properties=deltalake.CommitProperties(
-            app_transactions=[deltalake.Transaction(ledger.app_id, batch_id)],
-            # No rebase onto a concurrent commit: it may claim what this snapshot found free.
-            max_commit_retries=0,
-        ),
+        # No rebase onto a concurrent commit: it may claim what this snapshot found free.
+        commit_properties=commit_properties(ledger.app_id, batch_id, rebase=False),
     )
     ledger.location.committed(table, ledger.app_id, batch_id)

@@ -20,7 +20,9 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_share_eos.delta.transactions import DeltaLocation, committed_version
+from kafka_share_eos.delta.handles import KeptTable
+from kafka_share_eos.delta.predicates import quote_identifier, sql_literal
+from kafka_share_eos.delta.transactions import committed_version
 from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
 from kafka_share_eos.ledger.claims import Claim, claim
 from kafka_share_eos.ledger.known_claims import KnownClaims
@@ -32,9 +34,7 @@ from kafka_share_eos.ledger.rows import (
     RECORD_IDENTITY,
     offset_ranges,
     rows_joined,
-    sql_literal,
 )
-from kafka_share_eos.sinks.delta_upsert import quote_identifier
 
 
 class IdentityLedger:
@@ -61,7 +61,7 @@ class IdentityLedger:
         for reserved in BOOKKEEPING_COLUMNS:
             if reserved in identity:
                 raise ConfigurationError(f"identity column {reserved!r} is reserved by the ledger")
-        self.location = DeltaLocation(uri, storage_options)
+        self.location = KeptTable(uri, storage_options)
         self.identity = tuple(identity)
         self.app_id = app_id
         self._known: KnownClaims | None = None
@@ -80,7 +80,7 @@ class IdentityLedger:
             LocationNotFoundError: there is no Delta table at ``uri``.
             ConfigurationError: the Delta table there is not an identity ledger.
         """
-        location = DeltaLocation(uri, storage_options)
+        location = KeptTable(uri, storage_options)
         table = location.table()
         if table is None:
             raise LocationNotFoundError(f"no Delta ledger table at {uri!r}")
@@ -164,8 +164,6 @@ class IdentityLedger:
         The anti-join that follows makes the result exact; the predicate only has to be cheap
         and selective enough for file skipping.
         """
-        # Imported here: sinks.delta loads deltalake, which the ledger loads only when used.
-
         if self.is_record_identity:
             return " OR ".join(
                 f'("topic" = {sql_literal(topic)} AND "partition" = {partition}'

@@ -17,9 +17,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from kafka_share_eos.delta.predicates import quote_identifier, sql_literal
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger
-from kafka_share_eos.ledger.rows import APPLIED_AT_COLUMN, file_highest_offsets, sql_literal
+from kafka_share_eos.ledger.rows import APPLIED_AT_COLUMN, file_highest_offsets
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,6 @@ def prune_predicate(
     ledger: IdentityLedger, policy: RetentionPolicy, now: dt.datetime
 ) -> tuple[str | None, dict[tuple[str, int], int]]:
     """The SQL delete predicate for ``policy`` at time ``now``, and the offset cutoffs it uses."""
-    from kafka_share_eos.sinks.delta_upsert import quote_identifier
-
     age_rule = None
     if policy.min_age is not None:
         horizon = (now - policy.min_age).astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -138,12 +138,3 @@ def rows_where(batch: pa.Table, mask: pa.Array | pa.ChunkedArray) -> pa.Table:
     if last - first + 1 == len(kept):
         return batch.slice(first, len(kept))
     return batch.filter(mask)
-
-
-def sql_literal(value: str | int) -> str:
-    """``value`` as a SQL literal for delta-rs predicates."""
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise TypeError(f"no SQL literal for {value!r}")
-    if isinstance(value, int):
-        return str(value)
-    return "'" + value.replace("'", "''") + "'"

@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from kafka_share_eos import faults
-from kafka_share_eos.delta.transactions import DeltaLocation, append_once
-from kafka_share_eos.delta.types import storable
+from kafka_share_eos.delta.handles import KeptTable
+from kafka_share_eos.delta.transactions import append_once
+from kafka_share_eos.delta.types import storable, table_schema
 from kafka_share_eos.errors import MissingColumnsError
 
 DEFAULT_SINK_APP_ID = "kafka-share-eos.delta-append"
@@ -47,7 +48,7 @@ class DeltaAppendSink:
         columns: Sequence[str] | None = None,
         storage_options: Mapping[str, str] | None = None,
     ) -> None:
-        self.location = DeltaLocation(uri, storage_options)
+        self.location = KeptTable(uri, storage_options)
         self.app_id = app_id or DEFAULT_SINK_APP_ID
         self._app_id_given = app_id is not None
         self.partition_by = list(partition_by) if partition_by else None
@@ -88,5 +89,5 @@ class DeltaAppendSink:
                 )
             table = table.select(self.columns)
         existing = self.location.snapshot()
-        target = None if existing is None else pa.schema(existing.schema().to_arrow())
+        target = None if existing is None else table_schema(existing)
         return storable(table, target, where=f"Delta table {self.location.uri!r}")

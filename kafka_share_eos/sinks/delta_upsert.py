@@ -30,11 +30,13 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from kafka_share_eos import faults
-from kafka_share_eos._extras import DELTA
 from kafka_share_eos._libs import deltalake
-from kafka_share_eos.delta.types import check_delta_uri, storable
+from kafka_share_eos.delta.handles import KeptTable
+from kafka_share_eos.delta.location import DeltaLocation
+from kafka_share_eos.delta.predicates import quote_identifier
+from kafka_share_eos.delta.transactions import check_batch_order, commit_properties
+from kafka_share_eos.delta.types import appendable, storable, table_schema
 from kafka_share_eos.errors import (
-    AppIdConflictError,
     BatchIdReusedError,
     CommitConflictError,
     MissingColumnsError,
@@ -45,12 +47,6 @@ from kafka_share_eos.sinks.dedup import contained, split_by_stored
 from kafka_share_eos.sinks.outcome import UpsertOutcome
 
 DEFAULT_APP_ID_PREFIX = "kafka-share-eos/upsert"
-_REFRESH_AFTER_CONFLICT = 16
-
-
-def quote_identifier(name: str) -> str:
-    """Quote a column name for a delta-rs (DataFusion) SQL predicate."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def stored_keys(
@@ -91,39 +87,12 @@ def rows_absent(table: deltalake.DeltaTable, rows: pa.Table, keys: Sequence[str]
     return rows.filter(pa.array([not h for h in held], pa.bool_()))
 
 
-def batch_order(delta: deltalake.DeltaTable, app_id: str, batch_id: int, where: str) -> int | None:
-    """The highest batch ``delta`` recorded under ``app_id`` (None before any).
-
-    Batch ids of one streaming query only grow, and a replay repeats the last one; so a batch
-    below the recorded one comes from another application, or a new checkpoint, using the same
-    ``app_id``, and treating it as a replay would skip its rows.
-
-    Raises:
-        AppIdConflictError: ``batch_id`` is below the recorded batch; ``where`` names the table.
-    """
-    return check_batch_order(delta.transaction_version(app_id), app_id, batch_id, where)
-
-
-def check_batch_order(recorded: int | None, app_id: str, batch_id: int, where: str) -> int | None:
-    """:func:`batch_order` with the recorded batch already known."""
-    if recorded is not None and recorded > batch_id:
-        raise AppIdConflictError(
-            f"{where} already holds batch {recorded} of app_id {app_id!r}, and this query is at "
-            f"batch {batch_id}: another application or an earlier checkpoint uses the same "
-            "app_id. Give each application, and each new checkpoint, its own app_id (by "
-            "default it is the streaming query's id, which always is)"
-        )
-    return recorded
-
-
-def delta_keys_held(
-    table_uri: str, keys: pa.Table, storage_options: dict[str, str] | None = None
-) -> list[bool]:
+def delta_keys_held(location: DeltaLocation, keys: pa.Table) -> list[bool]:
     """For each row of ``keys``, whether the Delta table (absent: holds nothing) has a row with
     the same values in the columns ``keys`` names."""
-    if not deltalake.DeltaTable.is_deltatable(table_uri, storage_options=storage_options):
+    table = location.open()
+    if table is None:
         return [False] * keys.num_rows
-    table = deltalake.DeltaTable(table_uri, storage_options=storage_options)
     return contained(keys, stored_keys(table, keys, keys.column_names))
 
 
@@ -159,23 +128,22 @@ class DeltaMergeWriter:
         max_commit_attempts: int = 5,
         retry_backoff_seconds: float = 0.1,
     ) -> None:
-        DELTA.require("Delta tables")
+        self.location = KeptTable(os.fspath(table_uri), storage_options)
         if max_commit_attempts < 1:
             raise SinkConfigurationError(
                 f"max_commit_attempts must be >= 1, got {max_commit_attempts}"
             )
-        self.table_uri = os.fspath(table_uri)
-        check_delta_uri(self.table_uri, "Delta table")
         self.key_columns = tuple(key_columns)
         self.version_column = version_column
         self.app_id = app_id or f"{DEFAULT_APP_ID_PREFIX}:{self.table_uri}"
         self._app_id_given = app_id is not None
-        self.storage_options = dict(storage_options) if storage_options else None
         self.max_commit_attempts = max_commit_attempts
         self.retry_backoff_seconds = retry_backoff_seconds
-        self._delta: deltalake.DeltaTable | None = None
-        # Batches still to start from a refreshed snapshot since the last lost commit race.
-        self._refresh_batches = 0
+
+    @property
+    def table_uri(self) -> str:
+        """Where the table lives."""
+        return self.location.uri
 
     @property
     def target(self) -> str:
@@ -189,13 +157,9 @@ class DeltaMergeWriter:
 
     def prepare(self, schema: pa.Schema) -> None:
         """Check that an existing table has every column of ``schema``."""
-        if not deltalake.DeltaTable.is_deltatable(self.table_uri, self.storage_options):
-            return
-        existing = deltalake.DeltaTable(self.table_uri, storage_options=self.storage_options)
-        names = [field.name for field in existing.schema().fields]
-        missing = [name for name in schema.names if name not in names]
-        if missing:
-            raise MissingColumnsError(f"Delta table {self.table_uri!r}", missing, names)
+        existing = self.location.open()
+        if existing is not None:
+            self._check_columns(existing, schema.names)
 
     def upsert(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
         """Write ``table`` as batch ``batch_id``; lost commit races are retried a bounded number.
@@ -210,13 +174,12 @@ class DeltaMergeWriter:
                         f"batch {batch_id} for Delta table {self.table_uri!r}")
         table = storable(table, where=f"Delta table {self.table_uri!r}")
         delay = self.retry_backoff_seconds
-        self._refresh_batches = max(self._refresh_batches - 1, 0)
         for attempt in range(1, self.max_commit_attempts + 1):
             try:
                 return self._apply(table, batch_id)
             except deltalake.exceptions.CommitFailedError as error:
                 # Another writer is active: read its commits before the next attempts.
-                self._refresh_batches = _REFRESH_AFTER_CONFLICT
+                self.location.contended()
                 if attempt == self.max_commit_attempts:
                     raise CommitConflictError(
                         f"batch {batch_id} could not be committed to Delta table "
@@ -230,21 +193,16 @@ class DeltaMergeWriter:
     def check(self, table: pa.Table) -> None:
         """Cast ``table`` to the target's column types, raising what a MERGE of these rows
         would (a value out of range, a type that does not convert); changes nothing."""
-        target = None
-        if deltalake.DeltaTable.is_deltatable(self.table_uri, self.storage_options):
-            delta = deltalake.DeltaTable(self.table_uri, storage_options=self.storage_options)
-            target = pa.schema(delta.schema().to_arrow())
-        storable(table, target, where=self.target)
+        existing = self.location.open()
+        storable(table, None if existing is None else table_schema(existing), where=self.target)
 
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys``, whether the table holds its key; reads, never writes."""
-        return delta_keys_held(
-            self.table_uri, keys.select(list(self.key_columns)), self.storage_options
-        )
+        return delta_keys_held(self.location, keys.select(list(self.key_columns)))
 
     def close(self) -> None:
         """Drop the table handle (the next batch opens the table again)."""
-        self._delta = None
+        self.location.forget()
 
     def _open(self, schema: pa.Schema) -> deltalake.DeltaTable:
         """The table (created when missing), through a handle kept between batches.
@@ -255,18 +213,20 @@ class DeltaMergeWriter:
         starts over from a refreshed one. Reading the log for every batch would cost as much
         as the lookup.
         """
-        if self._delta is not None:
-            if self._refresh_batches:
-                self._delta.update_incremental()
-            return self._delta
-        if not deltalake.DeltaTable.is_deltatable(self.table_uri, self.storage_options):
-            # Creating empty first and writing after keeps one code path; a concurrent creator
-            # makes this fail with CommitFailedError, and the retry writes into its table.
-            deltalake.DeltaTable.create(
-                self.table_uri, schema=schema, mode="ignore", storage_options=self.storage_options
-            )
-        self._delta = deltalake.DeltaTable(self.table_uri, storage_options=self.storage_options)
-        return self._delta
+        delta = self.location.snapshot()
+        # Creating empty first and writing after keeps one code path.
+        return delta if delta is not None else self.location.create(schema)
+
+    def _check_columns(self, delta: deltalake.DeltaTable, columns: Sequence[str]) -> None:
+        """Refuse columns the table lacks (a write would drop them).
+
+        Raises:
+            MissingColumnsError: the table lacks one of ``columns``.
+        """
+        names = [field.name for field in delta.schema().fields]
+        missing = [name for name in columns if name not in names]
+        if missing:
+            raise MissingColumnsError(f"Delta table {self.table_uri!r}", missing, names)
 
     def _check_replay(self, delta: deltalake.DeltaTable, table: pa.Table, batch_id: int) -> None:
         """A replay of the batch recorded last finds every key of it stored; a key missing
@@ -290,23 +250,22 @@ class DeltaMergeWriter:
         delta = self._open(table.schema)
         # Checked on every batch, as prepare() checks the first: a new column would otherwise be
         # dropped on the way into the table.
-        names = [field.name for field in delta.schema().fields]
-        extra = [name for name in table.column_names if name not in names]
-        if extra:
-            raise MissingColumnsError(f"Delta table {self.table_uri!r}", extra, names)
+        self._check_columns(delta, table.column_names)
         # Cast in Arrow: a value delta-rs could not cast would panic in Rust.
-        table = storable(table, pa.schema(delta.schema().to_arrow()), where=self.target)
-        applied = batch_order(delta, self.app_id, batch_id, f"Delta table {self.table_uri!r}")
+        schema = table_schema(delta)
+        table = storable(table, schema, where=self.target)
+        applied = check_batch_order(delta.transaction_version(self.app_id), self.app_id, batch_id,
+                                    f"Delta table {self.table_uri!r}")
         if applied == batch_id:
             self._check_replay(delta, table, batch_id)
             return UpsertOutcome(0, table.num_rows, "skipped-batch")
-        appendable = _as_stored(delta, table)
-        if appendable is None:
+        rows = appendable(table, schema)
+        if rows is None:
             # Not writable as the table's own columns: MERGE casts what an append cannot.
             return self._merge(delta, table, batch_id)
         version = [self.version_column] if self.version_column else []
-        stored = stored_keys(delta, appendable, self.key_columns, [*self.key_columns, *version])
-        split = split_by_stored(appendable, stored, self.key_columns, self.version_column)
+        stored = stored_keys(delta, rows, self.key_columns, [*self.key_columns, *version])
+        split = split_by_stored(rows, stored, self.key_columns, self.version_column)
         if split.newer.num_rows == 0:
             if split.absent.num_rows:
                 self._append(delta, split.absent, batch_id)
@@ -326,13 +285,8 @@ class DeltaMergeWriter:
             delta,
             rows,
             mode="append",
-            commit_properties=deltalake.CommitProperties(
-                app_transactions=(
-                    None if batch_id is None else [deltalake.Transaction(self.app_id, batch_id)]
-                ),
-                # No rebase onto a concurrent commit: it may hold the keys found absent.
-                max_commit_retries=0,
-            ),
+            # No rebase onto a concurrent commit: it may hold the keys found absent.
+            commit_properties=commit_properties(self.app_id, batch_id, rebase=False),
         )
 
     def _merge(self, delta: deltalake.DeltaTable, table: pa.Table, batch_id: int) -> UpsertOutcome:
@@ -347,9 +301,7 @@ class DeltaMergeWriter:
             # The batch is already in memory; unstreamed execution lets delta-rs derive key
             # ranges from it and skip target files that cannot match (3x faster measured).
             streamed_exec=False,
-            commit_properties=deltalake.CommitProperties(
-                app_transactions=[deltalake.Transaction(self.app_id, batch_id)]
-            ),
+            commit_properties=commit_properties(self.app_id, batch_id),
         )
         if self.version_column is not None:
             merger = merger.when_matched_update_all(
@@ -373,20 +325,3 @@ def _newer(column: str, field: pa.Field) -> str:
         replaceable += f" OR isnan(target.{version})"
     return f"{real} AND ({replaceable})"
 
-
-def _as_stored(delta: deltalake.DeltaTable, rows: pa.Table) -> pa.Table | None:
-    """``rows`` with exactly the table's columns and types (missing nullable columns null), or
-    None when they do not convert losslessly."""
-    schema = pa.schema(delta.schema().to_arrow())
-    columns = []
-    for field in schema:
-        if field.name in rows.column_names:
-            try:
-                columns.append(rows[field.name].cast(field.type, safe=True))
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                return None
-        elif field.nullable:
-            columns.append(pa.nulls(rows.num_rows, field.type))
-        else:
-            return None
-    return pa.table(columns, schema=schema)

@@ -37,7 +37,9 @@ import pyarrow as pa
 from kafka_share_eos import faults
 from kafka_share_eos._extras import DELTA
 from kafka_share_eos._libs import deltalake
-from kafka_share_eos.delta.types import check_delta_uri, storable
+from kafka_share_eos.delta.handles import KeptTable
+from kafka_share_eos.delta.transactions import commit_properties
+from kafka_share_eos.delta.types import storable, table_schema
 from kafka_share_eos.errors import (
     AppIdConflictError,
     CommitConflictError,
@@ -90,14 +92,13 @@ class DeltaParticipant:
         retry_backoff_seconds: float = 0.05,
     ) -> None:
         DELTA.require("DeltaParticipant")
-        check_delta_uri(table_uri, f"DeltaParticipant {name!r}")
-        self._uri = table_uri.rstrip("/")
+        self._location = KeptTable(table_uri.rstrip("/"), storage_options,
+                                   what=f"DeltaParticipant {name!r}")
+        self._uri = self._location.uri
         self._name = check_name("name", name)
-        self._storage_options = storage_options
         self._max_commit_attempts = max(1, max_commit_attempts)
         self._retry_backoff_seconds = retry_backoff_seconds
         self._staging = StagingArea(*open_location(self._uri))
-        self._delta: deltalake.DeltaTable | None = None
 
     @property
     def name(self) -> str:
@@ -113,8 +114,8 @@ class DeltaParticipant:
         """
         where = f"Delta table {self._uri!r} (participant {self._name!r})"
         rows = storable(rows, where=where)
-        table = self._table(rows.schema)
-        schema = pa.schema(table.schema().to_arrow())
+        table = self._latest(rows.schema)
+        schema = table_schema(table)
         if set(schema.names) != set(rows.column_names):
             raise TargetTableError(
                 f"{where} has columns "
@@ -174,7 +175,7 @@ class DeltaParticipant:
 
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys`` (the key columns), whether a committed batch wrote it."""
-        return delta_keys_held(self._uri, keys, self._storage_options)
+        return delta_keys_held(self._location, keys)
 
     def recover(self, prefix: str) -> list[Token]:
         """Tokens of this participant's manifests still staged under ``prefix``."""
@@ -189,9 +190,9 @@ class DeltaParticipant:
         app_id, version = str(token.data["app_id"]), int(token.data["version"])
         snapshot = int(token.data["snapshot"])
         actions: list[dict[str, Any]] = list(token.data["actions"])
-        held = self._delta
+        held = self._location.table(refresh=False)
         if held is not None and held.version() == snapshot and self._staging.holds(token.txid):
-            # The handle the prepare read is still at its snapshot: commit on it without
+            # The kept handle is still at the prepare's snapshot: commit on it without
             # re-reading the log. If any commit landed since, this one fails on its version and
             # the loop below re-reads the table.
             try:
@@ -251,9 +252,8 @@ class DeltaParticipant:
              for a in actions],
             mode="append",
             schema=table.schema(),
-            commit_properties=deltalake.CommitProperties(
-                max_commit_retries=0,
-                app_transactions=[deltalake.Transaction(str(token.data["app_id"]), version)],
+            commit_properties=commit_properties(
+                str(token.data["app_id"]), version, rebase=False,
                 custom_metadata={_TXID_KEY: token.txid, _FILES_KEY: files, _ROWS_KEY: rows},
             ),
         )
@@ -284,28 +284,21 @@ class DeltaParticipant:
         manifest = self._staging.read(token.txid) or dict(token.data)
         return [self._staging.stage(token.txid, manifest, absent)]
 
-    def _table(self, schema: pa.Schema) -> deltalake.DeltaTable:
-        if self._delta is None and not deltalake.DeltaTable.is_deltatable(
-            self._uri, storage_options=self._storage_options
-        ):
-            try:
-                deltalake.DeltaTable.create(self._uri, schema, mode="ignore",
-                                  storage_options=self._storage_options)
-            except deltalake.exceptions.DeltaError:
-                # Another application created it at the same moment: use theirs.
-                if not deltalake.DeltaTable.is_deltatable(self._uri,
-                                                storage_options=self._storage_options):
-                    raise
-        return self._latest()
+    def _latest(self, schema: pa.Schema | None = None) -> deltalake.DeltaTable:
+        """The table at its latest version, created from ``schema`` when missing.
 
-    def _latest(self) -> deltalake.DeltaTable:
-        """The table at its latest version, through a handle kept between batches: bringing it
-        up to date reads the commits since, where opening the table replays its log."""
-        if self._delta is None:
-            self._delta = deltalake.DeltaTable(self._uri, storage_options=self._storage_options)
-        else:
-            self._delta.update_incremental()
-        return self._delta
+        Raises:
+            TwoPhaseCommitError: there is no table, and no ``schema`` to create it from.
+        """
+        table = self._location.table()
+        if table is not None:
+            return table
+        if schema is None:
+            raise TwoPhaseCommitError(
+                f"Delta table {self._uri!r} (participant {self._name!r}) is gone, with the "
+                "files staged in it"
+            )
+        return self._location.create(schema)
 
 
 def staged_participants(
