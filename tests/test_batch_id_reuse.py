@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from helpers.batches import source_rows
 from helpers.delta import read_delta
 
 from kafka_share_eos import (
@@ -19,12 +20,8 @@ from kafka_share_eos import (
 
 
 def records(offsets: range) -> pa.Table:
-    return pa.table({
-        "topic": ["orders"] * len(offsets),
-        "partition": pa.array([0] * len(offsets), pa.int32()),
-        "offset": pa.array(list(offsets), pa.int64()),
-        "amount": pa.array([10 * o for o in offsets], pa.int64()),
-    })
+    return source_rows(topic="orders", partition=0, offset=offsets,
+                       amount=pa.array([10 * o for o in offsets], pa.int64()))
 
 
 def offsets(path: str) -> list[int]:

@@ -12,14 +12,13 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from helpers.batches import source_rows
 
 from kafka_share_eos import IdempotentUpsertSink, JournalError, SqlDeadLetters
 from kafka_share_eos.source.journal import segment_name
 from kafka_share_eos.source.status import journal_status
 
-ROWS = pa.table({
-    "topic": ["t"], "partition": pa.array([0], pa.int32()), "offset": pa.array([0], pa.int64()),
-})
+ROWS = source_rows(topic="t", partition=0, offset=[0])
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

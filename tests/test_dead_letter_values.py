@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import sqlalchemy as sa
+from helpers.batches import source_rows
 
 from kafka_share_eos import DeadLetterPolicy, IdempotentUpsertSink, SqlDeadLetters
 
@@ -29,16 +30,14 @@ def strict(text: str) -> object:
 
 def test_letters_of_rows_with_every_kind_of_value_are_strict_json(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'target.db'}"
-    rows = pa.table({
-        "topic": ["t"] * 4,
-        "partition": pa.array([0] * 4, pa.int32()),
-        "offset": pa.array([0, 1, 2, 3], pa.int64()),
-        "amount": pa.array([decimal.Decimal("1.50")] * 4, pa.decimal128(10, 2)),
-        "day": pa.array([dt.date(2026, 11, 25)] * 4),
-        "at": pa.array([dt.time(9, 30)] * 4),
-        "raw": pa.array([b"\x00\xff"] * 4, pa.binary()),
-        "ratio": pa.array([float("nan"), float("inf"), float("-inf"), 0.5], pa.float64()),
-    })
+    rows = source_rows(
+        topic="t", partition=0, offset=[0, 1, 2, 3],
+        amount=pa.array([decimal.Decimal("1.50")] * 4, pa.decimal128(10, 2)),
+        day=pa.array([dt.date(2026, 11, 25)] * 4),
+        at=pa.array([dt.time(9, 30)] * 4),
+        raw=pa.array([b"\x00\xff"] * 4, pa.binary()),
+        ratio=pa.array([float("nan"), float("inf"), float("-inf"), 0.5], pa.float64()),
+    )
     sink = IdempotentUpsertSink.sql(
         url, "orders", create_table=True, transform=refuse_odd_offsets,
         dead_letters=DeadLetterPolicy(SqlDeadLetters(url, "letters")),

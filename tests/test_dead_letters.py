@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from helpers.batches import source_rows
 from helpers.delta import read_delta
 
 from kafka_share_eos.deadletter import (
@@ -44,14 +45,10 @@ def batch(values: list[bytes | None], delivery_counts: list[int] | None = None,
           first_offset: int = 0) -> pa.Table:
     """Source-shaped rows on partition 0 of topic ``orders``."""
     n = len(values)
-    return pa.table({
-        "key": pa.array([b"k%d" % i for i in range(n)], pa.binary()),
-        "value": pa.array(values, pa.binary()),
-        "topic": ["orders"] * n,
-        "partition": pa.array([0] * n, pa.int32()),
-        "offset": pa.array(range(first_offset, first_offset + n), pa.int64()),
-        "deliveryCount": pa.array(delivery_counts or [1] * n, pa.int32()),
-    })
+    return source_rows(
+        key=[b"k%d" % i for i in range(n)], value=values, topic="orders", partition=0,
+        offset=range(first_offset, first_offset + n), deliveryCount=delivery_counts or 1,
+    )
 
 
 def order(order_id: int, amount: int) -> bytes:

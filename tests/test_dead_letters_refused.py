@@ -19,6 +19,7 @@ import psycopg.errors as pg
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from helpers.batches import source_rows
 
 from kafka_share_eos.deadletter import SqlDeadLetters
 from kafka_share_eos.sinks import TargetTableError
@@ -85,13 +86,7 @@ def item(item_id: int, **changes: Any) -> bytes:
 def batch(bad: dict[int, dict[str, Any]]) -> pa.Table:
     """Source-shaped rows, one item per offset; the offsets in ``bad`` carry those changes."""
     values = [item(i, **bad.get(i, {})) for i in range(GOOD_ROWS)]
-    n = len(values)
-    return pa.table({
-        "topic": ["items"] * n,
-        "partition": pa.array([0] * n, pa.int32()),
-        "offset": pa.array(range(n), pa.int64()),
-        "value": pa.array(values, pa.binary()),
-    })
+    return source_rows(topic="items", partition=0, offset=range(len(values)), value=values)
 
 
 def decode(rows: pa.Table) -> pa.Table:

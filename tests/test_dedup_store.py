@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from helpers.batches import source_rows
 
 from kafka_share_eos.errors import AppIdConflictError
 from kafka_share_eos.sinks.delta_append import DeltaAppendSink
@@ -19,13 +20,11 @@ pytestmark = pytest.mark.timeout(120)
 
 def records(*coordinates: tuple[str, int, int]) -> pa.Table:
     """A batch shaped like the source's output: Kafka coordinates plus a value."""
-    return pa.table(
-        {
-            "topic": pa.array([c[0] for c in coordinates], pa.string()),
-            "partition": pa.array([c[1] for c in coordinates], pa.int32()),
-            "offset": pa.array([c[2] for c in coordinates], pa.int64()),
-            "value": pa.array([f"{c[0]}/{c[1]}/{c[2]}" for c in coordinates], pa.string()),
-        }
+    return source_rows(
+        topic=[c[0] for c in coordinates],
+        partition=[c[1] for c in coordinates],
+        offset=[c[2] for c in coordinates],
+        value=pa.array([f"{c[0]}/{c[1]}/{c[2]}" for c in coordinates], pa.string()),
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from helpers.batches import source_rows
 from helpers.delta import read_delta
 
 from kafka_share_eos.deadletter import SqlDeadLetters
@@ -36,13 +37,10 @@ LIMIT = 3
 
 def deliveries(offsets: list[int], counts: list[int]) -> pa.Table:
     """Source-shaped rows of topic ``orders``, partition 0; offset i holds order i."""
-    return pa.table({
-        "value": pa.array([json.dumps({"order_id": o}).encode() for o in offsets], pa.binary()),
-        "topic": ["orders"] * len(offsets),
-        "partition": pa.array([0] * len(offsets), pa.int32()),
-        "offset": pa.array(offsets, pa.int64()),
-        "deliveryCount": pa.array(counts, pa.int32()),
-    })
+    return source_rows(
+        value=[json.dumps({"order_id": o}).encode() for o in offsets],
+        topic="orders", partition=0, offset=offsets, deliveryCount=counts,
+    )
 
 
 def decode(rows: pa.Table) -> pa.Table:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from helpers.batches import source_rows
 
 from kafka_share_eos import (
     DEAD_LETTER_SCHEMA,
@@ -40,25 +41,22 @@ UTC = dt.UTC
 def records(offsets: range, topic: str = "t") -> pa.Table:
     """Records of partition 0 at ``offsets``, with a column of every kind a pipeline writes:
     unsigned, decimal, binary, dates, timestamps with and without a time zone, nested."""
-    n = len(offsets)
     at = [dt.datetime(2026, 1, 1, tzinfo=UTC) + dt.timedelta(seconds=o) for o in offsets]
-    return pa.table({
-        "topic": pa.array([topic] * n, pa.string()),
-        "partition": pa.array([0] * n, pa.int32()),
-        "offset": pa.array(list(offsets), pa.int64()),
-        "amount": pa.array([Decimal(o) / 100 for o in offsets], pa.decimal128(12, 2)),
-        "count": pa.array(list(offsets), pa.uint32()),
-        "ratio": pa.array([o / 7 for o in offsets], pa.float64()),
-        "flag": pa.array([o % 2 == 0 for o in offsets], pa.bool_()),
-        "payload": pa.array([f"v{o}".encode() for o in offsets], pa.binary()),
-        "day": pa.array([a.date() for a in at], pa.date32()),
-        "at": pa.array(at, pa.timestamp("us", tz="UTC")),
-        "local_at": pa.array([a.replace(tzinfo=None) for a in at], pa.timestamp("us")),
-        "tags": pa.array([[o, o + 1] for o in offsets], pa.list_(pa.int64())),
-        "attrs": pa.array([[("k", o)] for o in offsets], pa.map_(pa.string(), pa.int64())),
-        "point": pa.array([{"x": o, "label": str(o)} for o in offsets],
-                          pa.struct([("x", pa.int64()), ("label", pa.string())])),
-    })
+    return source_rows(
+        topic=topic, partition=0, offset=offsets,
+        amount=pa.array([Decimal(o) / 100 for o in offsets], pa.decimal128(12, 2)),
+        count=pa.array(list(offsets), pa.uint32()),
+        ratio=pa.array([o / 7 for o in offsets], pa.float64()),
+        flag=pa.array([o % 2 == 0 for o in offsets], pa.bool_()),
+        payload=pa.array([f"v{o}".encode() for o in offsets], pa.binary()),
+        day=pa.array([a.date() for a in at], pa.date32()),
+        at=pa.array(at, pa.timestamp("us", tz="UTC")),
+        local_at=pa.array([a.replace(tzinfo=None) for a in at], pa.timestamp("us")),
+        tags=pa.array([[o, o + 1] for o in offsets], pa.list_(pa.int64())),
+        attrs=pa.array([[("k", o)] for o in offsets], pa.map_(pa.string(), pa.int64())),
+        point=pa.array([{"x": o, "label": str(o)} for o in offsets],
+                       pa.struct([("x", pa.int64()), ("label", pa.string())])),
+    )
 
 
 def _rows(table: pa.Table, order: list[str]) -> list[dict[str, Any]]:

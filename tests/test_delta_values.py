@@ -9,6 +9,7 @@ from pathlib import Path
 import deltalake
 import pyarrow as pa
 import pytest
+from helpers.batches import source_rows
 
 from kafka_share_eos import (
     CheckpointDedupStore,
@@ -23,13 +24,9 @@ TOO_BIG = 2**64 - 1
 
 
 def batch(values: list[object], kind: pa.DataType, first_offset: int = 0) -> pa.Table:
-    count = len(values)
-    return pa.table({
-        "topic": ["t"] * count,
-        "partition": pa.array([0] * count, pa.int32()),
-        "offset": pa.array(range(first_offset, first_offset + count), pa.int64()),
-        "v": pa.array(values, kind),
-    })
+    return source_rows(topic="t", partition=0,
+                       offset=range(first_offset, first_offset + len(values)),
+                       v=pa.array(values, kind))
 
 
 def stored(uri: Path, *columns: str) -> dict[str, list[object]]:

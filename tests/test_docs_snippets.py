@@ -25,6 +25,7 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 from helpers import produce
+from helpers.batches import source_rows
 from helpers.delta import read_delta
 from helpers.doc_blocks import (
     ROOT,
@@ -40,7 +41,6 @@ import kafka_share_eos
 from kafka_share_eos import EmbeddedBroker
 from kafka_share_eos.proving_ground.launchers.spark import wait_for_source_runners
 from kafka_share_eos.proving_ground.verify.kafka_targets import read_topic
-from kafka_share_eos.source.schema import arrow_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -154,15 +154,13 @@ def _upserted_once(table: str, topic: str) -> Callable[[DocRun, dict[str, Any]],
     return check
 
 
-def _source_rows(identities: list[tuple[int, int]]) -> pa.Table:
+def _identity_rows(identities: list[tuple[int, int]]) -> pa.Table:
     """Rows as the source hands them to a strategy, for ``(partition, offset)`` identities."""
-    schema = arrow_schema(include_headers=False)
-    n = len(identities)
-    return pa.table({
-        "key": [None] * n, "value": [b"{}"] * n, "topic": ["orders"] * n,
-        "partition": [p for p, _ in identities], "offset": [o for _, o in identities],
-        "timestamp": [0] * n, "timestampType": [0] * n, "deliveryCount": [1] * n,
-    }, schema=schema)
+    return source_rows(
+        key=None, value=b"{}", topic="orders",
+        partition=[p for p, _ in identities], offset=[o for _, o in identities],
+        timestamp=0, timestampType=0, deliveryCount=1,
+    )
 
 
 def _report_of_a_batch_with_each_kind_of_row(run: DocRun, names: dict[str, Any]) -> None:
@@ -182,7 +180,7 @@ def _given_arrow_table(run: DocRun) -> dict[str, Any]:
         applied = conn.execute(sa.text('SELECT "partition", "offset" FROM events LIMIT 2')).all()
     engine.dispose()
     new = [(0, 10_000), (0, 10_001), (0, 10_001)]
-    return {"arrow_table": _source_rows([(r[0], r[1]) for r in applied] + new)}
+    return {"arrow_table": _identity_rows([(r[0], r[1]) for r in applied] + new)}
 
 
 def _versions_decide(run: DocRun, names: dict[str, Any]) -> None:

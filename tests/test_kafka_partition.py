@@ -26,6 +26,7 @@ import pytest
 import sqlalchemy as sa
 from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, Message, ShareConsumer
 from helpers import produce, share_consumer
+from helpers.batches import source_rows
 
 from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
@@ -60,12 +61,12 @@ class Application:
 
     def apply(self) -> BatchReport:
         """Upsert the held records (key: topic, partition, offset)."""
-        rows = pa.table({
-            "topic": [m.topic() for m in self.held],
-            "partition": pa.array([m.partition() for m in self.held], pa.int32()),
-            "offset": pa.array([m.offset() for m in self.held], pa.int64()),
-            "value": [self.name] * len(self.held),
-        })
+        rows = source_rows(
+            topic=[m.topic() for m in self.held],
+            partition=[m.partition() for m in self.held],
+            offset=[m.offset() for m in self.held],
+            value=pa.array([self.name] * len(self.held), pa.string()),
+        )
         return self.sink.apply(rows, 0)
 
     def acknowledge(self) -> list[KafkaException]:

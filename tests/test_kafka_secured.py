@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
+from helpers.batches import source_rows
 from helpers.scripts import run_python
 from helpers.streaming import Offsets, run_available_now, share_stream
 
@@ -151,8 +151,7 @@ def test_dead_letters_go_only_to_a_topic_the_user_may_write(
     user = f"letters-{'writer' if writes else 'reader'}"
     secured.add_user(user, f"{user}-Pa55word")
     secured.allow(user, "TOPIC", topic, *(("WRITE", "DESCRIBE") if writes else ("DESCRIBE",)))
-    rows = pa.table({"topic": ["jobs"], "partition": pa.array([0], pa.int32()),
-                     "offset": pa.array([7], pa.int64()), "key": [b"k"], "value": [b"bad"]})
+    rows = source_rows(topic="jobs", partition=0, offset=[7], key=[b"k"], value=[b"bad"])
     table = letters(rows, [Rejection(0, "write", ValueError("refused by the target"))],
                     strategy="test", batch_id=3)
     sink = KafkaDeadLetters(topic, secured.user_config(user, f"{user}-Pa55word"))

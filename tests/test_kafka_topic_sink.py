@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from helpers.batches import source_rows
 
 from kafka_share_eos import (
     AppIdConflictError,
@@ -35,15 +36,13 @@ SOURCE_HEADERS = [("trace", b"t-1")]
 
 def batch(offsets: list[int], *, size: int = 2) -> pa.Table:
     count = len(offsets)
-    return pa.table({
-        "topic": ["in"] * count,
-        "partition": pa.array([0] * count, pa.int32()),
-        "offset": pa.array(offsets, pa.int64()),
-        "key": [b"k%d" % o for o in offsets],
-        "value": [b"%d" % o + b"." * (size - 1) for o in offsets],
-        "headers": [[{"key": k, "value": v} for k, v in SOURCE_HEADERS]] * count,
-        "deliveryCount": pa.array([2] * count, pa.int16()),
-    })
+    return source_rows(
+        topic="in", partition=0, offset=offsets,
+        key=[b"k%d" % o for o in offsets],
+        value=[b"%d" % o + b"." * (size - 1) for o in offsets],
+        headers=[[{"key": k, "value": v} for k, v in SOURCE_HEADERS]] * count,
+        deliveryCount=pa.array([2] * count, pa.int16()),
+    )
 
 
 @pytest.fixture
@@ -139,16 +138,14 @@ def test_committed_records_merge_into_ranges_and_forget_what_cannot_come_back() 
 def test_columns_become_keys_values_headers_and_partitions_as_documented(
     embedded_broker: EmbeddedBroker, output: str
 ) -> None:
-    rows = pa.table({
-        "topic": ["in", "in"],
-        "partition": pa.array([0, 0], pa.int32()),
-        "offset": pa.array([7, 8], pa.int64()),
-        "id": pa.array([41, None], pa.int64()),
-        "text": ["héllo", None],
-        "to": pa.array([1, 0], pa.int32()),
-        "headers": [[{"key": "tag", "value": b"a"}, {"key": "tag", "value": b"b"}], None],
-        "deliveryCount": pa.array([3, None], pa.int16()),
-    })
+    rows = source_rows(
+        topic="in", partition=0, offset=[7, 8],
+        id=pa.array([41, None], pa.int64()),
+        text=["héllo", None],
+        to=pa.array([1, 0], pa.int32()),
+        headers=[[{"key": "tag", "value": b"a"}, {"key": "tag", "value": b"b"}], None],
+        deliveryCount=pa.array([3, None], pa.int16()),
+    )
     sink = KafkaTopicSink(
         output, {"bootstrap.servers": embedded_broker.bootstrap_servers}, app_id=output,
         key_column="id", value_column="text", partition_column="to",

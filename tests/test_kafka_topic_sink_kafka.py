@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from helpers.batches import source_rows
 
 from kafka_share_eos import KafkaTopicSink, KafkaTransactionError, SqlDeadLetters
 from kafka_share_eos.faults import CRASH_AT_ENV, SINK_MID_WRITE, STRATEGY_AFTER_WRITE
@@ -48,12 +49,7 @@ sink.close()
 
 
 def batch(offsets: list[int], *, size: int = 2) -> pa.Table:
-    return pa.table({
-        "topic": ["in"] * len(offsets),
-        "partition": pa.array([0] * len(offsets), pa.int32()),
-        "offset": pa.array(offsets, pa.int64()),
-        "value": [b"." * size] * len(offsets),
-    })
+    return source_rows(topic="in", partition=0, offset=offsets, value=b"." * size)
 
 
 def output_topic(cluster: KafkaCluster, **config: str) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from helpers.batches import source_rows
 from helpers.delta import read_delta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -49,12 +50,10 @@ streams = st.lists(
 
 
 def table(batch: list[Record]) -> pa.Table:
-    return pa.table({
-        "topic": ["t"] * len(batch),
-        "partition": pa.array([p for p, _ in batch], pa.int32()),
-        "offset": pa.array([o for _, o in batch], pa.int64()),
-        "amount": pa.array([10 * o + p for p, o in batch], pa.int64()),
-    })
+    return source_rows(
+        topic="t", partition=[p for p, _ in batch], offset=[o for _, o in batch],
+        amount=pa.array([10 * o + p for p, o in batch], pa.int64()),
+    )
 
 
 def batches(stream: list[tuple[list[Record], bool]]) -> list[tuple[int, list[Record]]]:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from helpers import broker_holding, consume, count_at_least, share_consumer
+from helpers.batches import source_record_batch
 from typer.testing import CliRunner
 
 from kafka_share_eos import EmbeddedBroker
@@ -27,7 +28,6 @@ from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.leases import EXECUTOR, LEASES_DIR
 from kafka_share_eos.source.metrics import BatchMetrics
 from kafka_share_eos.source.options import AckPolicy, SourceOptionError, SourceOptions
-from kafka_share_eos.source.schema import JOURNAL_SCHEMA
 from kafka_share_eos.source.slot_planner import SlotPlanner
 from kafka_share_eos.source.slots import (
     SlotConsumer,
@@ -75,11 +75,10 @@ def test_consumers_choose_after_journal_and_split_the_batch_limit(tmp_path: Path
 
 
 def journal_rows(offsets_: list[int]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist([
-        {"value": b"x", "topic": TOPIC, "partition": 0, "offset": offset, "timestamp": 0,
-         "timestampType": 0, "headers": [], "deliveryCount": 1}
-        for offset in offsets_
-    ], schema=JOURNAL_SCHEMA)
+    return source_record_batch(
+        key=None, value=b"x", topic=TOPIC, partition=0, offset=offsets_, timestamp=0,
+        timestampType=0, headers=[[]] * len(offsets_), deliveryCount=1,
+    )
 
 
 def test_the_first_writer_of_a_slot_wins(tmp_path: Path) -> None:

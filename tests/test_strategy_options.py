@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from helpers.batches import source_rows
 
 from kafka_share_eos import (
     CheckpointDedupStore,
@@ -71,8 +72,7 @@ def test_a_batch_id_that_is_not_a_non_negative_integer_is_refused(
     tmp_path: Path, strategy: str, batch_id: object
 ) -> None:
     sink = BUILDERS[strategy](tmp_path, {})
-    rows = pa.table({"topic": ["t"], "partition": pa.array([0], pa.int32()),
-                     "offset": pa.array([0], pa.int64())})
+    rows = source_rows(topic="t", partition=0, offset=[0])
     error = ConfigurationError if batch_id == -1 else TypeError
     with pytest.raises(error, match="batch_id"):
         sink.apply(rows, batch_id)  # type: ignore[arg-type]
@@ -86,8 +86,7 @@ def test_an_unwritable_metrics_path_is_reported_once_and_the_batches_are_applied
     sink = IdempotentUpsertSink.sql(f"sqlite:///{tmp_path / 't.db'}", "t", create_table=True,
                                     metrics_path=str(blocker / "metrics.jsonl"))
     for batch_id in range(3):
-        rows = pa.table({"topic": ["t"], "partition": pa.array([0], pa.int32()),
-                         "offset": pa.array([batch_id], pa.int64())})
+        rows = source_rows(topic="t", partition=0, offset=[batch_id])
         assert sink.apply(rows, batch_id).rows_written == 1
     warnings = [r for r in caplog.records if "cannot write the batch metrics" in r.getMessage()]
     assert len(warnings) == 1

@@ -12,11 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 from deltalake import DeltaTable
+from helpers.batches import source_rows
 from helpers.delta import read_delta
 from helpers.streaming import run_available_now
 
 from kafka_share_eos.sinks.delta_upsert import DEFAULT_APP_ID_PREFIX
-from kafka_share_eos.source.schema import arrow_schema
 from kafka_share_eos.strategies import IdempotentUpsertSink
 
 if TYPE_CHECKING:
@@ -25,29 +25,17 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.spark, pytest.mark.older_pyspark, pytest.mark.timeout(300)]
 
 # The source columns the strategies read; the streamed parquet files hold only these.
-SCHEMA = pa.schema(
-    [
-        arrow_schema(include_headers=False).field(name)
-        for name in ("topic", "partition", "offset", "value", "deliveryCount")
-    ]
-)
 SCHEMA_DDL = "topic string, partition int, offset long, value binary, deliveryCount int"
 
 
 def records(offsets: list[tuple[int, int]], delivery: int = 1) -> pa.Table:
     """Source-shaped rows for (partition, offset) pairs."""
-    return pa.Table.from_pylist(
-        [
-            {
-                "topic": "t",
-                "partition": p,
-                "offset": o,
-                "value": f"{p}:{o}".encode(),
-                "deliveryCount": delivery,
-            }
-            for p, o in offsets
-        ],
-        schema=SCHEMA,
+    return source_rows(
+        topic="t",
+        partition=[p for p, _ in offsets],
+        offset=[o for _, o in offsets],
+        value=[f"{p}:{o}".encode() for p, o in offsets],
+        deliveryCount=delivery,
     )
 
 

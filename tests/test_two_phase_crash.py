@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from helpers import accounts
+from helpers.batches import source_rows
 
 from kafka_share_eos.faults import CRASH_AT_ENV
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
@@ -85,10 +86,9 @@ def test_recovery_after_crash_is_all_or_nothing(
         log=decision_log(postgres_url, log_location), participants=[DeltaParticipant(delta_path)],
         app_id="earlier",
     )
-    earlier.apply(pa.table({"topic": ["other"], "partition": pa.array([9], pa.int32()),
-                            "offset": pa.array([0], pa.int64()),
-                            "account": pa.array([0], pa.int32()),
-                            "amount": pa.array([0], pa.int64())}), 0)
+    earlier.apply(source_rows(topic="other", partition=9, offset=[0],
+                              account=pa.array([0], pa.int32()),
+                              amount=pa.array([0], pa.int64())), 0)
 
     child = subprocess.run(
         [sys.executable, __file__, postgres_url, delta_path, log_location],

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 from helpers.accounts import prepared_gids
+from helpers.batches import source_rows
 
 from kafka_share_eos import PostgresParticipant, TwoPhaseCommitCoordinator
 from kafka_share_eos.twophase.row_effect import server_loop
@@ -20,13 +21,11 @@ NOTES = ["plain", "it's", 'say "hi"', "back\\slash", "{a,b}", "", None, "NULL", 
 
 def notes(first_offset: int, values: list[str | None]) -> pa.Table:
     n = len(values)
-    return pa.table({
-        "topic": ["t"] * n,
-        "partition": pa.array([0] * n, pa.int32()),
-        "offset": pa.array(range(first_offset, first_offset + n), pa.int64()),
-        "account": pa.array([i % 3 for i in range(n)], pa.int32()),
-        "note": pa.array(values, pa.string()),
-    })
+    return source_rows(
+        topic="t", partition=0, offset=range(first_offset, first_offset + n),
+        account=pa.array([i % 3 for i in range(n)], pa.int32()),
+        note=pa.array(values, pa.string()),
+    )
 
 
 def coordinator(url: str, tmp_path: Path, effect: str) -> TwoPhaseCommitCoordinator:

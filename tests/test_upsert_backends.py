@@ -12,34 +12,27 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from helpers.batches import source_rows
 from helpers.delta import read_delta
 
-from kafka_share_eos.source.schema import arrow_schema
 from kafka_share_eos.strategies import IdempotentUpsertSink
 
 pytestmark = pytest.mark.timeout(120)
 
-SOURCE_SCHEMA = arrow_schema(include_headers=False)
 EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def source_batch(records: Sequence[tuple[int, int, int]], topic: str = "orders") -> pa.Table:
     """Rows shaped like the kafka-share source: one per (partition, offset, delivery count)."""
-    return pa.Table.from_pylist(
-        [
-            {
-                "key": f"k{partition}-{offset}".encode(),
-                "value": f"payload {partition}/{offset}".encode(),
-                "topic": topic,
-                "partition": partition,
-                "offset": offset,
-                "timestamp": EPOCH + timedelta(seconds=offset),
-                "timestampType": 0,
-                "deliveryCount": delivery,
-            }
-            for partition, offset, delivery in records
-        ],
-        schema=SOURCE_SCHEMA,
+    return source_rows(
+        key=[f"k{partition}-{offset}".encode() for partition, offset, _ in records],
+        value=[f"payload {partition}/{offset}".encode() for partition, offset, _ in records],
+        topic=topic,
+        partition=[partition for partition, _, _ in records],
+        offset=[offset for _, offset, _ in records],
+        timestamp=[EPOCH + timedelta(seconds=offset) for _, offset, _ in records],
+        timestampType=0,
+        deliveryCount=[delivery for _, _, delivery in records],
     )
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from helpers.batches import source_rows
 
 from kafka_share_eos import AppIdConflictError, BatchIdReusedError, IdempotentUpsertSink
 
@@ -21,12 +22,9 @@ pytestmark = [pytest.mark.delta_spark, pytest.mark.spark, pytest.mark.timeout(30
 
 
 def batch(spark: SparkSession, offsets: list[int], version: int = 1) -> DataFrame:
-    return spark.createDataFrame(pa.table({
-        "topic": ["t"] * len(offsets),
-        "partition": pa.array([0] * len(offsets), pa.int32()),
-        "offset": pa.array(offsets, pa.int64()),
-        "v": pa.array([version] * len(offsets), pa.int64()),
-    }))
+    return spark.createDataFrame(source_rows(
+        topic="t", partition=0, offset=offsets, v=pa.array([version] * len(offsets), pa.int64())
+    ))
 
 
 def offsets(path: str) -> list[int]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from helpers.batches import source_rows
 
 from kafka_share_eos.sinks.key_ranges import MAX_RANGES, KeyRange, key_ranges, range_column
 from kafka_share_eos.strategies import IdempotentUpsertSink
@@ -15,13 +16,11 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def events(partition_offsets: list[tuple[int, int]], tag: str = "v") -> pa.Table:
-    return pa.table(
-        {
-            "topic": ["t"] * len(partition_offsets),
-            "partition": pa.array([p for p, _ in partition_offsets], pa.int32()),
-            "offset": pa.array([o for _, o in partition_offsets], pa.int64()),
-            "value": [f"{tag}{p}/{o}" for p, o in partition_offsets],
-        }
+    return source_rows(
+        topic="t",
+        partition=[p for p, _ in partition_offsets],
+        offset=[o for _, o in partition_offsets],
+        value=pa.array([f"{tag}{p}/{o}" for p, o in partition_offsets], pa.string()),
     )
 
 

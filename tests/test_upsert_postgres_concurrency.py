@@ -8,6 +8,7 @@ import time
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from helpers.batches import source_rows
 
 from kafka_share_eos.strategies import BatchReport, IdempotentUpsertSink
 
@@ -15,14 +16,8 @@ pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
 
 
 def batch(offsets: list[int]) -> pa.Table:
-    return pa.table(
-        {
-            "topic": ["t"] * len(offsets),
-            "partition": pa.array([0] * len(offsets), pa.int32()),
-            "offset": pa.array(offsets, pa.int64()),
-            "value": [f"v{o}" for o in offsets],
-        }
-    )
+    return source_rows(topic="t", partition=0, offset=offsets,
+                       value=pa.array([f"v{o}" for o in offsets], pa.string()))
 
 
 def _wait_for_lock_wait(engine: sa.Engine) -> None:

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from deltalake import DeltaTable
 from helpers import applications
 from helpers.applications import HoldGate, finish
+from helpers.batches import source_rows
 
 from kafka_share_eos.faults import SINK_MID_WRITE
 from kafka_share_eos.strategies import BatchReport, IdempotentUpsertSink
@@ -41,9 +42,8 @@ print(json.dumps([report.rows_written, report.already_applied]), flush=True)
 
 
 def records(offsets: range, app: str) -> pa.Table:
-    n = len(offsets)
-    return pa.table({"topic": ["t"] * n, "partition": pa.array([0] * n, pa.int32()),
-                     "offset": pa.array(list(offsets), pa.int64()), "value": [app] * n})
+    return source_rows(topic="t", partition=0, offset=offsets,
+                       value=pa.array([app] * len(offsets), pa.string()))
 
 
 def held_application(kind: str, target: str, gate: HoldGate) -> list[int]:

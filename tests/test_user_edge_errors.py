@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from helpers.batches import source_rows
 
 from kafka_share_eos import (
     CheckpointDedupStore,
@@ -26,11 +26,7 @@ from kafka_share_eos import (
     TransformShapeError,
 )
 
-ROWS = pa.table({
-    "topic": ["t", "t"],
-    "partition": pa.array([0, 0], pa.int32()),
-    "offset": pa.array([0, 1], pa.int64()),
-})
+ROWS = source_rows(topic="t", partition=0, offset=[0, 1])
 NOT_A_URL = "app:secret at db/orders"
 
 

@@ -6,6 +6,7 @@ from collections import Counter
 
 import pyarrow as pa
 import pytest
+from helpers.batches import source_rows
 
 from kafka_share_eos.proving_ground.verify.records import (
     Kind,
@@ -17,15 +18,10 @@ from kafka_share_eos.proving_ground.verify.records import (
 from kafka_share_eos.proving_ground.verify.score import score
 
 
-def source_rows(records: list[PlannedRecord]) -> pa.Table:
+def planned_rows(records: list[PlannedRecord]) -> pa.Table:
     """Rows as the kafka-share source hands them over, at offsets 0.. of partition 0."""
-    return pa.table({
-        "key": pa.array([r.key for r in records], pa.binary()),
-        "value": pa.array([r.value for r in records], pa.binary()),
-        "topic": ["t"] * len(records),
-        "partition": pa.array([0] * len(records), pa.int32()),
-        "offset": pa.array(range(len(records)), pa.int64()),
-    })
+    return source_rows(key=[r.key for r in records], value=[r.value for r in records],
+                       topic="t", partition=0, offset=range(len(records)))
 
 
 def test_plan_is_reproducible_and_holds_each_bad_kind_once() -> None:
@@ -45,7 +41,7 @@ def test_effect_rows_keep_every_readable_and_unreadable_record() -> None:
         PlannedRecord(3, 4, 50, Kind.INVALID_PAYLOAD),
         PlannedRecord(4, 5, 60, Kind.OVERSIZED),
     ]
-    rows = effect_rows(source_rows(records), poison_fails=True).to_pylist()
+    rows = effect_rows(planned_rows(records), poison_fails=True).to_pylist()
     assert [(r["offset"], r["id"], r["account"], r["amount"], r["valid"]) for r in rows] == [
         (0, 1, 2, 30, True),
         (1, 2, 3, 40, True),
@@ -56,7 +52,7 @@ def test_effect_rows_keep_every_readable_and_unreadable_record() -> None:
 
 
 def test_a_poison_record_fails_every_time_it_is_applied() -> None:
-    batch = source_rows([PlannedRecord(1, 2, 30), PlannedRecord(7, 1, 5, Kind.POISON)])
+    batch = planned_rows([PlannedRecord(1, 2, 30), PlannedRecord(7, 1, 5, Kind.POISON)])
     with pytest.raises(PoisonRecordError, match="id=7 at partition/offset \\(0, 1\\)"):
         effect_rows(batch, poison_fails=True)
     assert effect_rows(batch, poison_fails=False).num_rows == 2

@@ -14,6 +14,8 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from sqlalchemy import create_engine, text
 
+from helpers.batches import source_rows
+
 ACCOUNTS = 7
 INCREMENT = "UPDATE accounts SET balance = balance + :amount WHERE id = :account"
 
@@ -21,14 +23,12 @@ INCREMENT = "UPDATE accounts SET balance = balance + :amount WHERE id = :account
 def payments(count: int, seed: int = 7) -> pa.Table:
     """``count`` payment records with Kafka coordinates spread over 3 partitions."""
     rng = random.Random(seed)
-    return pa.table(
-        {
-            "topic": ["payments"] * count,
-            "partition": pa.array([i % 3 for i in range(count)], pa.int32()),
-            "offset": pa.array([i // 3 for i in range(count)], pa.int64()),
-            "account": pa.array([rng.randrange(ACCOUNTS) for _ in range(count)], pa.int32()),
-            "amount": pa.array([rng.randrange(1, 1000) for _ in range(count)], pa.int64()),
-        }
+    return source_rows(
+        topic="payments",
+        partition=[i % 3 for i in range(count)],
+        offset=[i // 3 for i in range(count)],
+        account=pa.array([rng.randrange(ACCOUNTS) for _ in range(count)], pa.int32()),
+        amount=pa.array([rng.randrange(1, 1000) for _ in range(count)], pa.int64()),
     )
 
 
