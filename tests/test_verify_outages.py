@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from kafka_share_eos.cli.main import app
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.errors import SparkClusterError
-from kafka_share_eos.proving_ground.verify.matrix import MatrixOptions
+from kafka_share_eos.proving_ground.verify.matrix_options import MatrixOptions
 from kafka_share_eos.proving_ground.verify.outages import (
     OUTAGES,
     Outage,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Annotated
@@ -25,7 +26,8 @@ from kafka_share_eos.proving_ground.verify.defaults import (
     RUNS,
     SEED,
 )
-from kafka_share_eos.proving_ground.verify.matrix import MatrixOptions, MatrixResult, run_matrix
+from kafka_share_eos.proving_ground.verify.matrix import MatrixResult, run_matrix
+from kafka_share_eos.proving_ground.verify.matrix_options import MatrixOptions
 from kafka_share_eos.proving_ground.verify.outages import OUTAGES
 from kafka_share_eos.proving_ground.verify.points import DESCRIPTIONS, RANDOM_KILL
 from kafka_share_eos.proving_ground.verify.registry import SAFE_TARGETS, TARGETS
@@ -83,97 +85,114 @@ def _span(values: list[int]) -> str:
     return str(low) if low == high else f"{low}-{high}"
 
 
-def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    sys.exit(128 + signum)
+StrategyOpt = Annotated[
+    list[str],
+    typer.Option(help=f"Strategy to verify; repeatable or comma-separated: "
+                 f"{', '.join(TARGETS)} (default: all but the unsafe control)."),
+]
+CrashPointsOpt = Annotated[
+    list[str],
+    typer.Option(help="Crash points; repeatable or comma-separated (default: every point "
+                 f"of each strategy): {', '.join(DESCRIPTIONS)}."),
+]
+FaultsOpt = Annotated[
+    list[str],
+    typer.Option(help="Faults run as cells of every strategy, beside the crash points; "
+                 "repeatable or comma-separated; need --broker kafka (a three-node "
+                 "cluster; worker-kill also a Spark standalone cluster): "
+                 f"{', '.join(OUTAGES)}."),
+]
+FaultsOnlyOpt = Annotated[bool, typer.Option(help="Run the --faults cells only, no crash point.")]
+RecordsOpt = Annotated[int, typer.Option(min=1, help="Records produced per run.")]
+RunsOpt = Annotated[int, typer.Option(min=1, help="Runs per strategy and crash point.")]
+CrashesPerRunOpt = Annotated[
+    int, typer.Option(min=1, help="Crash-restart cycles per run before the final drain.")
+]
+PerTriggerOpt = Annotated[int, typer.Option(min=1, help="maxRecordsPerTrigger of the pipelines.")]
+SeedOpt = Annotated[int, typer.Option(help="Seed of records, crash hits and kill moments.")]
+ParallelOpt = Annotated[int, typer.Option(min=1, help="Runs at a time.")]
+RandomKillsOpt = Annotated[
+    bool, typer.Option(help="Also SIGKILL pipelines from outside at random moments.")
+]
+PipelinesOpt = Annotated[
+    int, typer.Option(min=1, help="Applications consuming the share group into the same "
+                      "sinks, each with its own checkpoint, journal and app_id; the first "
+                      "is crashed at the run's point.")
+]
+HandoffsOpt = Annotated[
+    bool, typer.Option(help="Every pipeline start holds one batch past the record lock at "
+                       "the strategy's hold point, so its records go to another "
+                       "application while it still holds them.")
+]
+SessionDropsOpt = Annotated[
+    bool, typer.Option(help="Drop every share session on the broker at random moments.")
+]
+SlowSinkOpt = Annotated[
+    bool, typer.Option(help="Short record locks and batches that outlast them.")
+]
+BadRecordsOpt = Annotated[
+    bool, typer.Option(help="Add a null key, an invalid payload, an oversized value and a "
+                       "poison record to every run.")
+]
+AfterJournalOpt = Annotated[
+    bool, typer.Option(help="Pipelines ACCEPT records right after the journal write "
+                       "(acknowledge=afterJournal) instead of after Spark's commit.")
+]
+ConsumersOpt = Annotated[
+    int, typer.Option(min=1, help="Share consumers per pipeline (the source's 'consumers' "
+                      "option); above 1 they poll in executor tasks, under afterJournal, and "
+                      "the slot.* crash points replace the source.* ones.")
+]
+PartitionsOpt = Annotated[int, typer.Option(min=1, help="Partitions of each run's topic.")]
+BrokerOpt = Annotated[
+    str, typer.Option(help="Where the runs' share groups live: 'embedded' (librdkafka's "
+                      "mock cluster in this process) or 'kafka' (Apache Kafka, fetched once "
+                      "with Maven; needs Java 17+ and Maven).")
+]
+PostgresUrlOpt = Annotated[
+    str | None,
+    typer.Option(help="SQLAlchemy URL of a superuser on a PostgreSQL server with "
+                 "max_prepared_transactions > 0; each run creates and drops a database "
+                 "there (default: a throwaway local server)."),
+]
+WorkdirOpt = Annotated[
+    Path | None, typer.Option(help="Where runs keep their state (default: a temp dir).")
+]
+KeepOpt = Annotated[bool, typer.Option(help="Keep the working directory.")]
+ResultsOpt = Annotated[
+    Path | None,
+    typer.Option(help="JSON-lines file recording every finished run; runs already "
+                 "recorded there are not run again, so a long matrix can resume."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 def verify(
-    strategy: Annotated[
-        list[str],
-        typer.Option(help=f"Strategy to verify; repeatable or comma-separated: "
-                     f"{', '.join(TARGETS)} (default: all but the unsafe control)."),
-    ] = [],  # noqa: B006 - typer reads the default, never mutated
-    crash_points: Annotated[
-        list[str],
-        typer.Option(help="Crash points; repeatable or comma-separated (default: every point "
-                     f"of each strategy): {', '.join(DESCRIPTIONS)}."),
-    ] = [],  # noqa: B006 - typer reads the default, never mutated
-    faults: Annotated[
-        list[str],
-        typer.Option(help="Faults run as cells of every strategy, beside the crash points; "
-                     "repeatable or comma-separated; need --broker kafka (a three-node "
-                     "cluster; worker-kill also a Spark standalone cluster): "
-                     f"{', '.join(OUTAGES)}."),
-    ] = [],  # noqa: B006 - typer reads the default, never mutated
-    faults_only: Annotated[
-        bool, typer.Option(help="Run the --faults cells only, no crash point.")
-    ] = False,
-    records: Annotated[int, typer.Option(min=1, help="Records produced per run.")] = RECORDS,
-    runs: Annotated[int, typer.Option(min=1, help="Runs per strategy and crash point.")] = RUNS,
-    crashes_per_run: Annotated[
-        int, typer.Option(min=1, help="Crash-restart cycles per run before the final drain.")
-    ] = CRASHES,
-    per_trigger: Annotated[
-        int, typer.Option(min=1, help="maxRecordsPerTrigger of the pipelines.")
-    ] = PER_TRIGGER,
-    seed: Annotated[int, typer.Option(help="Seed of records, crash hits and kill moments.")] = SEED,
-    parallel: Annotated[int, typer.Option(min=1, help="Runs at a time.")] = PARALLEL,
-    random_kills: Annotated[
-        bool, typer.Option(help="Also SIGKILL pipelines from outside at random moments.")
-    ] = False,
-    pipelines: Annotated[
-        int, typer.Option(min=1, help="Applications consuming the share group into the same "
-                          "sinks, each with its own checkpoint, journal and app_id; the first "
-                          "is crashed at the run's point.")
-    ] = PIPELINES,
-    handoffs: Annotated[
-        bool, typer.Option(help="Every pipeline start holds one batch past the record lock at "
-                           "the strategy's hold point, so its records go to another "
-                           "application while it still holds them.")
-    ] = False,
-    session_drops: Annotated[
-        bool, typer.Option(help="Drop every share session on the broker at random moments.")
-    ] = False,
-    slow_sink: Annotated[
-        bool, typer.Option(help="Short record locks and batches that outlast them.")
-    ] = False,
-    bad_records: Annotated[
-        bool, typer.Option(help="Add a null key, an invalid payload, an oversized value and a "
-                           "poison record to every run.")
-    ] = False,
-    after_journal: Annotated[
-        bool, typer.Option(help="Pipelines ACCEPT records right after the journal write "
-                           "(acknowledge=afterJournal) instead of after Spark's commit.")
-    ] = False,
-    consumers: Annotated[
-        int, typer.Option(min=1, help="Share consumers per pipeline (the source's 'consumers' "
-                          "option); above 1 they poll in executor tasks, under afterJournal, and "
-                          "the slot.* crash points replace the source.* ones.")
-    ] = CONSUMERS,
-    partitions: Annotated[
-        int, typer.Option(min=1, help="Partitions of each run's topic.")
-    ] = PARTITIONS,
-    broker: Annotated[
-        str, typer.Option(help="Where the runs' share groups live: 'embedded' (librdkafka's "
-                          "mock cluster in this process) or 'kafka' (Apache Kafka, fetched once "
-                          "with Maven; needs Java 17+ and Maven).")
-    ] = BROKER,
-    postgres_url: Annotated[
-        str | None,
-        typer.Option(help="SQLAlchemy URL of a superuser on a PostgreSQL server with "
-                     "max_prepared_transactions > 0; each run creates and drops a database "
-                     "there (default: a throwaway local server)."),
-    ] = None,
-    workdir: Annotated[
-        Path | None, typer.Option(help="Where runs keep their state (default: a temp dir).")
-    ] = None,
-    keep: Annotated[bool, typer.Option(help="Keep the working directory.")] = False,
-    results: Annotated[
-        Path | None,
-        typer.Option(help="JSON-lines file recording every finished run; runs already "
-                     "recorded there are not run again, so a long matrix can resume."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    strategy: StrategyOpt = [],  # noqa: B006 - typer reads the default, never mutated
+    crash_points: CrashPointsOpt = [],  # noqa: B006 - typer reads the default, never mutated
+    faults: FaultsOpt = [],  # noqa: B006 - typer reads the default, never mutated
+    faults_only: FaultsOnlyOpt = False,
+    records: RecordsOpt = RECORDS,
+    runs: RunsOpt = RUNS,
+    crashes_per_run: CrashesPerRunOpt = CRASHES,
+    per_trigger: PerTriggerOpt = PER_TRIGGER,
+    seed: SeedOpt = SEED,
+    parallel: ParallelOpt = PARALLEL,
+    random_kills: RandomKillsOpt = False,
+    pipelines: PipelinesOpt = PIPELINES,
+    handoffs: HandoffsOpt = False,
+    session_drops: SessionDropsOpt = False,
+    slow_sink: SlowSinkOpt = False,
+    bad_records: BadRecordsOpt = False,
+    after_journal: AfterJournalOpt = False,
+    consumers: ConsumersOpt = CONSUMERS,
+    partitions: PartitionsOpt = PARTITIONS,
+    broker: BrokerOpt = BROKER,
+    postgres_url: PostgresUrlOpt = None,
+    workdir: WorkdirOpt = None,
+    keep: KeepOpt = False,
+    results: ResultsOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Prove exactly-once effects: crash pipelines at named points and random moments,
     restart them on the same checkpoint until drained, and count per record how many times
@@ -199,59 +218,93 @@ def verify(
         workdir=workdir,
         keep=keep,
         results=results,
-        broker=broker,  # type: ignore[arg-type]  # checked below
+        broker=broker,  # type: ignore[arg-type]  # checked by options.check()
     )
+    progress = _Progress(Console(stderr=True), _run_count(options), results)
+    result = _run_stoppable_by_sigterm(options, progress)
+    if as_json:
+        _print_json(result)
+    else:
+        _print_table(result, progress.console)
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+def _run_count(options: MatrixOptions) -> int:
+    """How many runs ``options`` ask for, once they are known to be runnable.
+
+    Raises:
+        typer.BadParameter: what :meth:`MatrixOptions.check` refuses.
+    """
     try:
         options.check()
-        total = len(options.specs())
     except ValueError as error:
         raise typer.BadParameter(str(error)) from error
-    progress = Console(stderr=True)
-    done = [0]
+    return len(options.specs())
 
-    def on_run(result: RunResult) -> None:
-        done[0] += 1
+
+@dataclass
+class _Progress:
+    """One line on stderr for every run that finishes, counted against the matrix's total."""
+
+    console: Console
+    total: int
+    results: Path | None
+    done: int = 0
+
+    def on_run(self, result: RunResult) -> None:
+        self.done += 1
         state = "ok" if result.ok else f"FAILED {result.error or ''}"
         counted = result.score
         applying = sum(1 for slot in result.consumers if slot["records"])
-        progress.print(f"[{done[0]}/{total}] {result.spec.key}: {result.crashes} crashes, "
-                       f"{result.kills} kills, {counted.records} records, {counted.duplicates} "
-                       f"duplicates, {counted.losses} lost, {counted.dead_lettered} "
-                       f"dead-lettered, {applying} consumers with records, "
-                       f"{sum(1 for n in result.applied.values() if n)} applications applying, "
-                       f"{sum(1 for n in result.members.values() if n)} members with records, "
-                       f"{result.handoffs} handoffs, "
-                       f"{result.seconds:.0f} s, {state}")
+        self.console.print(
+            f"[{self.done}/{self.total}] {result.spec.key}: {result.crashes} crashes, "
+            f"{result.kills} kills, {counted.records} records, {counted.duplicates} "
+            f"duplicates, {counted.losses} lost, {counted.dead_lettered} "
+            f"dead-lettered, {applying} consumers with records, "
+            f"{sum(1 for n in result.applied.values() if n)} applications applying, "
+            f"{sum(1 for n in result.members.values() if n)} members with records, "
+            f"{result.handoffs} handoffs, "
+            f"{result.seconds:.0f} s, {state}"
+        )
 
-    def on_resume(count: int) -> None:
-        done[0] += count
-        progress.print(f"{count} of {total} runs taken from {results}")
+    def on_resume(self, count: int) -> None:
+        self.done += count
+        self.console.print(f"{count} of {self.total} runs taken from {self.results}")
 
-    def on_start(where: str) -> None:
-        progress.print(f"verifying {total} runs: {where}", soft_wrap=True)
+    def on_start(self, where: str) -> None:
+        self.console.print(f"verifying {self.total} runs: {where}", soft_wrap=True)
 
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    sys.exit(128 + signum)
+
+
+def _run_stoppable_by_sigterm(options: MatrixOptions, progress: _Progress) -> MatrixResult:
     # SIGTERM unwinds like an interrupt: pipelines are killed, then the PostgreSQL server and
     # the broker stopped. The caller's handler comes back afterwards, for a verify run inside
     # a longer-lived process.
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        result = run_matrix(options, on_run, on_resume, on_start)
+        return run_matrix(options, progress.on_run, progress.on_resume, progress.on_start)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    if as_json:
-        print(json.dumps({
-            "ok": result.ok,
-            "seconds": round(result.seconds, 1),
-            "workdir": str(result.workdir) if result.workdir else None,
-            "cells": [cell.to_json() for cell in result.cells],
-        }, indent=2))
-    else:
-        console = Console()
-        # Piped output defaults to 80 columns, too narrow for the table.
-        Console(width=max(console.width, 160) if not console.is_terminal else None).print(
-            render(result)
-        )
-        if result.workdir is not None:
-            progress.print(f"run state kept in {result.workdir}")
-    if not result.ok:
-        raise typer.Exit(1)
+
+
+def _print_json(result: MatrixResult) -> None:
+    print(json.dumps({
+        "ok": result.ok,
+        "seconds": round(result.seconds, 1),
+        "workdir": str(result.workdir) if result.workdir else None,
+        "cells": [cell.to_json() for cell in result.cells],
+    }, indent=2))
+
+
+def _print_table(result: MatrixResult, stderr: Console) -> None:
+    console = Console()
+    # Piped output defaults to 80 columns, too narrow for the table.
+    Console(width=max(console.width, 160) if not console.is_terminal else None).print(
+        render(result)
+    )
+    if result.workdir is not None:
+        stderr.print(f"run state kept in {result.workdir}")

@@ -8,12 +8,8 @@ per record how many times its effect landed in the sinks. See docs/verify.md.
 
 from __future__ import annotations
 
-from kafka_share_eos.proving_ground.verify.matrix import (
-    CellResult,
-    MatrixOptions,
-    MatrixResult,
-    run_matrix,
-)
+from kafka_share_eos.proving_ground.verify.matrix import CellResult, MatrixResult, run_matrix
+from kafka_share_eos.proving_ground.verify.matrix_options import MatrixOptions
 from kafka_share_eos.proving_ground.verify.points import (
     COMMON_POINTS,
     DESCRIPTIONS,

@@ -8,154 +8,36 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_share_eos._libs import sa
-from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.launchers.jvm import ensure_archive
 from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases, postgres_for_tests
-from kafka_share_eos.proving_ground.verify import defaults
-from kafka_share_eos.proving_ground.verify.broker_choice import (
-    BROKER_KINDS,
-    BrokerKind,
-    verify_broker,
-)
+from kafka_share_eos.proving_ground.verify.broker_choice import verify_broker
+from kafka_share_eos.proving_ground.verify.matrix_options import MatrixOptions
 from kafka_share_eos.proving_ground.verify.outages import (
     OUTAGES,
     brokers_for,
-    check_faults,
     proxied_for,
     spark_workers_for,
 )
-from kafka_share_eos.proving_ground.verify.points import RANDOM_KILL, points_of
+from kafka_share_eos.proving_ground.verify.points import RANDOM_KILL
 from kafka_share_eos.proving_ground.verify.process import accept_starts, stop_all, stopping
-from kafka_share_eos.proving_ground.verify.registry import SAFE_TARGETS, TARGETS
+from kafka_share_eos.proving_ground.verify.registry import TARGETS
 from kafka_share_eos.proving_ground.verify.results import ResultsFile, spec_key
 from kafka_share_eos.proving_ground.verify.run import RunEnvironment, execute
 from kafka_share_eos.proving_ground.verify.score import Score
-from kafka_share_eos.proving_ground.verify.spec import Mix, RunResult, RunSpec
+from kafka_share_eos.proving_ground.verify.spec import RunResult, RunSpec
 
 if TYPE_CHECKING:
     from kafka_share_eos.proving_ground.launchers.spark_cluster import SparkCluster
 
 # A slow sink's batch outlasts the record lock (verify.brokers.RECORD_LOCK_MS).
 SLOW_SINK_SECONDS = 5.0
-
-
-@dataclass(frozen=True)
-class MatrixOptions:
-    """What to verify and how hard."""
-
-    targets: Sequence[str] = SAFE_TARGETS
-    points: Sequence[str] | None = None
-    """Crash points to try; None means every point of each target, ``()`` none."""
-    faults: Sequence[str] = ()
-    """Faults (:data:`~kafka_share_eos.proving_ground.verify.outages.OUTAGES`) run as cells of every
-    target, beside its crash points."""
-    only: Sequence[tuple[str, str]] | None = None
-    """Explicit ``(target, point)`` cells, instead of ``targets`` x ``points``."""
-    runs: int = defaults.RUNS
-    records: int = defaults.RECORDS
-    crashes: int = defaults.CRASHES
-    per_trigger: int = defaults.PER_TRIGGER
-    partitions: int = defaults.PARTITIONS
-    seed: int = defaults.SEED
-    parallel: int = defaults.PARALLEL
-    mix: Mix = field(default_factory=Mix)
-    postgres_url: str | None = None
-    workdir: Path | None = None
-    keep: bool = False
-    results: Path | None = None
-    """JSON-lines file of finished runs: runs recorded there are not run again."""
-    broker: BrokerKind = defaults.BROKER
-    """The embedded broker, or Apache Kafka (one node, fetched once with Maven)."""
-
-    def check(self) -> None:
-        """Refuse combinations that cannot run.
-
-        Raises:
-            ConfigurationError: an unknown broker, session drops asked of Apache Kafka, a
-                Kafka-topic target asked of the embedded broker, an unknown fault, a fault
-                asked of the embedded broker, or neither crash points nor faults.
-        """
-        if self.broker not in BROKER_KINDS:
-            raise ConfigurationError(
-                f"unknown broker {self.broker!r}; choose from {', '.join(BROKER_KINDS)}"
-            )
-        check_faults(self.faults, self.broker)
-        if self.points == () and not self.faults:
-            raise ConfigurationError("no crash point and no fault to verify: name --faults")
-        named = [t for t, _ in self.only] if self.only is not None else self.targets
-        if spark_workers_for(self.faults) and any(TARGETS[t].delta_spark for t in named
-                                                  if t in TARGETS):
-            raise ConfigurationError(
-                f"{', '.join(self.faults)} run pipelines on a Spark standalone cluster, "
-                "which has no delta-spark: leave out the strategies that use it"
-            )
-        needing = [t for t in dict.fromkeys(named)
-                   if t in TARGETS and TARGETS[t].needs_transactions]
-        if self.broker != "kafka" and needing:
-            raise ConfigurationError(
-                f"{', '.join(needing)} need Apache Kafka (--broker kafka): the embedded broker "
-                "(librdkafka's mock) shows read_committed readers the records of aborted "
-                "transactions and fences no older producer, so a pipeline killed inside a "
-                "transaction would count as a duplicate there"
-            )
-        if self.broker == "kafka" and self.mix.session_drops:
-            raise ConfigurationError(
-                "session drops need the embedded broker: they rely on its dropping every share "
-                "session when any client disconnects, which Apache Kafka does not do"
-            )
-
-    def cells(self) -> list[tuple[str, str]]:
-        """``(target, point)`` pairs to run.
-
-        Raises:
-            ConfigurationError: a strategy or crash point no target knows.
-        """
-        targets = [t for t, _ in self.only] if self.only is not None else self.targets
-        unknown = [t for t in targets if t not in TARGETS]
-        if unknown:
-            raise ConfigurationError(f"unknown strategy {unknown}; choose from {list(TARGETS)}")
-        if self.only is not None:
-            wrong = [
-                cell for cell in self.only
-                if cell[1] not in points_of(cell[0], self.mix.consumers)
-            ]
-            if wrong:
-                raise ConfigurationError(f"crash point not of that strategy: {wrong}")
-            return list(dict.fromkeys(self.only))
-        cells = [
-            (target, point)
-            for target in self.targets
-            for point in points_of(target, self.mix.consumers)
-            if self.points is None or point in self.points
-        ]
-        unused = [p for p in self.points or () if not any(p == point for _, point in cells)]
-        if unused:
-            raise ConfigurationError(
-                f"crash point(s) {unused} belong to none of the strategies {list(self.targets)}"
-            )
-        return cells + [(target, fault) for target in self.targets for fault in self.faults]
-
-    def specs(self) -> list[RunSpec]:
-        """Every run, cell after cell (a fault run crashes nothing, and runs as many consumers
-        as its outage asks for)."""
-        return [
-            RunSpec(target, point, index, self.seed, self.records,
-                    0 if point in OUTAGES else self.crashes, self.per_trigger, self.partitions,
-                    self._mix_of(point))
-            for target, point in self.cells()
-            for index in range(self.runs)
-        ]
-
-    def _mix_of(self, point: str) -> Mix:
-        consumers = OUTAGES[point].consumers if point in OUTAGES else None
-        return self.mix if consumers is None else replace(self.mix, consumers=consumers)
 
 
 @dataclass
