@@ -28,7 +28,7 @@ from kafka_share_eos.deadletter import DeadLetterSink, Rejection
 from kafka_share_eos.errors import ConfigurationError, ValueNotStorableError
 from kafka_share_eos.errors import DeliveryLimitReached as DeliveryLimitReached
 from kafka_share_eos.errors import NullIdentityError as NullIdentityError
-from kafka_share_eos.sinks.errors import database_unavailable, error_chain, refused_row
+from kafka_share_eos.sinks.sql_refusals import database_unavailable, error_chain, refused_row
 from kafka_share_eos.source.schema import DELIVERY_COUNT_LIMIT_KEY
 
 T = TypeVar("T")

@@ -16,7 +16,7 @@ import pyarrow as pa
 from kafka_share_eos.deadletter import Rejection, letters
 from kafka_share_eos.errors import TransformShapeError as TransformShapeError
 from kafka_share_eos.sinks import RowChecker
-from kafka_share_eos.sinks.errors import database_unavailable
+from kafka_share_eos.sinks.sql_refusals import database_unavailable
 from kafka_share_eos.strategies.identity import RecordIdentity
 from kafka_share_eos.strategies.quarantine import (
     STAGE_TRANSFORM,

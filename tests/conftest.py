@@ -20,8 +20,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-import kafka_share_eos
-import kafka_share_eos.strategies
+# The shared test code's own checks fail with pytest's detailed messages too.
+pytest.register_assert_rewrite("helpers")
+
+import kafka_share_eos  # noqa: E402
+import kafka_share_eos.strategies  # noqa: E402
 
 for _package in (kafka_share_eos, kafka_share_eos.strategies):
     for _module in pkgutil.walk_packages(_package.__path__, f"{_package.__name__}."):

@@ -7,7 +7,6 @@ real (SQLite, PostgreSQL, Delta tables on disk, the embedded broker).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -32,7 +31,6 @@ from kafka_share_eos.strategies import (
     IdempotentUpsertSink,
     SinkConfigurationError,
 )
-from kafka_share_eos.strategies.quarantine import isolate
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -67,37 +65,6 @@ def decode(rows: pa.Table) -> pa.Table:
 def stages(sink: DeadLetterSink) -> dict[int, str]:
     read = sink.read()
     return dict(zip(read["offset"].to_pylist(), read["stage"].to_pylist(), strict=True))
-
-
-def test_bisection_finds_exactly_the_failing_rows_and_keeps_the_rest_in_order() -> None:
-    table = pa.table({"n": list(range(37))})
-    bad = {0, 5, 6, 36}
-    calls = []
-
-    def attempt(part: pa.Table) -> list[int]:
-        calls.append(part.num_rows)
-        values = part["n"].to_pylist()
-        if bad & set(values):
-            raise ValueError(f"bad among {values}")
-        return values
-
-    found = isolate(table, attempt, lambda e: isinstance(e, ValueError), "test")
-    assert sorted(r.index for r in found.rejections) == sorted(bad)
-    assert [v for _, _, part in found.results for v in part] == [  # type: ignore[attr-defined]
-        n for n in range(37) if n not in bad
-    ]
-    assert found.kept_indices() == [n for n in range(37) if n not in bad]
-    # k bad rows in n cost about k * 2 * log2(n) attempts, far fewer than one per row.
-    assert len(calls) < 37
-
-
-def test_an_error_no_single_row_causes_is_raised_not_dead_lettered() -> None:
-    def attempt(part: pa.Table) -> None:
-        if part.num_rows > 3:
-            raise ValueError("batch too large")
-
-    with pytest.raises(ValueError, match="batch too large"):
-        isolate(pa.table({"n": list(range(8))}), attempt, lambda e: True, "test")
 
 
 def test_letters_keep_coordinates_and_identify_records() -> None:
@@ -240,14 +207,6 @@ def test_kafka_dead_letters_carry_the_record_and_read_back_once(share_topic: Sha
     assert by_offset[1]["value"] == b"\xff not json" and by_offset[1]["key"] == b"k1"
     assert by_offset[4]["stage"] == "write" and by_offset[4]["error"] == "negative"
     assert by_offset[4]["batch_id"] == 2
-
-
-def test_open_dead_letters_picks_the_sink_by_uri(tmp_path: Path) -> None:
-    opened: Callable[[str], DeadLetterSink] = open_dead_letters
-    assert isinstance(opened(f"sqlite:///{tmp_path / 'd.db'}"), SqlDeadLetters)
-    assert isinstance(opened(str(tmp_path / "delta")), DeltaDeadLetters)
-    with pytest.raises(ValueError, match="kafka://host:port/topic"):
-        opened("kafka://broker:9092")
 
 
 def test_a_batch_of_only_bad_records_leaves_the_target_alone(tmp_path: Path) -> None:

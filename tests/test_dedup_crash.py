@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from test_dedup_store import delta_rows, records
+from helpers.ledgers import delta_rows, records
 
 from kafka_share_eos.faults import CRASH_AT_ENV
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.timeout(180)
 CHILD = """
 import json, sys
 sys.path.insert(0, sys.argv[4])
-from test_dedup_store import records
+from helpers.ledgers import records
 from kafka_share_eos.sinks.delta_append import DeltaAppendSink
 from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
 store = CheckpointDedupStore(sys.argv[1], DeltaAppendSink(sys.argv[2]))

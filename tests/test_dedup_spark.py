@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pytest
 from helpers import produce
+from helpers.ledgers import delta_rows
 from helpers.streaming import run_available_now, share_stream
-from test_dedup_store import delta_rows
 
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.sinks.delta_append import DeltaAppendSink

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
-from helpers.batches import source_rows
+from helpers.delivery_limit import LIMIT, deliveries
 from helpers.delta import read_delta
 
 from kafka_share_eos.deadletter import SqlDeadLetters
@@ -26,21 +26,10 @@ from kafka_share_eos.strategies import (
     IdempotentUpsertSink,
     TwoPhaseCommitCoordinator,
 )
-from kafka_share_eos.strategies.screening import Screening
 from kafka_share_eos.twophase.delta import DeltaParticipant
 from kafka_share_eos.twophase.postgres import PostgresParticipant
 
 pytestmark = pytest.mark.timeout(120)
-
-LIMIT = 3
-
-
-def deliveries(offsets: list[int], counts: list[int]) -> pa.Table:
-    """Source-shaped rows of topic ``orders``, partition 0; offset i holds order i."""
-    return source_rows(
-        value=[json.dumps({"order_id": o}).encode() for o in offsets],
-        topic="orders", partition=0, offset=offsets, deliveryCount=counts,
-    )
 
 
 def decode(rows: pa.Table) -> pa.Table:
@@ -156,33 +145,3 @@ def test_key_columns_in_another_order_are_still_the_record_identity(tmp_path: Pa
     report = sink.apply(deliveries([1], [LIMIT]), 1)
     assert letters(letters_url) == {}
     assert report.already_applied == 1
-
-
-def screening_whose_lookup_raises(
-    tmp_path: Path, error: Exception
-) -> tuple[Screening, SqlDeadLetters]:
-    """Offset 0 below the limit, offset 1 at it, and a lookup that raises ``error``."""
-    dead = SqlDeadLetters(f"sqlite:///{tmp_path / 'letters.db'}", "orders_dead")
-
-    def lookup(rows: pa.Table) -> list[bool] | None:
-        raise error
-
-    policy = DeadLetterPolicy(dead, max_delivery_count=LIMIT)
-    return Screening(deliveries([0, 1], [1, LIMIT]), 0, "s", policy, None, lookup), dead
-
-
-def test_a_lookup_that_fails_dead_letters_the_record_as_before(tmp_path: Path) -> None:
-    batch, dead = screening_whose_lookup_raises(
-        tmp_path, pa.ArrowInvalid("a reader feature delta-rs lacks")
-    )
-    assert batch.transformed()["offset"].to_pylist() == [0]
-    batch.send_letters()
-    assert dead.read()["offset"].to_pylist() == [1]
-
-
-def test_a_lost_connection_during_the_lookup_fails_the_batch(tmp_path: Path) -> None:
-    lost = sa.exc.OperationalError("SELECT", {}, ConnectionError("server closed the connection"))
-    batch, dead = screening_whose_lookup_raises(tmp_path, lost)
-    with pytest.raises(sa.exc.OperationalError):
-        batch.transformed()
-    assert dead.count() == 0

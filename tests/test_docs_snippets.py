@@ -477,5 +477,5 @@ def test_every_toolkit_path_the_docs_name_resolves() -> None:
         for dotted in re.findall(r"`(kafka_share_eos(?:\.\w+)+)", path.read_text())
     }
 
-    assert any("testing.spark.local_spark_session" in dotted for _, dotted in named)
+    assert any("launchers.spark.local_spark_session" in dotted for _, dotted in named)
     assert not [f"{page}: {dotted}" for page, dotted in sorted(named) if not _resolves(dotted)]

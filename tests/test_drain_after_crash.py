@@ -15,10 +15,10 @@ import pytest
 
 from kafka_share_eos import EmbeddedBroker, faults
 from kafka_share_eos.deadletter import SqlDeadLetters
+from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 from kafka_share_eos.proving_ground.verify.pipeline import PipelineConfig
 from kafka_share_eos.proving_ground.verify.process import Exit, PipelineProcess
 from kafka_share_eos.proving_ground.verify.records import plan_records, produce
-from kafka_share_eos.proving_ground.verify.registry import TARGETS
 from kafka_share_eos.proving_ground.verify.score import score
 from kafka_share_eos.proving_ground.verify.targets import RunContext, dead_lettered
 from kafka_share_eos.sharegroup.group_config import (

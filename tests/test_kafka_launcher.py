@@ -16,12 +16,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 from confluent_kafka.admin import AdminClient
 from helpers import consume, count_at_least, produce, share_consumer
 from helpers.processes import wait_until
 
 from kafka_share_eos.proving_ground.launchers.kafka_dist import KAFKA_VERSION_ENV
+from kafka_share_eos.proving_ground.launchers.processes import processes_mentioning
 from kafka_share_eos.sharegroup.group_config import describe_share_group
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(240)]
@@ -32,24 +34,11 @@ CLI_ENV = {**os.environ, "COLUMNS": "300", "NO_COLOR": "1", "TERM": "dumb"}
 
 def _java_children(pid: int) -> list[int]:
     """Pids of the Kafka JVMs whose parent is ``pid``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        ppid = int(next(line.split()[1] for line in status.splitlines()
-                        if line.startswith("PPid:")))
-        if ppid == pid and b"kafka.Kafka" in cmdline:
-            found.append(int(entry.name))
-    return found
+    return processes_mentioning("kafka.Kafka", parent=pid)
 
 
 def _wait_gone(pids: list[int]) -> None:
-    wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), 30,
+    wait_until(lambda: not any(psutil.pid_exists(pid) for pid in pids), 30,
                f"the Kafka JVMs {pids} to exit")
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from helpers.batches import source_rows
+from helpers.topic_sinks import output_fixture
 
 from kafka_share_eos import (
     AppIdConflictError,
@@ -21,9 +22,7 @@ from kafka_share_eos import (
     EmbeddedBroker,
     KafkaTopicSink,
 )
-from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.proving_ground.verify.kafka_targets import read_topic, source_coordinates
-from kafka_share_eos.sinks.kafka_progress import REDELIVERY_WINDOW, CommittedRecords
 from kafka_share_eos.sinks.kafka_writer import source_of_header
 
 
@@ -45,9 +44,7 @@ def batch(offsets: list[int], *, size: int = 2) -> pa.Table:
     )
 
 
-@pytest.fixture
-def output(embedded_broker: EmbeddedBroker, share_topic: ShareTopic) -> str:
-    return share_topic.topic
+output = output_fixture()
 
 
 def test_a_replayed_batch_is_skipped_and_records_name_their_source(
@@ -118,43 +115,3 @@ def test_config_must_name_brokers_and_leave_the_transactional_id_to_the_sink() -
         KafkaTopicSink("out", {})
     with pytest.raises(ConfigurationError, match="app_id"):
         KafkaTopicSink("out", {"bootstrap.servers": "x:1", "transactional.id": "mine"})
-
-
-def test_committed_records_merge_into_ranges_and_forget_what_cannot_come_back() -> None:
-    committed = CommittedRecords().with_offsets({("in", 0): [*range(10), 12]})
-    assert committed.ranges == {("in", 0): [[0, 9], [12, 12]]}
-    assert ("in", 0, 5) in committed and ("in", 0, 11) not in committed
-    assert ("in", 1, 5) not in committed
-    window = REDELIVERY_WINDOW
-    assert not committed.may_hold({("in", 0): [13, 14], ("in", 1): [0]})
-    assert committed.may_hold({("in", 0): [11, 14]})
-    later = committed.with_offsets({("in", 0): [11, window + 5]})
-    assert later.ranges == {("in", 0): [[0, 9], [11, 12], [window + 5, window + 5]]}
-    beyond = later.with_offsets({("in", 0): [window + 13]})  # 0-12 cannot come back now
-    assert beyond.ranges == {("in", 0): [[window + 5, window + 5], [window + 13, window + 13]]}
-    assert CommittedRecords.from_json(beyond.to_json()) == beyond
-
-
-def test_columns_become_keys_values_headers_and_partitions_as_documented(
-    embedded_broker: EmbeddedBroker, output: str
-) -> None:
-    rows = source_rows(
-        topic="in", partition=0, offset=[7, 8],
-        id=pa.array([41, None], pa.int64()),
-        text=["héllo", None],
-        to=pa.array([1, 0], pa.int32()),
-        headers=[[{"key": "tag", "value": b"a"}, {"key": "tag", "value": b"b"}], None],
-        deliveryCount=pa.array([3, None], pa.int16()),
-    )
-    sink = KafkaTopicSink(
-        output, {"bootstrap.servers": embedded_broker.bootstrap_servers}, app_id=output,
-        key_column="id", value_column="text", partition_column="to",
-    )
-    assert sink.apply(rows, 0).rows_written == 2
-    sink.close()
-    records = {m.value(): m for m in read_topic(embedded_broker.bootstrap_servers, output)}
-    first, second = records["héllo".encode()], records[None]
-    assert (first.key(), first.partition()) == (b"41", 1)
-    assert (second.key(), second.partition()) == (None, 0)
-    assert first.headers() == [("tag", b"a"), ("tag", b"b"), ("kse.source", b"in:0:7:3")]
-    assert second.headers() == [("kse.source", b"in:0:8:")]

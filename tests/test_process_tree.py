@@ -6,12 +6,13 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from helpers.processes import wait_until
 
 from kafka_share_eos.proving_ground.launchers.process_tree import launch
+from kafka_share_eos.proving_ground.launchers.processes import alive
 
 # The child starts a sleeper from a thread that ends at once, says the sleeper's pid once the
 # kernel has ended the thread, and waits to be killed.
@@ -34,31 +35,17 @@ time.sleep(300)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
-
-
-def _wait_for(condition, what: str, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 def test_a_child_outlives_the_thread_that_started_it_and_dies_with_its_process() -> None:
     parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
     try:
         assert parent.stdout is not None
         sleeper = int(parent.stdout.readline())
         # The starting thread has ended: under a plain Popen the sleeper would be dead by now.
-        assert _alive(sleeper), "the sleeper died with the thread that started it"
+        assert alive(sleeper), "the sleeper died with the thread that started it"
         parent.send_signal(signal.SIGKILL)
         parent.wait()
-        _wait_for(lambda: not _alive(sleeper), "the sleeper outlived the process that started it")
+        wait_until(lambda: not alive(sleeper), 60, "the sleeper to die with the process that "
+                   "started it")
     finally:
         parent.kill()
         parent.wait()

@@ -1,17 +1,14 @@
-"""Executor-side slots and their planning, against a real embedded broker, without Spark.
+"""Executor-side slots, against a real embedded broker, without Spark.
 
 A slot's task polls, journals first-writer-wins and ACCEPTs, poll after poll until its share is
 filled; a task that finds its slot complete reads it, one that finds it unfinished carries it
 on; one that loses the race RELEASEs what it fetched; a consumer no slot used for the session
-timeout leaves the group. The planner plans without a consumer and ends a drain only
-on a batch whose every slot found nothing and for which every consumer still in the group polled.
+timeout leaves the group. Their planner is tested in ``test_source_slot_planner.py``.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,27 +17,20 @@ import pyarrow as pa
 import pytest
 from helpers import broker_holding, consume, count_at_least, share_consumer
 from helpers.batches import source_record_batch
-from typer.testing import CliRunner
+from helpers.slots import GROUP, TOPIC, options
 
 from kafka_share_eos import EmbeddedBroker
-from kafka_share_eos.cli.main import app
 from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.leases import EXECUTOR, LEASES_DIR
-from kafka_share_eos.source.metrics import BatchMetrics
-from kafka_share_eos.source.options import AckPolicy, SourceOptionError, SourceOptions
-from kafka_share_eos.source.slot_planner import SlotPlanner
+from kafka_share_eos.source.leases import LEASES_DIR
+from kafka_share_eos.source.options import AckPolicy, SourceOptionError
 from kafka_share_eos.source.slots import (
     SlotConsumer,
     SlotPartition,
     close_consumers,
     read_slot,
 )
-from kafka_share_eos.source.status import journal_status
 
 pytestmark = pytest.mark.timeout(120)
-
-TOPIC = "jobs"
-GROUP = "jobs-eos"
 
 
 @pytest.fixture
@@ -49,14 +39,6 @@ def broker() -> Iterator[EmbeddedBroker]:
         yield broker
         # The slot consumers this process cached leave before their broker goes.
         close_consumers()
-
-
-def options(bootstrap: str, journal: Path, **extra: str) -> SourceOptions:
-    return SourceOptions.parse({
-        "kafka.bootstrap.servers": bootstrap, "kafka.share.group.id": GROUP,
-        "subscribe": TOPIC, "journalPath": str(journal), "consumers": "2",
-        "pollTimeoutMs": "3000", **extra,
-    })
 
 
 def offsets(table: pa.Table) -> list[tuple[int, int]]:
@@ -181,53 +163,6 @@ def test_an_attempt_that_loses_the_race_releases_its_records(
     assert len({(d.partition, d.offset) for d in again}) == 40
 
 
-def test_the_planner_needs_no_consumer_and_ends_a_drain_on_an_empty_batch(
-    tmp_path: Path,
-) -> None:
-    opts = options("localhost:1", tmp_path / "journal")
-    journal = Journal(opts.journal_path)
-    planner = SlotPlanner(opts, journal)
-    planner.drain()
-    assert planner.latest(0) == 1
-    write_report(tmp_path / "journal", 1, 0, records=3)
-    write_report(tmp_path / "journal", 1, 1, records=0)
-    assert planner.latest(1) == 2  # records came: the drain goes on
-    write_report(tmp_path / "journal", 2, 0, records=0)
-    assert planner.latest(2) == 3  # slot 1 did not report: it may have found records
-    write_report(tmp_path / "journal", 3, 0, records=0)
-    write_report(tmp_path / "journal", 3, 1, records=0)
-    # Every slot found nothing in a quick poll: the next batch's slots wait the idle time.
-    assert planner.latest(3) == 4
-    idle = {p.seq: p.idle_ms for p in planner.partitions(0, 4) if isinstance(p, SlotPartition)}
-    assert idle == {1: 0, 2: 0, 3: 0, 4: opts.available_now_idle_ms}
-    write_report(tmp_path / "journal", 4, 0, records=0)
-    write_report(tmp_path / "journal", 4, 1, records=0)
-    assert planner.latest(4) == 4  # every slot waited and found nothing: the drain ends
-    status = journal_status(str(tmp_path / "journal"))
-    assert [m.seq for m in status.batches] == [1, 2, 3, 4]
-    assert status.consumers == [{"slot": 0, "records": 3}, {"slot": 1, "records": 0}]
-    env = {"COLUMNS": "200", "NO_COLOR": "1"}
-    shown = CliRunner().invoke(app, ["status", "--journal", opts.journal_path, "--json"], env=env)
-    assert json.loads(shown.stdout)["consumers"] == status.consumers
-    table = CliRunner().invoke(app, ["status", "--journal", opts.journal_path], env=env)
-    assert "records per consumer" in table.output
-
-
-def write_report(
-    journal: Path, seq: int, slot: int, records: int, member: str = "m"
-) -> None:
-    directory = journal / "_metrics" / "slots"
-    directory.mkdir(parents=True, exist_ok=True)
-    report = BatchMetrics(
-        seq=seq, first_seq=seq, records=records, redelivered=0, acknowledged=records,
-        ack_failures=0, ack_failed_partitions=0, lock_held_ms=5.0, lock_budget_used=0.0,
-        ack_policy="afterJournal", planned_at="2026-01-01T00:00:00+00:00",
-        settled_at="2026-01-01T00:00:01+00:00",
-        consumers=[{"slot": slot, "records": records, "member": member}],
-    )
-    (directory / f"{seq:020d}-{slot:04d}.json").write_text(report.to_json())
-
-
 def test_a_consumer_no_slot_used_for_the_session_timeout_leaves_the_group(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
@@ -245,29 +180,3 @@ def test_a_consumer_no_slot_used_for_the_session_timeout_leaves_the_group(
     with share_consumer(broker.bootstrap_servers, GROUP, [TOPIC]) as other:
         rest = consume(other, until=count_at_least(40 - polled.num_rows), timeout=30)
     assert len({(d.partition, d.offset) for d in rest}) == 40 - polled.num_rows
-
-
-def test_a_drain_ends_once_every_consumer_in_the_group_found_nothing(tmp_path: Path) -> None:
-    opts = options("localhost:1", tmp_path / "journal")
-    planner = SlotPlanner(opts, Journal(opts.journal_path))
-    planner.drain()
-    assert planner.latest(0) == 1
-    # Three live members (this process) take turns at two slots.
-    for member in ("a", "b", "c"):
-        (tmp_path / "journal" / LEASES_DIR / f"{member}.json").write_text(json.dumps(
-            {"run": planner.run, "until": time.time() + 60, "kind": EXECUTOR,
-             "host": socket.gethostname(), "pid": os.getpid()}
-        ))
-    write_report(tmp_path / "journal", 1, 0, records=5, member="a")
-    write_report(tmp_path / "journal", 1, 1, records=5, member="c")
-    assert planner.latest(1) == 2
-    write_report(tmp_path / "journal", 2, 0, records=0, member="a")
-    write_report(tmp_path / "journal", 2, 1, records=0, member="b")
-    assert planner.latest(2) == 3  # the next batch listens
-    write_report(tmp_path / "journal", 3, 0, records=0, member="a")
-    write_report(tmp_path / "journal", 3, 1, records=0, member="b")
-    # Every slot found nothing, but "c" found records last time and may hold more partitions.
-    assert planner.latest(3) == 4
-    write_report(tmp_path / "journal", 4, 0, records=0, member="c")
-    write_report(tmp_path / "journal", 4, 1, records=0, member="b")
-    assert planner.latest(4) == 4

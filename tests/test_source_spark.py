@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from confluent_kafka import AcknowledgeType, Producer
 from helpers import consume, count_at_least, produce, share_consumer
-from helpers.streaming import run_available_now, share_stream
+from helpers.source_streams import stream
+from helpers.streaming import run_available_now
 
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.source.journal import Journal
@@ -27,10 +28,6 @@ RECORD_LOCK_MS = 8000
 # that count deliveries exactly hold their records under this lock, so that only the source
 # itself could deliver a record twice.
 NO_EXPIRY_LOCK_MS = 600_000
-
-
-def stream(spark: SparkSession, topic: ShareTopic, journal: Path, **extra: str) -> DataFrame:
-    return share_stream(spark, topic, journal, **{"availableNowIdleMs": "2000", **extra})
 
 
 class Collector:
@@ -100,36 +97,6 @@ def test_every_record_arrives_once_with_its_columns(
     assert all(len(batch) <= 100 for batch in sink.batches.values())
     # Every batch was committed, so the last planning purged every segment.
     assert Journal(str(tmp_path / "journal")).sequences() == []
-
-
-def test_headers_column_only_when_asked(
-    spark: SparkSession, share_topic: ShareTopic, tmp_path: Path
-) -> None:
-    df = stream(spark, share_topic, tmp_path / "journal")
-    assert "headers" not in df.columns
-    assert df.columns[-1] == "deliveryCount"
-
-
-@pytest.mark.parametrize(
-    ("extra", "named"),
-    [
-        ({"startingOffsets": "earliest"}, "startingOffsets"),
-        ({"kafka.group.id": "g"}, "kafka.share.group.id"),
-        ({"maxRecordsPerTrigger": "many"}, "maxRecordsPerTrigger"),
-        ({"acknowledge": "sometimes"}, "acknowledge"),
-    ],
-)
-def test_bad_options_fail_at_load_naming_the_option(
-    spark: SparkSession, share_topic: ShareTopic, tmp_path: Path, extra: dict[str, str],
-    named: str,
-) -> None:
-    with pytest.raises(Exception, match=named):
-        stream(spark, share_topic, tmp_path / "journal", **extra)
-
-
-def test_missing_journal_path_fails_at_load(spark: SparkSession, share_topic: ShareTopic) -> None:
-    with pytest.raises(Exception, match="journalPath"):
-        share_stream(spark, share_topic, None)
 
 
 def summary(rows: list[Row]) -> list[tuple[Any, ...]]:

@@ -1,5 +1,5 @@
-"""The upsert sink under Spark: ``foreachBatch`` calls on static and streaming DataFrames, on the
-driver path and on the per-partition executor path."""
+"""The upsert sink under Spark: ``foreachBatch`` calls on static and streaming DataFrames on the
+driver path (the per-partition executor path is in ``test_strategies_executors.py``)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import sqlalchemy as sa
 from deltalake import DeltaTable
-from helpers.batches import source_rows
 from helpers.delta import read_delta
 from helpers.streaming import run_available_now
+from helpers.upsert_rows import records, sql_identities
 
 from kafka_share_eos.sinks.delta_upsert import DEFAULT_APP_ID_PREFIX
 from kafka_share_eos.strategies import IdempotentUpsertSink
@@ -28,33 +27,10 @@ pytestmark = [pytest.mark.spark, pytest.mark.older_pyspark, pytest.mark.timeout(
 SCHEMA_DDL = "topic string, partition int, offset long, value binary, deliveryCount int"
 
 
-def records(offsets: list[tuple[int, int]], delivery: int = 1) -> pa.Table:
-    """Source-shaped rows for (partition, offset) pairs."""
-    return source_rows(
-        topic="t",
-        partition=[p for p, _ in offsets],
-        offset=[o for _, o in offsets],
-        value=[f"{p}:{o}".encode() for p, o in offsets],
-        deliveryCount=delivery,
-    )
-
-
 def drop_file(path: Path, table: pa.Table, order: int) -> None:
     """Write a parquet file the file source will pick up as the ``order``-th (by mtime)."""
     pq.write_table(table, path)
     os.utime(path, (1_700_000_000 + order, 1_700_000_000 + order))
-
-
-def sql_identities(url: str) -> list[tuple[str, int, int, bytes]]:
-    engine = sa.create_engine(url)
-    table = sa.Table("events", sa.MetaData(), autoload_with=engine)
-    with engine.connect() as conn:
-        rows = conn.execute(
-            sa.select(table.c.topic, table.c.partition, table.c.offset, table.c.value)
-        )
-        result = sorted(tuple(r) for r in rows)
-    engine.dispose()
-    return result
 
 
 def test_static_dataframe_on_the_driver(spark: SparkSession, tmp_path: Path) -> None:
@@ -71,33 +47,6 @@ def test_static_dataframe_on_the_driver(spark: SparkSession, tmp_path: Path) -> 
         {("t", p, o, f"{p}:{o}".encode()) for p, o in [(0, o) for o in range(6)] + [(1, 0)]}
     )
     assert sql_identities(url) == expected
-    sink.close()
-
-
-@pytest.mark.older_pyspark(full=True)
-@pytest.mark.postgres
-def test_large_batches_go_through_the_executors(spark: SparkSession, postgres_url: str) -> None:
-    sink = IdempotentUpsertSink.sql(
-        postgres_url, "events", create_table=True, executor_threshold=50, bulk_threshold=20
-    )
-    pairs = [(p, o) for p in range(3) for o in range(40)]
-    # 120 records, 30 of them delivered twice in the same batch.
-    df = spark.createDataFrame(records(pairs + pairs[::4], delivery=1)).repartition(4)
-
-    report = sink(df, 0)
-    assert report.write_path == "executors"
-    assert (report.rows_in, report.duplicates_in_batch, report.rows_written) == (150, 30, 120)
-    small = spark.createDataFrame(records([*pairs[:10], (5, 0)]))
-    report = sink(small, 1)
-    assert (report.write_path, report.already_applied, report.rows_written) == ("rows", 10, 1)
-    # After a small batch the next one is not counted (a Spark job): the driver writes it.
-    report = sink(df, 0)
-    assert (report.write_path, report.already_applied, report.rows_written) == ("copy", 120, 0)
-    # After a large one it is, and a large batch goes through the executors again.
-    report = sink(df, 2)
-    assert (report.write_path, report.already_applied, report.rows_written) == ("executors", 120, 0)
-    expected = sorted({("t", p, o, f"{p}:{o}".encode()) for p, o in [*pairs, (5, 0)]})
-    assert sql_identities(postgres_url) == expected
     sink.close()
 
 

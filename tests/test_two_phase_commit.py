@@ -25,9 +25,7 @@ from sqlalchemy import create_engine, text
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
 from kafka_share_eos.twophase import Token, Transaction, TwoPhaseCommitError
 from kafka_share_eos.twophase.delta import DeltaParticipant
-from kafka_share_eos.twophase.outbox import OutboxParticipant
 from kafka_share_eos.twophase.postgres import PostgresParticipant
-from kafka_share_eos.twophase.postgres_log import PostgresDecisionLog
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
 
@@ -71,37 +69,6 @@ def test_balances_exact_under_redeliveries_replays_and_in_batch_duplicates(
     assert all(r.write_path == "two-phase-commit" for r in reports)
     assert coordinator.totals.rows_written == records.num_rows
     assert prepared_gids(postgres_url) == []
-
-
-def test_business_key_outbox_and_postgres_decision_log(postgres_url: str) -> None:
-    """Dedup on a business key; one outbox message per event, decisions kept in Postgres."""
-    create_accounts(postgres_url)
-    events = pa.table(
-        {
-            "event_id": ["e1", "e2", "e3", "e2", "e4"],
-            "account": pa.array([1, 2, 1, 2, 3], pa.int32()),
-            "amount": pa.array([10, 20, 30, 20, 40], pa.int64()),
-        }
-    )
-    coordinator = TwoPhaseCommitCoordinator(
-        log=PostgresDecisionLog(postgres_url),
-        participants=[
-            PostgresParticipant(postgres_url, INCREMENT, name="balances"),
-            OutboxParticipant(postgres_url, ["event_id", "account", "amount"]),
-        ],
-        app_id="events",
-        key_columns=["event_id"],
-    )
-    coordinator.apply(events.slice(0, 3), 0)
-    coordinator.apply(events, 1)
-
-    assert balances(postgres_url) == {0: 0, 1: 40, 2: 20, 3: 40, 4: 0, 5: 0, 6: 0}
-    engine = create_engine(postgres_url)
-    with engine.connect() as conn:
-        sent = conn.execute(text("SELECT payload->>'event_id' FROM kse_outbox")).scalars()
-        assert sorted(sent) == ["e1", "e2", "e3", "e4"]
-        assert conn.execute(text("SELECT count(*) FROM kse_2pc_decisions")).scalar_one() == 0
-    engine.dispose()
 
 
 def test_function_effect_sees_only_new_rows(postgres_url: str, tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from helpers import accounts
 from helpers.pauses import Background
 from helpers.streaming import run_available_now, share_stream
 
+from kafka_share_eos.proving_ground.console import CrashOnce
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
 from kafka_share_eos.twophase.delta import DeltaParticipant
@@ -32,18 +33,9 @@ pytestmark = [
 ]
 
 
-class FailOnceAfter:
-    """Runs the coordinator, then fails batch ``batch`` once: its effects are already committed."""
-
-    def __init__(self, coordinator: TwoPhaseCommitCoordinator, batch: int | None) -> None:
-        self.coordinator = coordinator
-        self.batch = batch
-
-    def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
-        self.coordinator(batch_df, batch_id)
-        if batch_id == self.batch:
-            self.batch = None
-            raise RuntimeError(f"driver lost after committing batch {batch_id}")
+def driver_lost(batch_id: int) -> RuntimeError:
+    """The failure of a driver lost right after batch ``batch_id`` committed its effects."""
+    return RuntimeError(f"driver lost after committing batch {batch_id}")
 
 
 def produce_payments(topic: ShareTopic, count: int) -> pa.Table:
@@ -94,7 +86,7 @@ def test_spark_stream_applies_each_payment_once_across_a_failed_run(
         run_available_now(
             payments_stream(spark, share_topic, tmp_path / "journal"),
             tmp_path / "checkpoint",
-            FailOnceAfter(coordinator, fail_after),
+            CrashOnce(coordinator, fail_after, driver_lost),
         )
         return coordinator
 

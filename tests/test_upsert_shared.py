@@ -113,14 +113,3 @@ def test_postgres_upsert_held_past_a_handoff_writes_each_key_once(
 
 def test_sqlite_upsert_held_past_a_handoff_writes_each_key_once(tmp_path: Path) -> None:
     sql_upserts_held_past_a_handoff("sqlite", f"sqlite:///{tmp_path / 'effects.db'}", tmp_path)
-
-
-def test_a_sqlite_url_timeout_is_kept() -> None:
-    from kafka_share_eos.sinks.sql_engine import SQLITE_BUSY_TIMEOUT_S, create_sql_engine
-
-    cases = [("sqlite://", SQLITE_BUSY_TIMEOUT_S * 1000), ("sqlite://?timeout=2", 2000)]
-    for url, busy_ms in cases:
-        engine = create_sql_engine(url)
-        with engine.connect() as conn:
-            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == busy_ms
-        engine.dispose()

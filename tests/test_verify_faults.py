@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kafka_share_eos import faults
+from kafka_share_eos.proving_ground.launchers.processes import alive
 
 CHILD = """
 import os, subprocess, sys
@@ -49,11 +50,7 @@ def _gone(pid: int, within: float = 10.0) -> bool:
     """Whether ``pid`` exited (reaped, or a zombie waiting for its new parent)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return True
-        if state == "Z":
+        if not alive(pid):
             return True
         time.sleep(0.05)
     return False

@@ -26,11 +26,11 @@ from kafka_share_eos.proving_ground.verify.defaults import (
     RUNS,
     SEED,
 )
+from kafka_share_eos.proving_ground.verify.known_targets import SAFE_TARGETS, TARGETS
 from kafka_share_eos.proving_ground.verify.matrix import MatrixResult, run_matrix
 from kafka_share_eos.proving_ground.verify.matrix_options import MatrixOptions
 from kafka_share_eos.proving_ground.verify.outages import OUTAGES
 from kafka_share_eos.proving_ground.verify.points import DESCRIPTIONS, RANDOM_KILL
-from kafka_share_eos.proving_ground.verify.registry import SAFE_TARGETS, TARGETS
 from kafka_share_eos.proving_ground.verify.spec import Mix, RunResult
 
 

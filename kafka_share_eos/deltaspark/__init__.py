@@ -7,6 +7,6 @@ once, so later sessions start from Spark's package cache.
 
 from __future__ import annotations
 
-from kafka_share_eos.deltaspark.session import delta_spark_package, with_delta_spark
+from kafka_share_eos.deltaspark.spark_session import delta_spark_package, with_delta_spark
 
 __all__ = ["delta_spark_package", "with_delta_spark"]

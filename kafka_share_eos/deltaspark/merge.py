@@ -1,7 +1,7 @@
 """Idempotent upserts into a Delta table with delta-spark: one MERGE per batch, on the executors.
 
 The batch never reaches the driver: it is deduplicated on its keys (the highest version of a
-key kept), persisted and counted in one Spark job (:mod:`~kafka_share_eos.deltaspark.source`),
+key kept), persisted and counted in one Spark job (:mod:`~kafka_share_eos.deltaspark.merge_source`),
 and merged into the table by delta-spark, which runs the join and writes the files in Spark
 tasks; the join skips the table's files whose keys lie outside the batch's key ranges. The
 MERGE carries the Delta application transaction ``(app_id, batch_id)``
@@ -32,7 +32,7 @@ from kafka_share_eos import faults
 from kafka_share_eos._extras import DELTA_SPARK
 from kafka_share_eos._libs import spark_sql
 from kafka_share_eos.delta.transactions import check_batch_order, committed_version
-from kafka_share_eos.deltaspark.source import MergeSource, merge_source
+from kafka_share_eos.deltaspark.merge_source import MergeSource, merge_source
 from kafka_share_eos.errors import BatchIdReusedError, CommitConflictError, SinkConfigurationError
 from kafka_share_eos.sinks.delta_upsert import DeltaMergeWriter
 from kafka_share_eos.sinks.outcome import UpsertOutcome

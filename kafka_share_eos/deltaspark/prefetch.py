@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kafka_share_eos.deltaspark.session import delta_spark_package, with_delta_spark
+from kafka_share_eos.deltaspark.spark_session import delta_spark_package, with_delta_spark
 
 TIMEOUT_S = 600.0
 _TAIL_LINES = 40

@@ -31,6 +31,7 @@ from rich.table import Table
 from kafka_share_eos._libs import deltalake, sa, spark_functions, spark_sql
 from kafka_share_eos.proving_ground.broker import EmbeddedBroker
 from kafka_share_eos.proving_ground.console import CrashOnce, RunConsole
+from kafka_share_eos.proving_ground.streams import share_stream, source_options
 
 if TYPE_CHECKING:
     from kafka_share_eos.strategies import IdempotentUpsertSink
@@ -126,16 +127,11 @@ def _run_query(
     import kafka_share_eos
 
     kafka_share_eos.register(spark)
-    stream = (
-        spark.readStream.format("kafka-share")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("kafka.share.group.id", "orders-demo")
-        .option("subscribe", _TOPIC)
-        .option("journalPath", str(work / "journal"))
-        .option("maxRecordsPerTrigger", str(per_trigger))
-        .option("availableNowIdleMs", str(_RECORD_LOCK_MS + 2000))
-        .load()
-    )
+    stream = share_stream(spark, source_options(
+        bootstrap, "orders-demo", _TOPIC, work / "journal",
+        maxRecordsPerTrigger=str(per_trigger),
+        availableNowIdleMs=str(_RECORD_LOCK_MS + 2000),
+    ))
     console.drain(
         lambda: stream.writeStream.foreachBatch(pipeline)
         .trigger(availableNow=True)

@@ -34,7 +34,6 @@ from kafka_share_eos.errors import (
     ValueNotStorableError,
 )
 from kafka_share_eos.sinks.columns import require_columns
-from kafka_share_eos.sinks.errors import error_chain
 from kafka_share_eos.sinks.kafka_progress import (
     DEFAULT_PROGRESS_TOPIC,
     IDENTITY,
@@ -43,6 +42,7 @@ from kafka_share_eos.sinks.kafka_progress import (
     batch_offsets,
     identities,
 )
+from kafka_share_eos.sinks.sql_refusals import error_chain
 
 SOURCE_HEADER = "kse.source"
 """The header naming an output record's source record, ``topic:partition:offset:delivery count``

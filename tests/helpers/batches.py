@@ -48,3 +48,12 @@ def _array(name: str, value: object, count: int) -> pa.Array:
     rows = value if _is_column(value) else [value] * count
     source_type = JOURNAL_SCHEMA.field(name).type if name in JOURNAL_SCHEMA.names else None
     return pa.array(rows, source_type)
+
+
+def events(partition_offsets: list[tuple[int, int]], tag: str = "v") -> pa.Table:
+    return source_rows(
+        topic="t",
+        partition=[p for p, _ in partition_offsets],
+        offset=[o for _, o in partition_offsets],
+        value=pa.array([f"{tag}{p}/{o}" for p, o in partition_offsets], pa.string()),
+    )

@@ -13,6 +13,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+from kafka_share_eos.proving_ground.launchers.processes import (
+    live_processes,
+    processes_mentioning,
+)
+
 T = TypeVar("T")
 
 
@@ -27,36 +32,9 @@ def wait_until(condition: Callable[[], T], timeout: float, what: str) -> T:
     return value
 
 
-def processes_mentioning(text: str) -> list[int]:
-    """Pids of the processes whose command line contains ``text``."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
-        except OSError:
-            continue  # exited meanwhile
-        if text in cmdline.decode(errors="replace"):
-            found.append(int(proc.name))
-    return found
-
-
 def group_members(pgid: int) -> dict[int, str]:
     """The processes of process group ``pgid`` that have not exited: pid to command name."""
-    members = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            stat = (proc / "stat").read_text()
-        except OSError:
-            continue  # exited meanwhile
-        # The command name may hold spaces and parentheses: the fields after its ")" do not.
-        name, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat.rsplit(")", 1)[1].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members[int(proc.name)] = name
-    return members
+    return {process.pid: process.info["name"] for process in live_processes(group=pgid)}
 
 
 def port_open(address: str) -> bool:

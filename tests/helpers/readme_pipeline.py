@@ -24,6 +24,7 @@ from kafka_share_eos.proving_ground.launchers.spark import (
     local_spark_session,
     standalone_spark_session,
 )
+from kafka_share_eos.proving_ground.streams import share_stream, source_options
 
 LOCK_MS = 4000
 SESSION_TIMEOUT_MS = 3000
@@ -38,20 +39,15 @@ def main(bootstrap: str, topic: str, group: str, postgres_url: str, workdir: str
                 else {HOLD_AT_ENV: hold_point, HOLD_GATE_ENV: str(Path(workdir, "gate"))})
         spark = standalone_spark_session(master, "readme-pipeline", cores=4, executor_env=hold)
     kafka_share_eos.register(spark)
-    orders = (
-        spark.readStream.format("kafka-share")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("kafka.share.group.id", group)
-        .option("subscribe", topic)
-        .option("journalPath", str(Path(workdir, "journal")))
-        .option("consumers", "4")
-        .option("acknowledge", "afterJournal")
-        .option("lockDurationMs", str(LOCK_MS))
-        .option("sessionTimeoutMs", str(SESSION_TIMEOUT_MS))
-        .option("maxRecordsPerTrigger", "200")
-        .option("availableNowIdleMs", "3000")
-        .load()
-    )
+    orders = share_stream(spark, source_options(
+        bootstrap, group, topic, Path(workdir, "journal"),
+        consumers="4",
+        acknowledge="afterJournal",
+        lockDurationMs=str(LOCK_MS),
+        sessionTimeoutMs=str(SESSION_TIMEOUT_MS),
+        maxRecordsPerTrigger="200",
+        availableNowIdleMs="3000",
+    ))
     sink = IdempotentUpsertSink.sql(postgres_url, "orders", create_table=True)
     (
         orders.writeStream.foreachBatch(sink)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import kafka_share_eos
+from kafka_share_eos.proving_ground import streams
 from kafka_share_eos.proving_ground.launchers.spark import wait_for_source_runners
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 
@@ -47,17 +48,9 @@ def share_stream(
     """The kafka-share source on ``topic``'s share group; ``journal=None`` leaves out
     ``journalPath`` so that its absence can be tested."""
     _register_once(spark)
-    reader = (
-        spark.readStream.format("kafka-share")
-        .option("kafka.bootstrap.servers", topic.bootstrap_servers)
-        .option("kafka.share.group.id", topic.group_id)
-        .option("subscribe", topic.topic)
-    )
-    if journal is not None:
-        reader = reader.option("journalPath", str(journal))
-    for name, value in options.items():
-        reader = reader.option(name, value)
-    return reader.load()
+    return streams.share_stream(spark, streams.source_options(
+        topic.bootstrap_servers, topic.group_id, topic.topic, journal, **options
+    ))
 
 
 def run_available_now(

@@ -60,7 +60,6 @@ from kafka_share_eos.proving_ground.bench.streams import (
     batches_with_data,
     produce,
     rows_read,
-    source_options,
     start_query,
     stream_window,
 )
@@ -68,6 +67,7 @@ from kafka_share_eos.proving_ground.launchers.spark import (
     local_spark_session,
     wait_for_source_runners,
 )
+from kafka_share_eos.proving_ground.streams import source_options
 from kafka_share_eos.source import register
 from kafka_share_eos.source.leases import LEASES_DIR
 from kafka_share_eos.source.status import journal_status

@@ -1,4 +1,4 @@
-"""CPU time of the Spark driver's side of a local application, read from ``/proc`` (Linux).
+"""CPU time of the Spark driver's side of a local application.
 
 *Driver CPU* is the user and system CPU of:
 
@@ -16,27 +16,11 @@ be counted.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import psutil
+
+from kafka_share_eos.proving_ground.launchers.processes import children_by_parent, command_line
 
 EXECUTOR_MAIN_CLASS = "CoarseGrainedExecutorBackend"
-
-_TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
-
-
-def _stat_fields(pid: int) -> list[str]:
-    # The command name may hold spaces and parentheses: the fields after its ")" do not.
-    return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1]).split()
-
-
-def _own_ticks(fields: list[str]) -> int:
-    # utime and stime are fields 14 and 15 of stat(5); the list starts at field 3.
-    return int(fields[11]) + int(fields[12])
-
-
-def _reaped_children_ticks(fields: list[str]) -> int:
-    # cutime and cstime: CPU of children that exited and were waited for.
-    return int(fields[13]) + int(fields[14])
 
 
 def process_seconds(pid: int) -> float:
@@ -46,28 +30,14 @@ def process_seconds(pid: int) -> float:
         ProcessLookupError: no process ``pid``.
     """
     try:
-        return _own_ticks(_stat_fields(pid)) / _TICKS_PER_SECOND
-    except FileNotFoundError as exc:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.NoSuchProcess as exc:
         raise ProcessLookupError(pid) from exc
-
-
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int(_stat_fields(int(entry.name))[1])
-            except (OSError, IndexError, ValueError):
-                continue  # exited meanwhile
-            tree.setdefault(parent, []).append(int(entry.name))
-    return tree
+    return times.user + times.system
 
 
 def _is_executor(pid: int) -> bool:
-    try:
-        return EXECUTOR_MAIN_CLASS in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
-    except OSError:
-        return False
+    return EXECUTOR_MAIN_CLASS in command_line(pid)
 
 
 def tree_seconds_without_executors(root: int) -> float:
@@ -77,19 +47,20 @@ def tree_seconds_without_executors(root: int) -> float:
     Raises:
         ProcessLookupError: no process ``root``.
     """
-    tree = _children()
-    ticks, stack = 0, [root]
+    tree = children_by_parent()
+    seconds, stack = 0.0, [root]
     while stack:
         pid = stack.pop()
         try:
-            fields = _stat_fields(pid)
-        except OSError:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.NoSuchProcess:
             if pid == root:
                 raise ProcessLookupError(root) from None
             continue  # exited since the listing: its time is in its parent's reaped children
-        ticks += _own_ticks(fields) + _reaped_children_ticks(fields)
+        # children_*: CPU of children that exited and were waited for.
+        seconds += times.user + times.system + times.children_user + times.children_system
         stack.extend(child for child in tree.get(pid, ()) if not _is_executor(child))
-    return ticks / _TICKS_PER_SECOND
+    return seconds
 
 
 def driver_seconds(driver_python: int, driver_jvm: int) -> float:

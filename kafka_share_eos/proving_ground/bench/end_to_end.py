@@ -33,9 +33,9 @@ from kafka_share_eos.proving_ground.bench.streams import (
     batches_with_data,
     produce,
     running_rate,
-    source_options,
     stream_window,
 )
+from kafka_share_eos.proving_ground.streams import share_stream, source_options
 
 TOPIC = "bench-pipelines"
 MEMORY_TOPIC = "bench-memory"
@@ -48,11 +48,11 @@ DRAIN_IDLE_MS = 60_000
 
 
 def _start(spark: Any, options: dict[str, str], checkpoint: Path, write: ForeachBatch) -> Any:
-    reader = spark.readStream.format("kafka-share")
-    for name, value in options.items():
-        reader = reader.option(name, value)
+    # Untyped: Spark's foreachBatch takes a function returning None, and a strategy returns its
+    # batch report.
+    stream: Any = share_stream(spark, options)
     return (
-        reader.load().writeStream.foreachBatch(write).trigger(availableNow=True)
+        stream.writeStream.foreachBatch(write).trigger(availableNow=True)
         .option("checkpointLocation", str(checkpoint))
         .start()
     )

@@ -1,4 +1,4 @@
-"""Resident memory of a streaming query's processes, sampled after each micro-batch (Linux).
+"""Resident memory of a streaming query's processes, sampled after each micro-batch.
 
 The *runner* is the Python process Spark starts for the ``kafka-share`` source (it plans
 batches and holds the share consumer); the *driver* is the Spark driver JVM plus the Python
@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
+
+import psutil
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -23,14 +24,11 @@ MIB = 2**20
 
 
 def resident_bytes(pid: int) -> int:
-    """The resident set size of process ``pid`` (``VmRSS``), 0 once it has exited."""
+    """The resident set size of process ``pid``, 0 once it has exited."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+        return psutil.Process(pid).memory_info().rss
+    except psutil.NoSuchProcess:
+        return 0
 
 
 @dataclass

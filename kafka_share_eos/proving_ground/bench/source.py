@@ -43,7 +43,6 @@ from kafka_share_eos.proving_ground.bench.streams import (
     batches_with_data,
     produce,
     rows_read,
-    source_options,
     start_query,
     stream_window,
 )
@@ -52,6 +51,7 @@ from kafka_share_eos.proving_ground.launchers.spark import (
     local_spark_session,
     wait_for_source_runners,
 )
+from kafka_share_eos.proving_ground.streams import source_options
 from kafka_share_eos.source import SourceOptions, register
 from kafka_share_eos.source.batch_planner import BatchPlanner
 from kafka_share_eos.source.journal import Journal

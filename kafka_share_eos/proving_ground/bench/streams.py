@@ -7,6 +7,8 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from kafka_share_eos.proving_ground.streams import share_stream
+
 
 def produce(bootstrap: str, topic: str, records: int, partitions: int, value_bytes: int) -> None:
     """Produce ``records`` records of ``value_bytes`` bytes round-robin over the partitions.
@@ -32,26 +34,10 @@ def produce(bootstrap: str, topic: str, records: int, partitions: int, value_byt
         raise RuntimeError("the benchmark records were not all produced within 60 s")
 
 
-def source_options(
-    bootstrap: str, group: str, topic: str, journal: Path, **extra: str
-) -> dict[str, str]:
-    """The ``kafka-share`` options of a benchmark query (``extra`` as given)."""
-    return {
-        "kafka.bootstrap.servers": bootstrap,
-        "kafka.share.group.id": group,
-        "subscribe": topic,
-        "journalPath": str(journal),
-        **extra,
-    }
-
-
 def start_query(spark: Any, options: dict[str, str], checkpoint: Path) -> Any:
     """Start an ``availableNow`` query of the ``kafka-share`` source into the ``noop`` sink."""
-    reader = spark.readStream.format("kafka-share")
-    for name, value in options.items():
-        reader = reader.option(name, value)
     return (
-        reader.load().writeStream.format("noop").trigger(availableNow=True)
+        share_stream(spark, options).writeStream.format("noop").trigger(availableNow=True)
         .option("checkpointLocation", str(checkpoint))
         .start()
     )

@@ -8,6 +8,6 @@ and sends Spark's, the JVM's and librdkafka's logs to a file named at the end;
 
 from kafka_share_eos.proving_ground.console.cause import failure_cause
 from kafka_share_eos.proving_ground.console.crash import CrashOnce, SimulatedCrash
-from kafka_share_eos.proving_ground.console.run import RunConsole
+from kafka_share_eos.proving_ground.console.terminal import RunConsole
 
 __all__ = ["CrashOnce", "RunConsole", "SimulatedCrash", "failure_cause"]

@@ -32,19 +32,27 @@ class SimulatedCrash(RuntimeError):
 
 
 class CrashOnce:
-    """A ``foreachBatch`` function: ``pipeline``, then :class:`SimulatedCrash` once, after
-    batch ``batch_id`` (None: never).
+    """A ``foreachBatch`` function: ``pipeline``, then a failure once, after batch ``batch_id``
+    (None: never). The failure is ``failure(batch_id)``: a :class:`SimulatedCrash` unless given,
+    the failure ``RunConsole.drain`` restarts the query after.
 
     Raises:
-        SimulatedCrash: the first time batch ``batch_id`` has gone through ``pipeline``.
+        Exception: ``failure(batch_id)``, the first time batch ``batch_id`` has gone through
+            ``pipeline``.
     """
 
-    def __init__(self, pipeline: Callable[[DataFrame, int], object], batch_id: int | None) -> None:
+    def __init__(
+        self,
+        pipeline: Callable[[DataFrame, int], object],
+        batch_id: int | None,
+        failure: Callable[[int], Exception] = SimulatedCrash,
+    ) -> None:
         self.pipeline = pipeline
         self.batch_id = batch_id
+        self.failure = failure
 
     def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
         self.pipeline(batch_df, batch_id)
         if batch_id == self.batch_id:
             self.batch_id = None
-            raise SimulatedCrash(batch_id)
+            raise self.failure(batch_id)

@@ -15,6 +15,7 @@ import kafka_share_eos
 from kafka_share_eos.proving_ground.broker import EmbeddedBroker
 from kafka_share_eos.proving_ground.launchers.jvm import WARM_UP_TIMEOUT_S
 from kafka_share_eos.proving_ground.launchers.spark import spark_session
+from kafka_share_eos.proving_ground.streams import share_stream, source_options
 
 
 def warm_up(partial: Path) -> None:
@@ -26,14 +27,10 @@ def warm_up(partial: Path) -> None:
         for i in range(10):
             producer.produce("warm-up", key=b"%d" % i, value=b"{}")
         producer.flush(30)
+        options = source_options(broker.bootstrap_servers, "warm-up", "warm-up",
+                                 f"{work}/journal", availableNowIdleMs="500")
         query = (
-            spark.readStream.format("kafka-share")
-            .option("kafka.bootstrap.servers", broker.bootstrap_servers)
-            .option("kafka.share.group.id", "warm-up")
-            .option("subscribe", "warm-up")
-            .option("journalPath", f"{work}/journal")
-            .option("availableNowIdleMs", "500")
-            .load()
+            share_stream(spark, options)
             .writeStream.foreachBatch(lambda batch, _: batch.toArrow())
             .trigger(availableNow=True)
             .option("checkpointLocation", f"{work}/checkpoint")

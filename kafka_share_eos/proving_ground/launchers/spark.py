@@ -6,11 +6,11 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from kafka_share_eos._libs import spark_sql
 from kafka_share_eos.deltaspark import with_delta_spark
 from kafka_share_eos.proving_ground.launchers.jvm import java_options
+from kafka_share_eos.proving_ground.launchers.processes import processes_mentioning
 from kafka_share_eos.proving_ground.signals import deferred_signals
 
 
@@ -144,16 +144,5 @@ def wait_for_source_runners(spark: spark_sql.SparkSession, timeout_s: float = 60
 
 def source_runners(parent: int) -> list[int]:
     """Pids of the ``kafka-share`` source runners that process ``parent`` (a Spark driver JVM)
-    started and that are still alive (Linux ``/proc``)."""
-    runners = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            # The command name may hold spaces and parentheses: the fields after its ")" do not.
-            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            if ppid == parent and SOURCE_RUNNER_MODULE in (proc / "cmdline").read_text():
-                runners.append(int(proc.name))
-        except (OSError, IndexError, ValueError):
-            continue  # exited meanwhile
-    return runners
+    started and that are still alive."""
+    return processes_mentioning(SOURCE_RUNNER_MODULE, parent=parent)

@@ -36,6 +36,7 @@ from kafka_share_eos._libs import pyspark
 from kafka_share_eos.proving_ground.errors import SparkClusterError
 from kafka_share_eos.proving_ground.launchers.kafka_cluster import _free_ports
 from kafka_share_eos.proving_ground.launchers.process_tree import launch
+from kafka_share_eos.proving_ground.launchers.processes import descendants
 
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 10.0
@@ -217,31 +218,14 @@ class SparkCluster:
 
 
 def stopped_tree(root: int) -> list[int]:
-    """SIGSTOP ``root`` and all its descendants (Linux ``/proc``) until no new one appears;
+    """SIGSTOP ``root`` and all its descendants until no new one appears;
     their pids. Stopped, none can fork a child that a later kill would miss."""
     stopped: list[int] = []
     while True:
-        fresh = [pid for pid in _descendants(root) if pid not in stopped]
+        fresh = [pid for pid in descendants(root) if pid not in stopped]
         if not fresh:
             return stopped
         for pid in fresh:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGSTOP)
         stopped += fresh
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            # The command name may hold spaces and parentheses: the fields after its ")" do not.
-            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(int(proc.name))
-    found, queue = [root], [root]
-    while queue:
-        for child in children.get(queue.pop(), []):
-            found.append(child)
-            queue.append(child)
-    return found

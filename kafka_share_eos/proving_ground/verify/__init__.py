@@ -8,6 +8,7 @@ per record how many times its effect landed in the sinks. See docs/verify.md.
 
 from __future__ import annotations
 
+from kafka_share_eos.proving_ground.verify.known_targets import SAFE_TARGETS, TARGETS
 from kafka_share_eos.proving_ground.verify.matrix import CellResult, MatrixResult, run_matrix
 from kafka_share_eos.proving_ground.verify.matrix_options import MatrixOptions
 from kafka_share_eos.proving_ground.verify.points import (
@@ -16,7 +17,6 @@ from kafka_share_eos.proving_ground.verify.points import (
     RANDOM_KILL,
     points_of,
 )
-from kafka_share_eos.proving_ground.verify.registry import SAFE_TARGETS, TARGETS
 from kafka_share_eos.proving_ground.verify.score import Score
 from kafka_share_eos.proving_ground.verify.spec import Mix, RunResult, RunSpec
 

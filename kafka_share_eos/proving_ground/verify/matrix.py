@@ -18,6 +18,7 @@ from kafka_share_eos._libs import sa
 from kafka_share_eos.proving_ground.launchers.jvm import ensure_archive
 from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases, postgres_for_tests
 from kafka_share_eos.proving_ground.verify.broker_choice import verify_broker
+from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 from kafka_share_eos.proving_ground.verify.matrix_options import MatrixOptions
 from kafka_share_eos.proving_ground.verify.outages import (
     OUTAGES,
@@ -27,7 +28,6 @@ from kafka_share_eos.proving_ground.verify.outages import (
 )
 from kafka_share_eos.proving_ground.verify.points import RANDOM_KILL
 from kafka_share_eos.proving_ground.verify.process import accept_starts, stop_all, stopping
-from kafka_share_eos.proving_ground.verify.registry import TARGETS
 from kafka_share_eos.proving_ground.verify.results import ResultsFile, spec_key
 from kafka_share_eos.proving_ground.verify.run import RunEnvironment, execute
 from kafka_share_eos.proving_ground.verify.score import Score

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from kafka_share_eos import faults
+from kafka_share_eos.proving_ground.streams import share_stream, source_options
+from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 from kafka_share_eos.proving_ground.verify.records import effect_rows
-from kafka_share_eos.proving_ground.verify.registry import TARGETS
 from kafka_share_eos.proving_ground.verify.stall import ConsumerStall
 from kafka_share_eos.proving_ground.verify.targets import RunContext
 
@@ -155,22 +156,18 @@ def run(config: PipelineConfig, name: str) -> None:
                                     delta_spark=target.delta_spark)
     kafka_share_eos.register(spark)
     _wait_for_the_others(name)
-    reader = (
-        spark.readStream.format("kafka-share")
-        .option("kafka.bootstrap.servers", config.bootstrap_servers)
-        .option("kafka.share.group.id", config.group_id)
-        .option("subscribe", config.topic)
-        .option("journalPath", str(directory / "journal"))
-        .option("maxRecordsPerTrigger", str(config.max_records_per_trigger))
-        .option("availableNowIdleMs", str(config.idle_ms))
-        .option("acknowledge", config.acknowledge)
-        .option("consumers", str(config.consumers))
-        .option("lockDurationMs", str(config.lock_duration_ms))
-        .option("sessionTimeoutMs", str(config.session_timeout_ms))
-    )
-    if config.max_poll_records is not None:
-        reader = reader.option("kafka.max.poll.records", str(config.max_poll_records))
-    stream = reader.load()
+    poll_records = ({} if config.max_poll_records is None
+                    else {"kafka.max.poll.records": str(config.max_poll_records)})
+    stream = share_stream(spark, source_options(
+        config.bootstrap_servers, config.group_id, config.topic, directory / "journal",
+        maxRecordsPerTrigger=str(config.max_records_per_trigger),
+        availableNowIdleMs=str(config.idle_ms),
+        acknowledge=config.acknowledge,
+        consumers=str(config.consumers),
+        lockDurationMs=str(config.lock_duration_ms),
+        sessionTimeoutMs=str(config.session_timeout_ms),
+        **poll_records,
+    ))
     query = (
         stream.writeStream.foreachBatch(VerifyBatch(config, strategy, directory / PROGRESS_FILE))
         .trigger(availableNow=True)

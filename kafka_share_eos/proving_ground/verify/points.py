@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kafka_share_eos import faults
-from kafka_share_eos.proving_ground.verify.registry import TARGETS
+from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 
 RANDOM_KILL = "random-kill"
 """Pseudo crash point: SIGKILL the pipeline's process group from outside at a random moment."""

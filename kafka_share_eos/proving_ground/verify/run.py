@@ -31,12 +31,12 @@ from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases
 from kafka_share_eos.proving_ground.verify.broker_choice import VerifyBroker
 from kafka_share_eos.proving_ground.verify.disturb import SessionDropper
+from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 from kafka_share_eos.proving_ground.verify.outages import OUTAGES, Scene
 from kafka_share_eos.proving_ground.verify.outages.driver import FAULT_IDLE_MS, FaultDriver
 from kafka_share_eos.proving_ground.verify.outages.gaps import applied_times, stall_seconds
 from kafka_share_eos.proving_ground.verify.pipeline import PipelineConfig
 from kafka_share_eos.proving_ground.verify.records import plan_records, produce
-from kafka_share_eos.proving_ground.verify.registry import TARGETS
 from kafka_share_eos.proving_ground.verify.score import score
 from kafka_share_eos.proving_ground.verify.spec import RunResult, RunSpec
 from kafka_share_eos.proving_ground.verify.supervisor import Supervisor

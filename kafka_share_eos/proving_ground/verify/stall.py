@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 
 from kafka_share_eos.faults import gate_files
+from kafka_share_eos.proving_ground.launchers.processes import processes_mentioning
 
 # Processes that hold share consumers: the streaming source runner, and executor Python workers.
-_CONSUMER_PROCESSES = (b"python_streaming_source_runner", b"pyspark.daemon")
+_CONSUMER_PROCESSES = ("python_streaming_source_runner", "pyspark.daemon")
 
 
 class ConsumerStall:
@@ -56,22 +57,9 @@ class ConsumerStall:
 
 
 def consumer_processes(group: int) -> list[int]:
-    """Pids of the share-consumer processes in process group ``group`` (Linux ``/proc``)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            # The process group is the 5th field of stat, after the parenthesised command name.
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) != group:
-                continue
-            command = (entry / "cmdline").read_bytes()
-        except (OSError, IndexError, ValueError):
-            continue
-        if any(name in command for name in _CONSUMER_PROCESSES):
-            found.append(int(entry.name))
-    return found
+    """Pids of the share-consumer processes in process group ``group``, this one left out."""
+    return [pid for pid in processes_mentioning(*_CONSUMER_PROCESSES, group=group)
+            if pid != os.getpid()]
 
 
 def _signal_all(pids: list[int], signum: int) -> None:

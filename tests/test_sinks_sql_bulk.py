@@ -7,21 +7,11 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
-from helpers.batches import source_rows
+from helpers.batches import events
 
-from kafka_share_eos.sinks.key_ranges import MAX_RANGES, KeyRange, key_ranges, range_column
 from kafka_share_eos.strategies import IdempotentUpsertSink
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def events(partition_offsets: list[tuple[int, int]], tag: str = "v") -> pa.Table:
-    return source_rows(
-        topic="t",
-        partition=[p for p, _ in partition_offsets],
-        offset=[o for _, o in partition_offsets],
-        value=pa.array([f"{tag}{p}/{o}" for p, o in partition_offsets], pa.string()),
-    )
 
 
 def versioned(rows: list[tuple[int, int | None, str]]) -> pa.Table:
@@ -40,25 +30,6 @@ def read(engine: sa.Engine, table: str, order: str) -> list[tuple[object, ...]]:
     with engine.connect() as conn:
         rows = conn.execute(sa.select(target).order_by(*(target.c[c] for c in order.split(","))))
         return [tuple(row) for row in rows]
-
-
-def test_key_ranges_cover_runs_per_partition_and_refuse_scattered_keys() -> None:
-    keys = events([(0, 5), (1, 7), (0, 3), (0, 4), (1, 6), (0, 2000)]).select(
-        ["topic", "partition", "offset"]
-    )
-    assert range_column(keys.schema) == "offset"
-    assert key_ranges(keys, "offset") == [
-        KeyRange(("t", 0), 3, 5),
-        KeyRange(("t", 0), 2000, 2000),
-        KeyRange(("t", 1), 6, 7),
-    ]
-    # Ten keys a thousand apart: ranges would span far more values than there are keys.
-    scattered = pa.table({"id": pa.array(range(0, 10_000, 999), pa.int64())})
-    assert key_ranges(scattered, "id", max_gap=1000) is None
-    # One range per key beyond the limit.
-    many = pa.table({"id": pa.array(range(0, 2000 * (MAX_RANGES + 1), 2000), pa.int64())})
-    assert key_ranges(many, "id") is None
-    assert range_column(pa.schema([("id", pa.int64()), ("name", pa.string())])) is None
 
 
 def test_redelivered_rows_are_skipped_and_absent_ones_copied(postgres_url: str) -> None:

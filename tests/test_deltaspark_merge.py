@@ -8,27 +8,16 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
-from helpers.batches import source_rows
+from helpers.delta_spark_batches import batch, offsets
 
 from kafka_share_eos import AppIdConflictError, BatchIdReusedError, IdempotentUpsertSink
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.delta_spark, pytest.mark.spark, pytest.mark.timeout(300)]
-
-
-def batch(spark: SparkSession, offsets: list[int], version: int = 1) -> DataFrame:
-    return spark.createDataFrame(source_rows(
-        topic="t", partition=0, offset=offsets, v=pa.array([version] * len(offsets), pa.int64())
-    ))
-
-
-def offsets(path: str) -> list[int]:
-    return sorted(DeltaTable(path).to_pyarrow_table(columns=["offset"])["offset"].to_pylist())
 
 
 def test_batches_merge_once_and_replays_are_skipped(spark: SparkSession, tmp_path: Path) -> None:
@@ -97,47 +86,3 @@ def test_applications_merging_at_once_insert_each_key_once(
         thread.join(timeout=280)
     assert not errors
     assert offsets(path) == list(range(-1, 20))
-
-
-def keyed(spark: SparkSession, rows: list[tuple[str | None, int, int]]) -> DataFrame:
-    topics, offsets_, versions = zip(*rows, strict=True)
-    return spark.createDataFrame(pa.table({
-        "topic": pa.array(topics, pa.string()),
-        "offset": pa.array(offsets_, pa.int64()),
-        "v": pa.array(versions, pa.int64()),
-    }))
-
-
-def test_null_keys_and_keys_outside_the_batch_ranges_match_as_before(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    path = str(tmp_path / "t")
-    sink = IdempotentUpsertSink.delta(path, engine="spark", app_id="app",
-                                      key_columns=["topic", "offset"], version_column="v")
-    sink.apply_dataframe(keyed(spark, [("a", 0, 1), ("b", 1, 1), (None, 2, 1)]), 0)
-    # Ranges topic b..c and offset 1..5: ("b", 1) is updated, ("c", 5) inserted.
-    second = sink.apply_dataframe(keyed(spark, [("b", 1, 2), ("c", 5, 2), ("c", 5, 1)]), 1)
-    assert (second.rows_in, second.duplicates_in_batch, second.rows_written) == (3, 1, 2)
-    # A null topic gets no range: the null key still matches its stored row.
-    third = sink.apply_dataframe(keyed(spark, [(None, 2, 3), ("a", 0, 0)]), 2)
-    assert (third.rows_written, third.already_applied) == (1, 1)
-    stored = DeltaTable(path).to_pyarrow_table().sort_by("offset").to_pylist()
-    assert [(r["topic"], r["offset"], r["v"]) for r in stored] == [
-        ("a", 0, 1), ("b", 1, 2), (None, 2, 3), ("c", 5, 2)]
-
-
-def test_a_batch_of_new_higher_keys_reads_none_of_the_older_files(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    path = tmp_path / "t"
-    sink = IdempotentUpsertSink.delta(str(path), engine="spark", app_id="app")
-    sink.apply_dataframe(batch(spark, list(range(100))), 0)
-    # The older files are moved away: a MERGE that read them would fail.
-    older = {file: tmp_path / f"away-{file.name}" for file in path.glob("*.parquet")}
-    for file, away in older.items():
-        file.rename(away)
-    report = sink.apply_dataframe(batch(spark, list(range(100, 200))), 1)
-    assert report.rows_written == 100
-    for file, away in older.items():
-        away.rename(file)
-    assert offsets(str(path)) == list(range(200))

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
-from helpers.batches import source_rows
+from helpers.ledgers import delta_rows, records
 
 from kafka_share_eos.errors import AppIdConflictError
 from kafka_share_eos.sinks.delta_append import DeltaAppendSink
@@ -16,22 +14,6 @@ from kafka_share_eos.strategies import MissingColumnsError, SinkConfigurationErr
 from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def records(*coordinates: tuple[str, int, int]) -> pa.Table:
-    """A batch shaped like the source's output: Kafka coordinates plus a value."""
-    return source_rows(
-        topic=[c[0] for c in coordinates],
-        partition=[c[1] for c in coordinates],
-        offset=[c[2] for c in coordinates],
-        value=pa.array([f"{c[0]}/{c[1]}/{c[2]}" for c in coordinates], pa.string()),
-    )
-
-
-def delta_rows(uri: str, columns: Sequence[str] = ("topic", "partition", "offset")) -> list[tuple]:
-    """Rows of a Delta table as sorted tuples (duplicates kept, so a double write shows)."""
-    table = pa.table(DeltaTable(uri).scan(columns=list(columns)))
-    return sorted(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
-"""A misspelled keyword is refused, never ignored: a strategy given ``dead_letter=`` would
-otherwise run with its dead letters off, and the first bad row would fail the batch."""
+"""What every strategy shares: a misspelled keyword is refused, never ignored (a strategy given
+``dead_letter=`` would otherwise run with its dead letters off, and the first bad row would fail
+the batch); dead letters, batch ids and inputs are checked the same way by every strategy."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pytest
 from helpers.batches import source_rows
@@ -21,7 +23,7 @@ from kafka_share_eos import (
     SqlDeadLetters,
     TwoPhaseCommitCoordinator,
 )
-from kafka_share_eos.strategies import BatchStrategy
+from kafka_share_eos.strategies import BatchStrategy, as_arrow
 
 Build = Callable[[Path, dict[str, Any]], BatchStrategy]
 
@@ -78,15 +80,11 @@ def test_a_batch_id_that_is_not_a_non_negative_integer_is_refused(
         sink.apply(rows, batch_id)  # type: ignore[arg-type]
 
 
-def test_an_unwritable_metrics_path_is_reported_once_and_the_batches_are_applied(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    blocker = tmp_path / "not-a-directory"
-    blocker.write_text("")
-    sink = IdempotentUpsertSink.sql(f"sqlite:///{tmp_path / 't.db'}", "t", create_table=True,
-                                    metrics_path=str(blocker / "metrics.jsonl"))
-    for batch_id in range(3):
-        rows = source_rows(topic="t", partition=0, offset=[batch_id])
-        assert sink.apply(rows, batch_id).rows_written == 1
-    warnings = [r for r in caplog.records if "cannot write the batch metrics" in r.getMessage()]
-    assert len(warnings) == 1
+@pytest.mark.timeout(60)
+def test_inputs_arrow_record_batch_and_pandas() -> None:
+    table = pa.table({"a": [1, 2]})
+    assert as_arrow(table) is table
+    assert as_arrow(table.to_batches()[0]).equals(table)
+    assert as_arrow(pd.DataFrame({"a": [1, 2]})).equals(table)
+    with pytest.raises(TypeError, match="not list"):
+        as_arrow([1, 2])

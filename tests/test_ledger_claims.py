@@ -18,7 +18,7 @@ import pytest
 from deltalake import DeltaTable
 from helpers import applications
 from helpers.applications import HoldGate, finish
-from test_dedup_store import delta_rows, records
+from helpers.ledgers import delta_rows, records
 
 from kafka_share_eos.faults import CRASH_AT_ENV
 from kafka_share_eos.ledger.claims import BEFORE_CLAIM
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.timeout(180)
 
 APPLICATION = """
 import json, sys
-from test_dedup_store import records
+from helpers.ledgers import records
 from kafka_share_eos.sinks.delta_append import DeltaAppendSink
 from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
 ledger, sink, app, batches = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])

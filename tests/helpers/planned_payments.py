@@ -1,0 +1,28 @@
+"""Shared by the tests of the lock budget and of per-batch metrics: a batch planner over a
+private embedded broker holding ``RECORDS`` payments, and the metrics its settled batches left."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers.planning import planner_options
+from kafka_share_eos import EmbeddedBroker
+from kafka_share_eos.source.batch_planner import BatchPlanner
+from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.source.metrics import BatchMetrics
+from kafka_share_eos.source.metrics_store import MetricsStore
+
+TOPIC = "payments"
+GROUP = "payments-eos"
+RECORDS = 60
+
+
+def planner_for(broker: EmbeddedBroker, journal: Path, **extra: str) -> BatchPlanner:
+    options = planner_options(
+        broker, TOPIC, GROUP, journal, **{"maxRecordsPerTrigger": "20", **extra}
+    )
+    return BatchPlanner(options, Journal(options.journal_path))
+
+
+def metrics(journal: Path) -> dict[int, BatchMetrics]:
+    return {m.seq: m for m in MetricsStore(str(journal)).read_all()}

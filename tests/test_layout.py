@@ -1,0 +1,118 @@
+"""The package's shape, kept (docs/development.md, "Layers"): the layers hold, entry points stay
+readable, module names do not mislead, and the docs' index lists every command."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import typer
+
+from kafka_share_eos.cli.main import app
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "kafka_share_eos"
+PROVING_GROUND = PACKAGE / "proving_ground"
+LONGEST_FUNCTION = 80
+# One module per backend inside a concept's folder (twophase/postgres.py is the Postgres
+# participant, launchers/postgres.py starts a server): the folder says which concept it serves.
+# The runtime and the proving ground each keep their errors in one module of that name.
+BACKEND_NAMES = {"delta", "postgres", "sql", "kafka", "spark", "errors"}
+# A command's module and a benchmark's carry the name of the command or benchmark they are.
+NAMED_AFTER_WHAT_THEY_RUN = (PACKAGE / "cli", PROVING_GROUND / "bench")
+
+
+def _modules(*, proving_ground: bool) -> list[Path]:
+    runtime = [p for p in PACKAGE.rglob("*.py")
+               if "strategies" not in p.relative_to(PACKAGE).parts
+               and not p.is_relative_to(PROVING_GROUND)]
+    runtime += list((ROOT / "strategies").glob("*.py"))
+    return sorted(runtime + (list(PROVING_GROUND.rglob("*.py")) if proving_ground else []))
+
+
+def test_the_runtime_never_imports_the_proving_ground_or_the_command_line() -> None:
+    lint = Path(sys.executable).with_name("lint-imports")
+    result = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_function_of_the_runtime_or_the_command_line_is_over_80_lines() -> None:
+    long = []
+    for path in _modules(proving_ground=False):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+                if lines > LONGEST_FUNCTION:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines})")
+    assert not long
+
+
+def test_no_two_modules_share_a_name_unless_each_serves_one_backend() -> None:
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for path in _modules(proving_ground=True):
+        named_for_itself = path.parent not in NAMED_AFTER_WHAT_THEY_RUN
+        if path.stem not in {"__init__", "__main__"} and named_for_itself:
+            by_name[path.stem].append(str(path.relative_to(ROOT)))
+    for package in PACKAGE.iterdir():
+        if package.is_dir() and (package / "__init__.py").exists():
+            by_name[package.name].append(f"{package.relative_to(ROOT)}/")
+    shared = {name: places for name, places in by_name.items()
+              if len(places) > 1 and name not in BACKEND_NAMES}
+    assert not shared
+
+# Runtime modules that no test is mainly about, each with the test files that exercise it. A new
+# module gets a test file with its name in it instead (tests/test_<package>_<module>.py).
+COVERED_THROUGH = {
+    "_libs": ["test_extras"],
+    "cli/main": ["test_cli_safety", "test_extras"],
+    "deadletter/sql": ["test_dead_letters", "test_dead_letters_refused"],
+    "delta/location": ["test_sinks_delta_upsert", "test_delta_handles"],
+    "delta/predicates": ["test_sinks_delta_upsert", "test_ledger_retention"],
+    "delta/transactions": ["test_sinks_delta_append", "test_ledger_claims"],
+    "deltaspark/prefetch": [],  # runs once per delta-spark tier, before its tests (./dev)
+    "ledger/stats": ["test_dedup_ledger"],
+    "registration": ["test_extras", "test_public_api"],
+    "sharegroup/group_config": ["test_source_group", "test_kafka_source"],
+    "sinks/columns": ["test_sinks_sql"],
+    "sinks/outcome": ["test_sinks_sql", "test_sinks_delta_upsert"],
+    "sinks/sql_schema": ["test_sinks_sql"],
+    "sinks/sql_values": ["test_sinks_sql", "test_dead_letter_values"],
+    "source/acks": ["test_source_pump", "test_broker_semantics"],
+    "source/leases": ["test_source_slots", "test_source_slot_planner"],
+    "source/planning": ["test_source_batch_planner", "test_source_slot_planner"],
+    "source/reader": ["test_source_spark", "test_kafka_source"],
+    "spark_partitions": ["test_strategies_executors", "test_two_phase_spark"],
+    "storage": ["test_source_journal", "test_twophase_file_log"],
+    "twophase/delta_staging": ["test_two_phase_crash", "test_two_phase_orphans"],
+    "twophase/postgres_log": ["test_twophase_outbox", "test_two_phase_crash"],
+    "twophase/protocol": ["test_twophase_coordinator", "test_two_phase_recovery"],
+}
+
+
+def test_every_runtime_module_has_a_test_file_named_for_it() -> None:
+    test_files = {path.stem for path in (ROOT / "tests").glob("test_*.py")}
+    unnamed = []
+    for path in _modules(proving_ground=False):
+        if path.stem == "__init__":
+            continue
+        module = str(path.relative_to(ROOT if path.is_relative_to(ROOT / "strategies")
+                                      else PACKAGE).with_suffix(""))
+        if module in COVERED_THROUGH:
+            assert set(COVERED_THROUGH[module]) <= test_files, module
+        elif not any(path.stem in name for name in test_files):
+            unnamed.append(module)
+    assert not unnamed
+
+
+def test_the_docs_index_lists_every_command() -> None:
+    index = (ROOT / "docs" / "index.md").read_text()
+    listed = set(re.findall(r"^\| `([a-z]+)` \|", index, flags=re.MULTILINE))
+    commands = {info.name for info in app.registered_commands}
+    commands |= {info.name for info in app.registered_groups}
+    assert None not in commands
+    assert commands == listed, typer.style(f"docs/index.md lists {sorted(listed)}")

@@ -1,0 +1,22 @@
+"""The decision log kept as one JSON file per transaction in a directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafka_share_eos.twophase import Decision, FileDecisionLog, Outcome, Token
+
+
+def test_decision_log_round_trip_and_prefixes(tmp_path: Path) -> None:
+    log = FileDecisionLog(str(tmp_path / "nested" / "log"))
+    token = Token("p", "kse:app:4:abc", 2, {"gid": "kse:app:4:abc:p"})
+    decision = Decision("kse:app:4:abc", 4, Outcome.COMMIT, (token,))
+    log.write(decision)
+    log.write(Decision("kse:app2:1:def", 1, Outcome.COMMIT, ()))
+
+    assert log.read("kse:app:4:abc") == decision
+    assert log.read("kse:app:5:abc") is None
+    assert log.txids("kse:app:") == ["kse:app:4:abc"]
+    log.delete("kse:app:4:abc")
+    log.delete("kse:app:4:abc")
+    assert log.txids("kse:app:") == []
