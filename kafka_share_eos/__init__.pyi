@@ -30,6 +30,7 @@ from .errors import LocationNotFoundError as LocationNotFoundError
 from .errors import MissingColumnsError as MissingColumnsError
 from .errors import MissingExtraError as MissingExtraError
 from .errors import NullIdentityError as NullIdentityError
+from .errors import ObjectStoreError as ObjectStoreError
 from .errors import (
     PreparedTransactionsDisabledError as PreparedTransactionsDisabledError,
 )

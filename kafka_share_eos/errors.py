@@ -31,6 +31,7 @@ __all__ = [
     "MissingColumnsError",
     "MissingExtraError",
     "NullIdentityError",
+    "ObjectStoreError",
     "PreparedTransactionsDisabledError",
     "SessionClosed",
     "ShareGroupNotReadCommittedError",
@@ -72,6 +73,12 @@ class KafkaAccessError(KafkaShareEosError, RuntimeError):
     share group or topic it reads or writes. The message names the user and the resource."""
 
 
+
+
+class ObjectStoreError(KafkaShareEosError, RuntimeError):
+    """An object store cannot hold a file the toolkit must write first-writer-wins: it accepted
+    a second create of one key (no conditional writes), so it is refused before any record is
+    read; the message names the location and what is missing."""
 
 
 class LocationNotFoundError(KafkaShareEosError, FileNotFoundError):

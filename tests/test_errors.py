@@ -78,6 +78,8 @@ BUILT_IN_RAISES_AT = {
     ("kafka_share_eos/proving_ground/verify/records.py", "RuntimeError"),
     ("kafka_share_eos/proving_ground/launchers/spark.py", "TimeoutError"),
     ("kafka_share_eos/source/session.py", "RuntimeError"),
+    # A pyarrow filesystem answers a call it cannot serve with OSError, as pyarrow's own do.
+    ("kafka_share_eos/storage/object_store.py", "OSError"),
 }
 
 

@@ -87,7 +87,7 @@ COVERED_THROUGH = {
     "source/planning": ["test_source_batch_planner", "test_source_slot_planner"],
     "source/reader": ["test_source_spark", "test_kafka_source"],
     "spark_partitions": ["test_strategies_executors", "test_two_phase_spark"],
-    "storage": ["test_source_journal", "test_twophase_file_log"],
+    "storage/files": ["test_source_journal", "test_twophase_file_log"],
     "twophase/delta_staging": ["test_two_phase_crash", "test_two_phase_orphans"],
     "twophase/postgres_log": ["test_twophase_outbox", "test_two_phase_crash"],
     "twophase/protocol": ["test_twophase_coordinator", "test_two_phase_recovery"],

@@ -34,3 +34,14 @@ class PostgresNotFoundError(PostgresServerError):
 
 class Stopped(KafkaShareEosError, RuntimeError):
     """The verifier is stopping: no pipeline may start any more."""
+
+
+class ObjectStoreServerError(KafkaShareEosError, RuntimeError):
+    """A local object store the tests write to (the S3-compatible server of
+    :mod:`~kafka_share_eos.proving_ground.launchers.s3_server`, the Azure Blob emulator of
+    :mod:`~kafka_share_eos.proving_ground.launchers.azurite`) could not be fetched, built,
+    started or used: its toolchain is missing, the fetch or build failed, or the server did not
+    answer (the message names which, and where its log is)."""
+
+
+__all__ += ["ObjectStoreServerError"]

@@ -57,7 +57,7 @@ class BatchPlanner:
         self._session_factory = session_factory
         self._session: ShareSession | None = None
         self._budget = LockBudget(options)
-        self._metrics = MetricsStore(journal.location)
+        self._metrics = MetricsStore(journal.where)
         # Unknown until the journal was inspected once: it may hold a dead runner's segments.
         self._next_seq: int | None = None
         # The journaled batch whose records await ACCEPT (afterCommit only).
@@ -67,7 +67,7 @@ class BatchPlanner:
         self._purged_through = -1
         self._draining = False
         self._run = uuid.uuid4().hex[:12]
-        self._lease = Lease(journal.location, RUNNER)
+        self._lease = Lease(journal.where, RUNNER)
         # Wall-clock time before which records a crashed earlier run held may still be locked.
         self._unlocked_at = 0.0
         # Wall-clock time before which the consumer may still wait for its first partitions.
@@ -80,7 +80,7 @@ class BatchPlanner:
         (:mod:`~kafka_share_eos.source.leases`)."""
         self._draining = True
         self._unlocked_at = drain_waits_until(
-            self._journal.location, self._run, self._options.dead_member_holds_ms
+            self._journal.where, self._run, self._options.dead_member_holds_ms
         )
 
     def _idle_ms(self) -> int:

@@ -29,7 +29,7 @@ import pyarrow.fs as pafs
 
 from kafka_share_eos.errors import JournalError as JournalError
 from kafka_share_eos.source.schema import JOURNAL_SCHEMA
-from kafka_share_eos.storage import open_location, write_atomically, write_if_absent
+from kafka_share_eos.storage import Location, as_location, write_atomically, write_if_absent
 
 _SEGMENT = re.compile(r"^(\d{20})(?:-(\d{4})(?:-(\d{4}))?)?\.arrow$")
 # The schema metadata key of a slot part after which the slot's chain goes on.
@@ -57,22 +57,24 @@ def _ipc_file(batch: pa.RecordBatch) -> pa.Buffer:
 
 
 class Journal:
-    """Segments of one stream under ``location`` (a local path or any ``pyarrow.fs`` URI).
+    """Segments of one stream under ``where``: a local path, an object store URI (with its
+    store settings in a :class:`~kafka_share_eos.storage.Location`) or any ``pyarrow.fs`` URI.
 
     Only the location is pickled: each process opens the filesystem itself.
     """
 
-    def __init__(self, location: str) -> None:
-        self.location = location
+    def __init__(self, where: str | Location) -> None:
+        self.where = as_location(where)
+        self.location = self.where.uri
         self._fs: pafs.FileSystem | None = None
         self._root = ""
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"location": self.location, "_fs": None, "_root": ""}
+        return {"where": self.where, "location": self.location, "_fs": None, "_root": ""}
 
     def _filesystem(self) -> tuple[pafs.FileSystem, str]:
         if self._fs is None:
-            self._fs, self._root = open_location(self.location, create=True)
+            self._fs, self._root = self.where.open(create=True)
         return self._fs, self._root
 
     def _path(self, seq: int, slot: int | None = None, part: int = 0) -> str:

@@ -39,7 +39,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from kafka_share_eos.storage import delete_if_present, open_location, write_atomically
+from kafka_share_eos.storage import Location, as_location, delete_if_present, write_atomically
 
 log = logging.getLogger("kafka_share_eos.source")
 
@@ -54,8 +54,8 @@ EXECUTOR = "executor"
 _DEPARTURE_CHECK_S = 0.05
 
 
-def _directory(journal_location: str) -> tuple[pafs.FileSystem, str]:
-    return open_location(f"{journal_location}/{LEASES_DIR}", create=True)
+def _directory(journal_location: str | Location) -> tuple[pafs.FileSystem, str]:
+    return as_location(journal_location).child(LEASES_DIR).open(create=True)
 
 
 class Lease:
@@ -67,7 +67,7 @@ class Lease:
             consumer in an executor's Python worker).
     """
 
-    def __init__(self, journal_location: str, kind: str) -> None:
+    def __init__(self, journal_location: str | Location, kind: str) -> None:
         self._location = journal_location
         self._kind = kind
         self.member = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
@@ -97,7 +97,7 @@ class Lease:
             self._until = 0.0
 
 
-def _leases(journal_location: str) -> list[tuple[str, dict[str, Any]]]:
+def _leases(journal_location: str | Location) -> list[tuple[str, dict[str, Any]]]:
     fs, root = _directory(journal_location)
     found = []
     for info in fs.get_file_info(pafs.FileSelector(root)):
@@ -111,11 +111,13 @@ def _leases(journal_location: str) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-def _leases_of_other_runs(journal_location: str, run: str) -> list[tuple[str, dict[str, Any]]]:
+def _leases_of_other_runs(
+    journal_location: str | Location, run: str
+) -> list[tuple[str, dict[str, Any]]]:
     return [(path, lease) for path, lease in _leases(journal_location) if lease.get("run") != run]
 
 
-def members_in_group(journal_location: str) -> list[str]:
+def members_in_group(journal_location: str | Location) -> list[str]:
     """The :attr:`Lease.member` names of this journal's executor consumers that may still be
     members of the share group: alive on this host, or on another host with a lease still
     running (a member whose process died is the dead-lease wait's business)."""
@@ -133,14 +135,16 @@ def members_in_group(journal_location: str) -> list[str]:
     ]
 
 
-def _departing(journal_location: str, run: str) -> bool:
+def _departing(journal_location: str | Location, run: str) -> bool:
     return any(
         lease.get("kind") == RUNNER and _alive_here(lease)
         for _, lease in _leases_of_other_runs(journal_location, run)
     )
 
 
-def locks_of_other_runs_expire_at(journal_location: str, run: str, hold_ms: int) -> float:
+def locks_of_other_runs_expire_at(
+    journal_location: str | Location, run: str, hold_ms: int
+) -> float:
     """The wall-clock time by which every record a dead consumer of another run than ``run``
     held is within reach again, ``hold_ms`` after its last poll (0 when none may still be
     held); deletes the leases that are past it."""
@@ -177,7 +181,7 @@ def _alive_here(lease: dict[str, Any]) -> bool:
         return True
 
 
-def drain_waits_until(journal_location: str, run: str, hold_ms: int) -> float:
+def drain_waits_until(journal_location: str | Location, run: str, hold_ms: int) -> float:
     """When a drain of run ``run`` starts: wait (at most ``hold_ms``) for source runners of
     other runs still leaving the group on this host, then :func:`locks_of_other_runs_expire_at`,
     logged when the drain has to wait for it."""

@@ -15,7 +15,7 @@ import re
 import pyarrow.fs as pafs
 
 from kafka_share_eos.source.metrics import BatchMetrics
-from kafka_share_eos.storage import open_existing, open_location, write_atomically
+from kafka_share_eos.storage import Location, as_location, write_atomically
 
 log = logging.getLogger("kafka_share_eos.source")
 
@@ -42,9 +42,14 @@ class MetricsStore:
     """
 
     def __init__(
-        self, journal_location: str, keep: int = DEFAULT_KEPT, *, create: bool = True
+        self,
+        journal_location: str | Location,
+        keep: int = DEFAULT_KEPT,
+        *,
+        create: bool = True,
     ) -> None:
-        self.journal_location = journal_location
+        self._where = as_location(journal_location)
+        self.journal_location = self._where.uri
         self.keep = keep
         self._create = create
         self._fs: pafs.FileSystem | None = None
@@ -56,10 +61,10 @@ class MetricsStore:
     def _filesystem(self) -> tuple[pafs.FileSystem, str]:
         if self._fs is None:
             if self._create:
-                fs, root = open_location(f"{self.journal_location}/{METRICS_DIR}", create=True)
+                fs, root = self._where.child(METRICS_DIR).open(create=True)
                 self._dir = root
             else:
-                fs, root = open_existing(self.journal_location)
+                fs, root = self._where.open_existing()
                 self._dir = f"{root}/{METRICS_DIR}"
             self._fs = fs
         return self._fs, self._dir

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from kafka_share_eos.errors import SourceOptionError as SourceOptionError
-from kafka_share_eos.storage import supports_write_if_absent
+from kafka_share_eos.storage import Location, supports_write_if_absent
 
 FORMAT = "kafka-share"
 """The name of the source: ``spark.readStream.format("kafka-share")``."""
 KAFKA_PREFIX = "kafka."
+# Options passed to the journal's object store as they are (endpoint, region, credentials).
+STORAGE_PREFIX = "storage."
 DEFAULT_POLL_TIMEOUT_MS = 1000
 DEFAULT_AVAILABLE_NOW_IDLE_MS = 5000
 # Kafka's own default for max.poll.records; set explicitly so a batch's size is always known.
@@ -60,7 +62,8 @@ _REQUIRED = {
     "kafka.bootstrap.servers": "the Kafka brokers to connect to (host:port[,host:port])",
     "kafka.share.group.id": "the share group to consume as",
     "subscribe": "a comma-separated list of topics",
-    "journalPath": "a durable directory (local path or pyarrow.fs URI) for the batch journal",
+    "journalPath": "a durable directory for the batch journal: a local path, an object store "
+    "URI (s3://, az://, abfss://, gs://) or another pyarrow.fs URI",
 }
 
 _REFUSED = {
@@ -158,6 +161,8 @@ class SourceOptions:
     lock_budget_action: LockBudgetAction = LockBudgetAction.WARN
     # Out of repr: it holds the client's secrets (sasl.password, ssl.key.password, ...).
     consumer_config: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # Out of repr too: the journal store's credentials.
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
     consumers: int = 1
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
     delivery_count_limit: int | None = None
@@ -166,6 +171,11 @@ class SourceOptions:
     """How long a new consumer may wait for its first partitions, when its brokers told it."""
     given: frozenset[str] = frozenset()
     """The optional options the stream set, spelled as in the docs."""
+
+    @property
+    def journal(self) -> Location:
+        """Where the journal lives, with its store's settings (the ``storage.*`` options)."""
+        return Location(self.journal_path, self.storage_options)
 
     @property
     def group_id(self) -> str:
@@ -211,7 +221,7 @@ class SourceOptions:
             if not given.get(name.lower(), ("", ""))[1].strip():
                 raise SourceOptionError(f"option {name!r} is required: {meaning}")
         for key, (name, _) in given.items():
-            if not key.startswith(KAFKA_PREFIX) and key not in _KNOWN:
+            if not key.startswith((KAFKA_PREFIX, STORAGE_PREFIX)) and key not in _KNOWN:
                 raise SourceOptionError(f"unknown option {name!r} for the kafka-share source")
 
         def raw(key: str) -> str | None:
@@ -256,6 +266,11 @@ class SourceOptions:
                 "lockBudgetAction", choice(LockBudgetAction), LockBudgetAction.WARN
             ),
             consumer_config=client,
+            storage_options={
+                key[len(STORAGE_PREFIX) :]: text
+                for key, (_, text) in given.items()
+                if key.startswith(STORAGE_PREFIX)
+            },
             consumers=consumers,
             session_timeout_ms=value(
                 "sessionTimeoutMs", _positive_int, DEFAULT_SESSION_TIMEOUT_MS
@@ -278,8 +293,9 @@ def _policy(consumers: int, given: str | None, journal_path: str) -> AckPolicy:
     if not supports_write_if_absent(journal_path):
         raise SourceOptionError(
             f"option 'consumers' ({consumers}) needs 'journalPath' on a local or shared POSIX "
-            f"filesystem (path or file:// URI), got {journal_path!r}: each consumer's segment "
-            "is created first-writer-wins, which object stores cannot do atomically"
+            "filesystem (path or file:// URI) or an object store (s3://, az://, abfss://, "
+            f"gs://), got {journal_path!r}: each consumer's segment is created "
+            "first-writer-wins, which that store cannot do atomically"
         )
     return AckPolicy.AFTER_JOURNAL
 

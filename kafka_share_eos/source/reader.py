@@ -53,7 +53,7 @@ class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def __init__(self, options: SourceOptions) -> None:
         self._options = options
-        self._journal = Journal(options.journal_path)
+        self._journal = Journal(options.journal)
         self._planner: Planner | None = None
 
     def __getstate__(self) -> dict[str, Any]:

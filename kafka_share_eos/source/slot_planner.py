@@ -35,7 +35,7 @@ from kafka_share_eos.source.metrics_store import MetricsStore
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
 from kafka_share_eos.source.planning import SegmentPartition
 from kafka_share_eos.source.slots import SLOT_METRICS_DIR, SlotPartition
-from kafka_share_eos.storage import delete_if_present, open_location
+from kafka_share_eos.storage import delete_if_present
 
 log = logging.getLogger("kafka_share_eos.source")
 
@@ -53,7 +53,7 @@ class SlotPlanner:
         self._journal = journal
         self.run = uuid.uuid4().hex[:12]
         self._budget = LockBudget(options)
-        self._metrics = MetricsStore(journal.location)
+        self._metrics = MetricsStore(journal.where)
         self._draining = False
         self._unlocked_at = 0.0
         # Batches planned in this run, with when (a drain ends only on an empty batch planned
@@ -73,7 +73,7 @@ class SlotPlanner:
         """Switch to ``availableNow`` draining (see the module docstring)."""
         self._draining = True
         self._unlocked_at = drain_waits_until(
-            self._journal.location, self.run, self._options.dead_member_holds_ms
+            self._journal.where, self.run, self._options.dead_member_holds_ms
         )
 
     def latest(self, start: int, max_rows: int | None = None) -> int:
@@ -90,7 +90,7 @@ class SlotPlanner:
             # from a run with one consumer): the journal is the records' only copy.
             return present[-1]
         if self._draining and start in self._empty and start in self._listening:
-            unknown = [member for member in members_in_group(self._journal.location)
+            unknown = [member for member in members_in_group(self._journal.where)
                        if self._last_found.get(member) != 0]
             if unknown:
                 self._log_unknown_members(len(unknown))
@@ -133,7 +133,7 @@ class SlotPlanner:
 
     def _settle(self, committed: int) -> None:
         """Write the metrics of every batch up to ``committed`` from its slots' reports."""
-        fs, root = open_location(f"{self._journal.location}/{SLOT_METRICS_DIR}", create=True)
+        fs, root = self._journal.where.child(SLOT_METRICS_DIR).open(create=True)
         reports: dict[int, list[tuple[str, BatchMetrics]]] = defaultdict(list)
         for info in fs.get_file_info(pafs.FileSelector(root)):
             if not info.base_name.endswith(".json"):

@@ -41,7 +41,7 @@ from kafka_share_eos.source.metrics import BatchMetrics, BatchTally
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
 from kafka_share_eos.source.schema import to_record_batch
 from kafka_share_eos.source.session import ACCEPT, RELEASE, ShareSession
-from kafka_share_eos.storage import open_location, write_atomically
+from kafka_share_eos.storage import write_atomically
 
 with SPARK.needed_by("the kafka-share Spark source"):
     from pyspark.sql.datasource import InputPartition
@@ -85,7 +85,7 @@ class SlotConsumer:
         self.session = ShareSession(
             options.consumer_config, options.topics, during_ack=faults.SLOT_DURING_ACK
         )
-        self.lease = Lease(options.journal_path, EXECUTOR)
+        self.lease = Lease(options.journal, EXECUTOR)
         self.session.on_close = self.lease.release
         self.busy = False
         self.created = self.last_used = time.monotonic()
@@ -179,7 +179,7 @@ class SlotConsumer:
             {"slot": part.slot, "records": metrics.records, "member": self.lease.member}
         ])
         try:
-            fs, root = open_location(f"{self.options.journal_path}/{SLOT_METRICS_DIR}", create=True)
+            fs, root = self.options.journal.child(SLOT_METRICS_DIR).open(create=True)
             path = f"{root}/{slot_metrics_name(part.seq, part.slot)}"
             write_atomically(fs, path, report.to_json().encode())
         except OSError:

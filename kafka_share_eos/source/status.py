@@ -6,6 +6,7 @@ Read-only: inspecting a journal (running or stopped) never creates, changes or d
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,7 @@ from kafka_share_eos.errors import LocationNotFoundError
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.metrics import BatchMetrics
 from kafka_share_eos.source.metrics_store import MetricsStore
-from kafka_share_eos.storage import open_existing
+from kafka_share_eos.storage import Location
 
 
 @dataclass(frozen=True)
@@ -115,22 +116,28 @@ RUNNER_MEMBER = "runner"
 
 
 def journal_status(
-    location: str, dead_letters: str | None = None, dead_letter_table: str | None = None
+    location: str,
+    dead_letters: str | None = None,
+    dead_letter_table: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> JournalStatus:
     """Inspect the journal at ``location`` (and count the dead letters at ``dead_letters``, in
     table ``dead_letter_table`` of a SQL database: the sinks' default table otherwise).
+    ``storage_options`` are the settings of the object store holding it, as the source's
+    ``storage.*`` options give them.
 
     Raises:
         LocationNotFoundError: no journal directory at ``location``, or no dead-letter table
             in the SQL database at ``dead_letters``.
         JournalError: a segment is damaged (truncated, empty, another schema, unreadable).
     """
+    where = Location(location, storage_options or {})
     try:
-        open_existing(location)
+        where.open_existing()
     except LocationNotFoundError as error:
         raise LocationNotFoundError(f"no journal at {location!r}") from error
-    batches = tuple(MetricsStore(location, create=False).read_all())
-    journal = Journal(location)
+    batches = tuple(MetricsStore(where, create=False).read_all())
+    journal = Journal(where)
     rows: dict[int, int] = {}
     for seq, slot in journal.entries():
         # None: purged by the running query since the listing, or a slot still being written.

@@ -98,7 +98,7 @@ class DeltaParticipant:
         self._name = check_name("name", name)
         self._max_commit_attempts = max(1, max_commit_attempts)
         self._retry_backoff_seconds = retry_backoff_seconds
-        self._staging = StagingArea(*open_location(self._uri))
+        self._staging = StagingArea(*open_location(self._uri, options=storage_options))
 
     @property
     def name(self) -> str:
@@ -310,7 +310,7 @@ def staged_participants(
     Raises:
         MissingExtraError: deltalake is not installed.
     """
-    staging = StagingArea(*open_location(table_uri.rstrip("/")))
+    staging = StagingArea(*open_location(table_uri.rstrip("/"), options=storage_options))
     names = sorted({
         str(manifest.get("participant", "delta"))
         for manifest in map(staging.read, staging.txids(prefix)) if manifest is not None

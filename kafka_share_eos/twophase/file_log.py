@@ -6,6 +6,8 @@ dies with the query's other durable state.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyarrow import fs
 
 from kafka_share_eos.storage import (
@@ -38,18 +40,22 @@ class FileDecisionLog:
     another process (``first_writer_wins``). Other stores cannot refuse a second writer: there a
     decision that is already stored is kept, but two processes deciding the same transaction at
     the same moment could both believe they won, so resolving a live application's transactions
-    (``kafka-share-eos twophase recover``) needs a local path or :class:`PostgresDecisionLog`.
+    (``kafka-share-eos twophase recover``) needs a local path, an object store or
+    :class:`PostgresDecisionLog`. On an object store a decision is created with a conditional
+    put, which only its first writer's succeeds.
 
     Args:
         uri: a directory URI or local path (``/ckpt/twophase``, ``s3://bucket/ckpt/twophase``).
+        storage_options: the object store's settings (endpoint, region, credentials), passed
+            to obstore as they are; the environment's are read too.
 
     Raises:
         OSError: the directory cannot be created there (pyarrow's filesystem error, as is).
     """
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, storage_options: Mapping[str, str] | None = None) -> None:
         self.uri = uri
-        self._fs, self._dir = open_location(uri, create=True)
+        self._fs, self._dir = open_location(uri, create=True, options=storage_options)
         self.first_writer_wins = supports_write_if_absent(uri)
 
     def write(self, decision: Decision) -> Decision:

@@ -99,7 +99,7 @@ def _planner(
         source_options(bootstrap, group, TOPIC, journal,
                        maxRecordsPerTrigger=str(poll_records), pollTimeoutMs="100")
     )
-    planner = BatchPlanner(options, Journal(options.journal_path))
+    planner = BatchPlanner(options, Journal(options.journal))
     # pyarrow imports pandas on its first conversion from Python objects: a one-time cost of
     # any process (Spark's runner has pandas loaded already), not a per-record one.
     to_record_batch([])

@@ -1,32 +1,51 @@
-"""Where the toolkit keeps its own files: a local path or any ``pyarrow.fs`` URI.
-
-The source's journal and batch metrics and two-phase commit's decision log and staged Delta
-files share these primitives, so all of them work on local disks, HDFS-like stores and object
-stores alike.
+"""Files that appear whole or not at all, and files only their first writer creates: on a local
+disk (temp file, fsync, rename or hard link), on object stores (one put, a conditional put:
+:mod:`~kafka_share_eos.storage.object_store`) and on other ``pyarrow.fs`` stores (temp + move).
 """
 
 from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Mapping
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from kafka_share_eos.errors import LocationNotFoundError
+from kafka_share_eos.storage.object_store import (
+    handler_of,
+    is_object_store,
+    open_object_store,
+    put,
+    put_if_absent,
+)
 
 # Object stores publish a put atomically, so a temp name would only cost a copy.
 _ATOMIC_PUT_FILESYSTEMS = frozenset({"s3", "gcs", "abfs"})
 
 
-def open_location(location: str, *, create: bool = False) -> tuple[pafs.FileSystem, str]:
+def open_location(
+    location: str, *, create: bool = False, options: Mapping[str, str] | None = None
+) -> tuple[pafs.FileSystem, str]:
     """The filesystem and root directory of ``location``, created when ``create``.
 
     Args:
-        location: a local path (relative or not) or a ``pyarrow.fs`` URI (``s3://…``,
-            ``hdfs://…``, ``file://…``).
-        create: create the directory when missing.
+        location: a local path (relative or not), an object store URI (``s3://…``,
+            ``az://…``, ``abfss://…``, ``gs://…``) or another ``pyarrow.fs`` URI
+            (``hdfs://…``, ``file://…``).
+        create: create the directory when missing; on an object store, check first that the
+            store refuses a second create of one key (once per process and store).
+        options: the object store's settings (endpoint, region, credentials, ...), passed to
+            obstore as they are; the environment's ``AWS_*``, ``AZURE_*`` and ``GOOGLE_*``
+            variables are read too.
+
+    Raises:
+        ConfigurationError: an option is not a setting of that object store.
+        ObjectStoreError: ``create`` on an object store that does not refuse a second create.
     """
+    if is_object_store(location):
+        return open_object_store(location, options, check=create)
     if "://" in location:
         fs, root = pafs.FileSystem.from_uri(location)
         root = root.rstrip("/")
@@ -37,13 +56,16 @@ def open_location(location: str, *, create: bool = False) -> tuple[pafs.FileSyst
     return fs, root
 
 
-def open_existing(location: str) -> tuple[pafs.FileSystem, str]:
+def open_existing(
+    location: str, options: Mapping[str, str] | None = None
+) -> tuple[pafs.FileSystem, str]:
     """Like :func:`open_location`, for inspecting without changing anything.
 
     Raises:
-        LocationNotFoundError: there is no directory at ``location``.
+        LocationNotFoundError: there is no directory at ``location`` (on an object store: no
+            object under it).
     """
-    fs, root = open_location(location)
+    fs, root = open_location(location, options=options)
     if fs.get_file_info(root).type != pafs.FileType.Directory:
         raise LocationNotFoundError(f"no directory at {location!r}")
     return fs, root
@@ -60,8 +82,11 @@ def write_atomically(
     not of the machine, as files written through delta-rs on a local disk do.
     """
     directory = path.rsplit("/", 1)[0]
+    handler = handler_of(fs)
     if isinstance(fs, pafs.LocalFileSystem):
         _write_local(directory, path, payload, durable)
+    elif handler is not None:
+        put(handler, path, payload)
     elif fs.type_name in _ATOMIC_PUT_FILESYSTEMS:
         with fs.open_output_stream(path) as out:
             out.write(payload)
@@ -76,15 +101,18 @@ def write_if_absent(fs: pafs.FileSystem, path: str, payload: bytes | pa.Buffer) 
     """Make the file at ``path`` durable and visible at once unless a file is already there;
     return whether this call created it (first writer wins).
 
-    Only local (and shared POSIX) filesystems can refuse a second writer atomically: the file
-    is written and fsynced under a temp name, then hard-linked to ``path``, which fails when
-    ``path`` exists. Other stores raise :class:`NotImplementedError` (see
+    On a local (or shared POSIX) filesystem the file is written and fsynced under a temp name,
+    then hard-linked to ``path``, which fails when ``path`` exists; on an object store it is
+    one conditional put. Other stores raise :class:`NotImplementedError` (see
     :func:`supports_write_if_absent`).
     """
+    handler = handler_of(fs)
+    if handler is not None:
+        return put_if_absent(handler, path, payload)
     if not isinstance(fs, pafs.LocalFileSystem):
         raise NotImplementedError(
             f"{fs.type_name} storage cannot refuse a second writer atomically; use a local or "
-            "shared POSIX path"
+            "shared POSIX path, or an object store"
         )
     directory = path.rsplit("/", 1)[0]
     temp = _temp_copy(directory, payload)
@@ -99,8 +127,9 @@ def write_if_absent(fs: pafs.FileSystem, path: str, payload: bytes | pa.Buffer) 
 
 
 def supports_write_if_absent(location: str) -> bool:
-    """Whether :func:`write_if_absent` works at ``location`` (a local path or ``file://``)."""
-    return "://" not in location or location.startswith("file://")
+    """Whether :func:`write_if_absent` works at ``location``: a local path, ``file://`` or an
+    object store."""
+    return "://" not in location or location.startswith("file://") or is_object_store(location)
 
 
 def delete_if_present(fs: pafs.FileSystem, path: str) -> None:

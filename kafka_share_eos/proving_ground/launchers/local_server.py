@@ -1,0 +1,243 @@
+"""What the launchers of the tests' object stores share: a server program fetched or built once
+into a cache, and a server process on free ports of 127.0.0.1.
+
+The program of one version goes to ``$XDG_CACHE_HOME/kafka-share-eos/<name>-<version>``
+(``~/.cache`` by default, outside any repository); a marker file says the fetch completed and
+later calls reuse it. Concurrent callers (pytest workers) wait for one fetch.
+
+:class:`LocalServer` runs the server with its data in a temporary directory removed at stop; the
+process dies with the one that started it
+(:mod:`~kafka_share_eos.proving_ground.launchers.process_tree`), and ``stop()`` also runs at
+interpreter exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
+from kafka_share_eos.proving_ground.launchers.process_tree import launch
+from kafka_share_eos.proving_ground.signals import deferred_signals
+
+STOP_GRACE_S = 10.0
+_START_ATTEMPTS = 3
+_COMPLETE = ".complete"
+
+
+@dataclass(frozen=True)
+class CachedProgram:
+    """A program fetched or built once per version into the cache."""
+
+    name: str
+    pinned: str
+    """The version run unless :attr:`version_env` names another."""
+    version_env: str
+
+    def version(self) -> str:
+        """The version to run: the one :attr:`version_env` names, or :attr:`pinned`."""
+        return os.environ.get(self.version_env) or self.pinned
+
+    def directory(self, version: str) -> Path:
+        """Where ``version`` is (or will be) kept."""
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        return cache / "kafka-share-eos" / f"{self.name}-{version}"
+
+    def fetched(self, version: str | None, fetch: Callable[[str, Path], None]) -> Path:
+        """The directory of ``version`` (default :meth:`version`), filled by
+        ``fetch(version, directory)`` unless an earlier fetch completed."""
+        version = version or self.version()
+        target = self.directory(version)
+        if (target / _COMPLETE).exists():
+            return target
+        target.mkdir(parents=True, exist_ok=True)
+        with open(target / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (target / _COMPLETE).exists():
+                fetch(version, target)
+                (target / _COMPLETE).write_text(version + "\n")
+        return target
+
+
+def notice(text: str) -> None:
+    """One line on stderr: stdout stays the caller's."""
+    print(f"kafka-share-eos: {text}", file=sys.stderr)
+
+
+def run_tool(command: Sequence[str], *, what: str, timeout_s: float,
+             cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a fetch or build step to its end, with its output captured.
+
+    Raises:
+        ObjectStoreServerError: it took over ``timeout_s`` (``what`` names the step).
+    """
+    try:
+        return subprocess.run(list(command), cwd=cwd, capture_output=True, text=True,
+                              timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise ObjectStoreServerError(f"{what} took over {timeout_s:.0f} s") from None
+
+
+def prefetch(fetch: Callable[[], object]) -> None:
+    """The body of a launcher's ``python -m`` entry point: fetch now, so that a failure stops
+    the test command at once with its reason; silent when the program is there."""
+    try:
+        fetch()
+    except ObjectStoreServerError as error:
+        notice(str(error))
+        sys.exit(1)
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct ports of 127.0.0.1 that were free a moment ago."""
+    sockets = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]
+    ports = [int(sock.getsockname()[1]) for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+class LocalServer(ABC):
+    """A server process on free ports of 127.0.0.1, used as a context manager.
+
+    A subclass says how to fetch the server (:meth:`_program`), how to run it (:meth:`_command`)
+    and when it is ready (:meth:`_ready`).
+
+    Args:
+        name: how messages name the server; its log and temporary directory are named after it.
+        program: the program that runs it.
+        version: its version (default ``program.version()``).
+        ports: how many ports it listens on.
+        client_port: which of them clients reach it on.
+        port_taken: what its output says when a port it was given is taken.
+        start_timeout_s: how long it may take to be ready.
+        awaited: what it has done once ready, for the message of a start that timed out.
+    """
+
+    def __init__(self, name: str, program: CachedProgram, version: str | None, *, ports: int,
+                 client_port: int, port_taken: tuple[str, ...], start_timeout_s: float,
+                 awaited: str) -> None:
+        self.version = version or program.version()
+        self._name, self._port_count, self._client_port = name, ports, client_port
+        self._port_taken, self._start_timeout_s, self._awaited = (
+            port_taken, start_timeout_s, awaited)
+        self._work: Path | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._port: int | None = None
+
+    def start(self) -> Self:
+        """Fetch or build the server if needed, start it, and return once it is ready.
+
+        Raises:
+            ObjectStoreServerError: a failed fetch or build, or a server that was not ready
+                within its start timeout (the message names its log).
+        """
+        if self._process is not None:
+            return self
+        program = self._program()
+        try:
+            for _ in range(_START_ATTEMPTS):
+                if self._launch(program):
+                    return self
+                # Another process took a port between its probe and the server's bind.
+                self.stop()
+            raise ObjectStoreServerError(
+                f"no free ports for {self._name} after {_START_ATTEMPTS} attempts"
+            )
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`) and delete its
+        data. Safe to call twice."""
+        atexit.unregister(self.stop)
+        process, self._process, self._port = self._process, None, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._work is not None:
+            shutil.rmtree(self._work, ignore_errors=True)
+            self._work = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    @property
+    def log_file(self) -> Path:
+        """The server's output, useful when a test fails."""
+        if self._work is None:
+            raise self._not_running()
+        return self._work / f"{self._name.lower()}.log"
+
+    def _running_port(self) -> int:
+        if self._port is None:
+            raise self._not_running()
+        return self._port
+
+    def _not_running(self) -> ObjectStoreServerError:
+        return ObjectStoreServerError(f"{self._name} is not running: call start() or use `with`")
+
+    @abstractmethod
+    def _program(self) -> list[str]:
+        """The program to run, fetched or built if missing."""
+
+    @abstractmethod
+    def _command(self, program: list[str], work: Path, ports: list[int]
+                 ) -> tuple[list[str], dict[str, str] | None]:
+        """The command line and environment (None: this process's) of a server on ``ports``
+        with its files in ``work``."""
+
+    @abstractmethod
+    def _ready(self, port: int) -> bool:
+        """Whether the server answers on ``port`` and is set up for the tests."""
+
+    def _launch(self, program: list[str]) -> bool:
+        """Start the server on free ports; whether it came up (False: a port was taken)."""
+        with deferred_signals():
+            self._work = work = Path(tempfile.mkdtemp(prefix=f"kse-{self._name.lower()}-"))
+            atexit.register(self.stop)
+            ports = free_ports(self._port_count)
+            command, environment = self._command(program, work, ports)
+            with self.log_file.open("wb") as log:
+                self._process = launch(command, stdin=subprocess.DEVNULL, stdout=log,
+                                       stderr=subprocess.STDOUT, cwd=work, env=environment)
+        deadline = time.monotonic() + self._start_timeout_s
+        while self._process.poll() is None:
+            if self._ready(ports[self._client_port]):
+                self._port = ports[self._client_port]
+                return True
+            if time.monotonic() > deadline:
+                raise ObjectStoreServerError(
+                    f"{self._name} did not {self._awaited} within {self._start_timeout_s:.0f} s: "
+                    f"see {self.log_file}"
+                )
+            time.sleep(0.1)
+        output = self.log_file.read_text(errors="replace")
+        if any(text in output for text in self._port_taken):
+            return False
+        raise ObjectStoreServerError(
+            f"{self._name} exited with code {self._process.returncode} while starting: "
+            f"{output[-2000:]}"
+        )
