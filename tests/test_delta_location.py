@@ -14,6 +14,7 @@ import pytest
 from deltalake import DeltaTable
 from helpers import applications
 from helpers.applications import finish
+from helpers.ledgers import DEDUP_APPLICATION
 
 from kafka_share_eos.delta.location import DeltaLocation
 from kafka_share_eos.errors import ConfigurationError
@@ -21,17 +22,6 @@ from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
 
 pytestmark = pytest.mark.timeout(300)
 
-APPLICATION = """
-import json, sys
-from helpers.ledgers import records
-from kafka_share_eos.sinks.delta_append import DeltaAppendSink
-from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
-ledger, sink, app, batches = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-store = CheckpointDedupStore(ledger, DeltaAppendSink(sink, app_id=app + "-sink"), app_id=app)
-for batch_id, coordinates in batches:
-    report = store.apply(records(*[tuple(c) for c in coordinates]), batch_id)
-    print(json.dumps([report.rows_written, report.already_applied]), flush=True)
-"""
 
 COMPACTION = """
 import sys, time
@@ -76,7 +66,7 @@ def test_two_applications_on_one_s3_ledger_and_a_compaction_lose_no_commit(
         "app-b": [(i, [("t", 0, o) for o in reversed(offsets)][i * 5:(i + 1) * 5])
                   for i in range(12)],
     }
-    apps = [applications.start(APPLICATION, ledger, sink, app, json.dumps(held),
+    apps = [applications.start(DEDUP_APPLICATION, ledger, sink, app, json.dumps(held),
                                 **s3.environment())
             for app, held in batches.items()]
     # A maintenance job compacting the target while both write to it.

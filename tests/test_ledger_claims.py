@@ -18,7 +18,7 @@ import pytest
 from deltalake import DeltaTable
 from helpers import applications
 from helpers.applications import HoldGate, finish
-from helpers.ledgers import delta_rows, records
+from helpers.ledgers import DEDUP_APPLICATION, delta_rows, records
 
 from kafka_share_eos.faults import CRASH_AT_ENV
 from kafka_share_eos.ledger.claims import BEFORE_CLAIM
@@ -27,17 +27,6 @@ from kafka_share_eos.strategies.checkpoint_dedup import CRASH_BEFORE_SINK, Check
 
 pytestmark = pytest.mark.timeout(180)
 
-APPLICATION = """
-import json, sys
-from helpers.ledgers import records
-from kafka_share_eos.sinks.delta_append import DeltaAppendSink
-from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
-ledger, sink, app, batches = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-store = CheckpointDedupStore(ledger, DeltaAppendSink(sink, app_id=app + "-sink"), app_id=app)
-for batch_id, coordinates in batches:
-    report = store.apply(records(*[tuple(c) for c in coordinates]), batch_id)
-    print(json.dumps([report.rows_written, report.already_applied]), flush=True)
-"""
 
 
 def start_application(
@@ -45,7 +34,7 @@ def start_application(
     **env: str,
 ) -> subprocess.Popen[str]:
     ledger, sink = paths
-    return applications.start(APPLICATION, ledger, sink, app, json.dumps(batches), **env)
+    return applications.start(DEDUP_APPLICATION, ledger, sink, app, json.dumps(batches), **env)
 
 
 def run(coordinates: range, partition: int = 0) -> list[tuple[str, int, int]]:

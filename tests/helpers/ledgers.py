@@ -45,3 +45,18 @@ def filled_ledger(path: Path, batches: int = 4, size: int = 10) -> IdentityLedge
         )
         assert ledger.claim(both, b).claimed_now == both.num_rows
     return ledger
+
+
+# An application applying batches through a checkpoint-dedup store on a shared ledger and sink,
+# as a separate process: ledger, sink, app_id, then the batches as JSON; one report per line.
+DEDUP_APPLICATION = """
+import json, sys
+from helpers.ledgers import records
+from kafka_share_eos.sinks.delta_append import DeltaAppendSink
+from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
+ledger, sink, app, batches = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+store = CheckpointDedupStore(ledger, DeltaAppendSink(sink, app_id=app + "-sink"), app_id=app)
+for batch_id, coordinates in batches:
+    report = store.apply(records(*[tuple(c) for c in coordinates]), batch_id)
+    print(json.dumps([report.rows_written, report.already_applied]), flush=True)
+"""
