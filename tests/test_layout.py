@@ -71,7 +71,6 @@ COVERED_THROUGH = {
     "_libs": ["test_extras"],
     "cli/main": ["test_cli_safety", "test_extras"],
     "deadletter/sql": ["test_dead_letters", "test_dead_letters_refused"],
-    "delta/location": ["test_sinks_delta_upsert", "test_delta_handles"],
     "delta/predicates": ["test_sinks_delta_upsert", "test_ledger_retention"],
     "delta/transactions": ["test_sinks_delta_append", "test_ledger_claims"],
     "deltaspark/prefetch": [],  # runs once per delta-spark tier, before its tests (./dev)
