@@ -14,6 +14,7 @@ next run plans it first. Removing the temporary files is therefore safe, and it 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,14 +114,17 @@ class CheckpointReport:
         }
 
 
-def diagnose(checkpoint: str) -> CheckpointReport:
+def diagnose(
+    checkpoint: str, storage_options: Mapping[str, str] | None = None
+) -> CheckpointReport:
     """Look for what an interrupted first offset-log write leaves in ``checkpoint`` (a local
-    path or ``pyarrow.fs`` URI); changes nothing.
+    path, an object store URI with its ``storage_options``, or another ``pyarrow.fs`` URI);
+    changes nothing.
 
     Raises:
         LocationNotFoundError: there is no directory at ``checkpoint``.
     """
-    fs, root = open_existing(checkpoint)
+    fs, root = open_existing(checkpoint, storage_options)
     top = _names(fs, root)
     if top and _SPARK_ENTRIES.isdisjoint(top):
         return CheckpointReport(checkpoint, 0, foreign=tuple(top[:5]))
@@ -138,16 +142,18 @@ def diagnose(checkpoint: str) -> CheckpointReport:
     )
 
 
-def repair(checkpoint: str) -> CheckpointReport:
+def repair(
+    checkpoint: str, storage_options: Mapping[str, str] | None = None
+) -> CheckpointReport:
     """Remove exactly the temporary files :func:`diagnose` reports as left over (none when
     anything else is in the way) and report again."""
-    report = diagnose(checkpoint)
+    report = diagnose(checkpoint, storage_options)
     if report.healthy or report.unexpected or report.foreign:
         return report
-    fs, root = open_existing(checkpoint)
+    fs, root = open_existing(checkpoint, storage_options)
     for path in report.leftovers:
         delete_if_present(fs, f"{root}/{path}")
-    again = diagnose(checkpoint)
+    again = diagnose(checkpoint, storage_options)
     return CheckpointReport(
         again.checkpoint, again.logged_batches, again.leftovers, again.unexpected,
         removed=report.leftovers,

@@ -7,14 +7,15 @@ from typing import Annotated
 
 import typer
 
+from kafka_share_eos.cli.options import StorageOpt, storage_options
 from kafka_share_eos.spark_checkpoint import diagnose, repair
 
 
 def doctor(
     checkpoint: Annotated[
         str,
-        typer.Option("--checkpoint", help="The query's checkpointLocation (path or pyarrow.fs "
-                     "URI)."),
+        typer.Option("--checkpoint", help="The query's checkpointLocation (path, object "
+                     "store or pyarrow.fs URI)."),
     ],
     fix: Annotated[
         bool,
@@ -22,11 +23,13 @@ def doctor(
                      "offset-log write left (nothing else)."),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    storage_option: StorageOpt = [],  # noqa: B006 - typer reads the default, never mutated
 ) -> None:
     """Check that Spark can restart a query from its checkpoint; explain and, with --fix,
     repair what a kill during its first batch left. Exits 1 when a problem remains."""
     try:
-        report = repair(checkpoint) if fix else diagnose(checkpoint)
+        options = storage_options(storage_option)
+        report = repair(checkpoint, options) if fix else diagnose(checkpoint, options)
     except FileNotFoundError as exc:
         raise typer.BadParameter(f"no checkpoint at {checkpoint!r}",
                                  param_hint="--checkpoint") from exc

@@ -8,7 +8,8 @@ import typer
 
 StorageOpt = Annotated[
     list[str],
-    typer.Option("--storage-option", "-o", help="delta-rs storage option KEY=VALUE; repeatable."),
+    typer.Option("--storage-option", "-o", help="object store setting KEY=VALUE (as delta-rs "
+                 "and the source's storage.* options take them); repeatable."),
 ]
 
 

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kafka_share_eos.cli.options import StorageOpt, storage_options
 from kafka_share_eos.deadletter.sql import DEFAULT_TABLE
 from kafka_share_eos.errors import LocationNotFoundError
 from kafka_share_eos.source.status import JournalStatus, count_dead_letters, journal_status
@@ -53,7 +54,8 @@ def render(status: JournalStatus, console: Console) -> None:
 def status(
     journal: Annotated[
         str,
-        typer.Option("--journal", help="The stream's journalPath (path or pyarrow.fs URI)."),
+        typer.Option("--journal", help="The stream's journalPath (path, object store or "
+                     "pyarrow.fs URI)."),
     ],
     dead_letters: Annotated[
         str | None,
@@ -67,10 +69,11 @@ def status(
                      f"of --dead-letters (default {DEFAULT_TABLE})."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    storage_option: StorageOpt = [],  # noqa: B006 - typer reads the default, never mutated
 ) -> None:
     """Show batches journaled, acknowledged and pending, batch-metric totals and dead letters."""
     try:
-        result = journal_status(journal)
+        result = journal_status(journal, storage_options=storage_options(storage_option))
     except LocationNotFoundError as exc:
         raise typer.BadParameter(str(exc), param_hint="--journal") from exc
     if dead_letters is not None:
