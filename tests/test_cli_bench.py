@@ -34,13 +34,16 @@ TINY = Sizes(
     two_phase_rows_per_batch=1_000, two_phase_batches=2, two_phase_repeats=1,
     dedup_ledger_sizes=(1_000, 10_000), dedup_batch_rows=1_000, dedup_batches=3,
     dedup_batch_sizes=(1_000,), kafka_topic_batch_rows=1_000, kafka_topic_batches=3,
-    consumers_drain_idle_ms=2000,
+    consumers_drain_idle_ms=2000, object_store_records=8_000, object_store_rounds=1,
+    object_store_dedup_batches=3,
 )
 
 # The Apache Kafka peers start a broker, four Spark applications and the pyspark 4.2 tier's:
 # tests/test_bench_peers.py runs them (marked full), not this run; the delta-spark engines run
-# in that tier too (tests/test_bench_delta_spark.py).
-IN_TINY_RUN = [name for name in BENCHMARKS if name not in ("kafka peers", "delta-spark")]
+# in that tier too (tests/test_bench_delta_spark.py). The object store's two Spark applications
+# and S3 server would take this run past its timeout: a run of its own below (marked full).
+IN_TINY_RUN = [name for name in BENCHMARKS
+               if name not in ("kafka peers", "delta-spark", "object-store")]
 
 SUITE = """
 import json, sys
@@ -51,12 +54,15 @@ print(json.dumps(run_suite(sizes, only=json.loads(sys.argv[2])).to_json(), defau
 """
 
 
-@pytest.fixture(scope="module")
-def tiny_run() -> dict[str, Any]:
-    result = run_python("-c", SUITE, json.dumps(asdict(TINY)), json.dumps(IN_TINY_RUN),
-                        timeout=560)
+def _tiny_suite(only: list[str]) -> dict[str, Any]:
+    result = run_python("-c", SUITE, json.dumps(asdict(TINY)), json.dumps(only), timeout=560)
     report: dict[str, Any] = json.loads(result.stdout.splitlines()[-1])
     return report
+
+
+@pytest.fixture(scope="module")
+def tiny_run() -> dict[str, Any]:
+    return _tiny_suite(IN_TINY_RUN)
 
 
 def test_every_benchmark_reports_numeric_ratios(tiny_run: dict[str, Any]) -> None:
@@ -124,6 +130,25 @@ def test_table_and_markdown_show_every_row_with_its_target(
         assert "Sizes: source 6k records over 4 partitions" in shown
         assert "1 round(s), 2 s idle end; end-to-end" in shown
     assert page.count("\n| ") == len(ratios) + 2  # the header, its rule, one line per row
+
+
+@pytest.mark.full
+def test_object_store_rows_compare_s3_with_the_local_disk() -> None:
+    report = _tiny_suite(["object-store"])
+
+    assert report["failures"] == {}
+    rows = {row["name"]: row for row in report["ratios"]}
+    assert {row["benchmark"] for row in rows.values()} == {"object-store"}
+    for row in rows.values():
+        assert isinstance(row["value"], float) and math.isfinite(row["value"]), row
+        assert row["value"] > 0, row
+    for consumers, target in ((1, "≥ 0.8"), (4, "≥ 0.7")):
+        row = rows[f"consumers={consumers}, journal on S3 vs local journal, records per second"]
+        assert row["target"] == target, row
+    # 1k-row batches in this run: the 0.6 target is the 10k-row batches'.
+    assert rows["dedup store on S3 vs S3 Delta append, 1k-row batches"]["target"] is None
+    journal = report["results"]["object-store"]["journal"]
+    assert len(journal["4"]["s3"]["slots"]) == 4, journal["4"]
 
 
 def test_the_command_offers_quick_json_and_save() -> None:

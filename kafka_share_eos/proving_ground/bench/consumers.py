@@ -52,11 +52,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow.fs as pafs
+
 from kafka_share_eos._libs import spark_home
 from kafka_share_eos.proving_ground.bench import raw_group
 from kafka_share_eos.proving_ground.bench.common import script_parser
 from kafka_share_eos.proving_ground.bench.cpu import driver_seconds
 from kafka_share_eos.proving_ground.bench.streams import (
+    Journals,
     batches_with_data,
     produce,
     rows_read,
@@ -71,6 +74,7 @@ from kafka_share_eos.proving_ground.streams import source_options
 from kafka_share_eos.source import register
 from kafka_share_eos.source.leases import LEASES_DIR
 from kafka_share_eos.source.status import journal_status
+from kafka_share_eos.storage import Location
 
 TOPIC = "bench-consumers"
 WARM_UP_TOPIC = "bench-consumers-warm-up"
@@ -83,7 +87,7 @@ BROKER_START_S = 60.0
 
 
 @contextlib.contextmanager
-def _broker(topics: Sequence[str], work: Path) -> Iterator[str]:
+def broker(topics: Sequence[str], work: Path) -> Iterator[str]:
     """An embedded broker in a process of its own (``kafka-share-eos broker``); its address."""
     address, log = work / "broker.addr", work / "broker.log"
     topic_args = [arg for topic in topics for arg in ("--topic", topic)]
@@ -109,11 +113,12 @@ def _broker(topics: Sequence[str], work: Path) -> Iterator[str]:
             process.wait()
 
 
-def _executor_members(journal: Path) -> int:
+def _executor_members(journal: Location) -> int:
     """Executor consumers that polled for this journal and are still in the group (each keeps
     a lease until it leaves, at its Python worker's exit)."""
-    leases = journal / LEASES_DIR
-    return sum(1 for lease in leases.glob("*.json")) if leases.is_dir() else 0
+    fs, root = journal.child(LEASES_DIR).open()
+    leases = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+    return sum(1 for lease in leases if lease.base_name.endswith(".json"))
 
 
 PrepareGroup = Callable[[str], object]
@@ -121,20 +126,24 @@ PrepareGroup = Callable[[str], object]
 from the earliest offset)."""
 
 
-def _drain(
+def drain(
     spark: Any, bootstrap: str, work: Path, consumers: int, records: int, per_trigger: int,
-    idle_ms: int, tag: str, prepare_group: PrepareGroup,
+    idle_ms: int, tag: str, prepare_group: PrepareGroup = lambda _: None,
+    journals: Journals | None = None,
 ) -> dict[str, Any]:
-    """One contender: drain the topic with ``consumers`` consumers in a group of its own."""
+    """One contender: drain the topic with ``consumers`` consumers in a group of its own, its
+    journal under ``journals`` (default: ``work``)."""
     name = f"c{consumers}-{tag}"
-    journal = work / f"journal-{name}"
+    journals = journals or Journals(work)
+    journal = journals.location(f"journal-{name}")
     prepare_group(f"bench-consumers-{name}")
     options = source_options(
-        bootstrap, f"bench-consumers-{name}", TOPIC, journal,
+        bootstrap, f"bench-consumers-{name}", TOPIC, journal.uri,
         consumers=str(consumers), acknowledge="afterJournal",
         maxRecordsPerTrigger=str(per_trigger),
         availableNowIdleMs=str(idle_ms),
         **{"kafka.max.poll.records": str(-(-per_trigger // 2))},
+        **journals.source_options(),
     )
     jvm = spark.sparkContext._gateway.proc.pid
     cpu = driver_seconds(os.getpid(), jvm)
@@ -154,7 +163,7 @@ def _drain(
     if rows < records:
         raise RuntimeError(f"the consumers={consumers} query read {rows} of {records} records")
     first_start, last_end = stream_window(progress)
-    slots = journal_status(str(journal)).consumers
+    slots = journal_status(journal.uri, storage_options=journal.options).consumers
     return {
         "records": records,
         "rows_read": rows,
@@ -183,12 +192,12 @@ def _warm_up(
     wait_for_source_runners(spark)
 
 
-def _contender(
-    bootstrap: str, work: Path, consumers: int, records: int, per_trigger: int, rounds: int,
-    idle_ms: int, prepare_group: PrepareGroup,
-) -> list[dict[str, Any]]:
-    """Every round of one contender, in a Spark application of its own with one task slot per
-    consumer (executors of two cores: fewer JVMs on a small machine)."""
+@contextlib.contextmanager
+def application(
+    bootstrap: str, work: Path, consumers: int, prepare_group: PrepareGroup = lambda _: None
+) -> Iterator[Any]:
+    """A Spark application with one task slot per consumer (executors of two cores: fewer JVMs
+    on a small machine), its Python workers started by a warm-up query; stopped at the end."""
     executors = max(1, consumers // 2)
     spark = local_spark_session(f"kafka-share-eos-bench-consumers-{consumers}",
                                 cores=consumers // executors, executors=executors)
@@ -197,11 +206,20 @@ def _contender(
         spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
         register(spark)
         _warm_up(spark, bootstrap, work, consumers, prepare_group)
-        return [_drain(spark, bootstrap, work, consumers, records, per_trigger, idle_ms, str(n),
-                       prepare_group)
-                for n in range(1, rounds + 1)]
+        yield spark
     finally:
         _stop(spark)
+
+
+def _contender(
+    bootstrap: str, work: Path, consumers: int, records: int, per_trigger: int, rounds: int,
+    idle_ms: int, prepare_group: PrepareGroup,
+) -> list[dict[str, Any]]:
+    """Every round of one contender, in a Spark application of its own."""
+    with application(bootstrap, work, consumers, prepare_group) as spark:
+        return [drain(spark, bootstrap, work, consumers, records, per_trigger, idle_ms, str(n),
+                      prepare_group)
+                for n in range(1, rounds + 1)]
 
 
 def _stop(spark: Any) -> None:
@@ -212,7 +230,7 @@ def _stop(spark: Any) -> None:
     shutil.rmtree(Path(spark_home._find_spark_home(), "work", app), ignore_errors=True)
 
 
-def _medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+def medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """One contender's medians over its rounds; records per slot summed, members at most."""
     entry: dict[str, Any] = {
         key: statistics.median(r[key] for r in rounds)
@@ -259,7 +277,7 @@ def measure(
            for n in counts if n > 1}
     result: dict[str, Any] = {"records": records, "per_trigger": per_trigger}
     for name, contender_rounds in measured.items():
-        result[name] = _medians(contender_rounds)
+        result[name] = medians(contender_rounds)
     one = result["1"]
     for name in measured:
         entry = result[name]
@@ -316,7 +334,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="kse-bench-consumers-") as tmp:
         work = Path(tmp)
         topics = [f"{TOPIC}:{partitions}", f"{WARM_UP_TOPIC}:{max(CONSUMER_COUNTS)}"]
-        with _broker(topics, work) as bootstrap:
+        with broker(topics, work) as bootstrap:
             produce(bootstrap, TOPIC, records, partitions, value_bytes)
             produce(bootstrap, WARM_UP_TOPIC, WARM_UP_RECORDS, max(CONSUMER_COUNTS), value_bytes)
             idle_ms = DRAIN_IDLE_MS if drain_idle_ms is None else drain_idle_ms

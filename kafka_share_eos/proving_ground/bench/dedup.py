@@ -17,7 +17,7 @@ import os
 import statistics
 import tempfile
 import time
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -55,7 +55,7 @@ def batch_of(
     return new if redeliver is None else pa.concat_tables([redeliver, new])
 
 
-def prefill(uri: str, identities: int) -> int:
+def prefill(uri: str, identities: int, storage_options: Mapping[str, str] | None = None) -> int:
     """A ledger holding ``identities`` applied offsets (batch 0); returns the next free offset."""
     per_partition = identities // PARTITIONS
     rows = pa.table({
@@ -74,6 +74,7 @@ def prefill(uri: str, identities: int) -> int:
     )
     deltalake.write_deltalake(
         uri, rows, mode="append", partition_by=["topic", "partition"],
+        storage_options=dict(storage_options or {}),
         commit_properties=deltalake.CommitProperties(
             app_transactions=[deltalake.Transaction(DEFAULT_APP_ID, 0)]
         ),
@@ -82,14 +83,21 @@ def prefill(uri: str, identities: int) -> int:
 
 
 def measure_store(
-    root: Path, identities: int, batch: int, batches: int, value_bytes: int
+    root: str, identities: int, batch: int, batches: int, value_bytes: int,
+    storage_options: Mapping[str, str] | None = None,
 ) -> dict[str, float]:
-    """Median seconds per batch through the store, and per plain append of the same batches."""
-    work = root / f"{identities}-{batch}"
-    ledger = str(work / "ledger")
-    head = prefill(ledger, identities)
-    store = CheckpointDedupStore(ledger, DeltaAppendSink(str(work / "sink")))
-    plain_uri = str(work / "plain")
+    """Median seconds per batch through the store, and per plain append of the same batches,
+    every table under ``root`` (a local directory, or an object store's URL with the store's
+    ``storage_options``)."""
+    work = f"{root.rstrip('/')}/{identities}-{batch}"
+    options = dict(storage_options or {})
+    ledger = f"{work}/ledger"
+    head = prefill(ledger, identities, options)
+    store = CheckpointDedupStore(
+        ledger, DeltaAppendSink(f"{work}/sink", storage_options=options),
+        storage_options=options,
+    )
+    plain_uri = f"{work}/plain"
     plain: deltalake.DeltaTable | None = None
     per_partition = batch // PARTITIONS
     redeliver: pa.Table | None = None
@@ -102,11 +110,12 @@ def measure_store(
         store.apply(data, batch_id)
         elapsed = time.perf_counter() - started
         started = time.perf_counter()
-        deltalake.write_deltalake(plain if plain is not None else plain_uri, data, mode="append")
+        deltalake.write_deltalake(plain if plain is not None else plain_uri, data, mode="append",
+                                  storage_options=options)
         plain_elapsed = time.perf_counter() - started
         if plain is None:
             # The first batch creates the sink and plain tables: not timed.
-            plain = deltalake.DeltaTable(plain_uri)
+            plain = deltalake.DeltaTable(plain_uri, storage_options=options)
             continue
         store_times.append(elapsed)
         plain_times.append(plain_elapsed)
@@ -126,11 +135,11 @@ def run(
     ratios are against the smallest ledger and the plain append."""
     with tempfile.TemporaryDirectory(prefix="bench-dedup-") as tmp:
         results = {
-            size: measure_store(Path(tmp), size, batch, batches, value_bytes) for size in sizes
+            size: measure_store(tmp, size, batch, batches, value_bytes) for size in sizes
         }
         by_batch = {
             rows: results[sizes[0]] if rows == batch
-            else measure_store(Path(tmp), sizes[0], rows, batches, value_bytes)
+            else measure_store(tmp, sizes[0], rows, batches, value_bytes)
             for rows in batch_sizes
         }
     base = results[sizes[0]]["store_s"]

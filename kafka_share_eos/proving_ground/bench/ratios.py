@@ -313,3 +313,45 @@ def _pipelines_row(
         f"micro-batch; median of {len(rounds)} rounds{where}",
     )
 
+
+
+_OBJECT_STORE_JOURNAL_TARGETS = {1: 0.8, 4: 0.7}
+"""Records per second with the journal on S3 against a local journal, by consumer count: every
+segment is a put of its own and, with executor consumers, a conditional one per slot and poll."""
+_OBJECT_STORE_DEDUP_TARGETS = {10_000: 0.6}
+"""The checkpoint-dedup store on S3 against a plain S3 append, by batch size: each of the store's
+two Delta commits (claims, then the sink's append) is a round of requests a plain append makes
+once."""
+
+
+def object_store_ratios(result: Mapping[str, Any]) -> list[Ratio]:
+    """The source with its journal on S3 against a local journal, and the checkpoint-dedup
+    store on S3 against a plain S3 append, on one S3 server."""
+    measured = int(result["rounds"])
+    rounds = f"; medians of {measured} rounds" if measured > 1 else ""
+    rows = []
+    for name in sorted(result["journal"], key=int):
+        entry, consumers = result["journal"][name], int(name)
+        bound = _OBJECT_STORE_JOURNAL_TARGETS.get(consumers)
+        rows.append(Ratio(
+            "object-store",
+            f"consumers={consumers}, journal on S3 vs local journal, records per second",
+            entry["s3_vs_local"],
+            target=None if bound is None else Target(">=", bound),
+            detail=f"{entry['s3']['records_per_second']:,.0f} vs "
+            f"{entry['local']['records_per_second']:,.0f} records/s, "
+            f"{count(result['records'])} records over {result['partitions']} partitions, "
+            f"{count(result['per_trigger'])} per micro-batch{rounds}; SeaweedFS on loopback",
+        ))
+    dedup = result["dedup"]
+    bound = _OBJECT_STORE_DEDUP_TARGETS.get(int(dedup["batch_rows"]))
+    rows.append(Ratio(
+        "object-store",
+        f"dedup store on S3 vs S3 Delta append, {count(dedup['batch_rows'])}-row batches",
+        dedup["throughput_vs_plain"],
+        target=None if bound is None else Target(">=", bound),
+        detail=f"{dedup['store_s'] * 1000:.1f} vs {dedup['plain_s'] * 1000:.1f} ms per batch, "
+        f"median of {dedup['batches']}, {count(dedup['identities'])}-identity ledger, "
+        f"{dedup['value_bytes']}-byte values, 5% redelivered; SeaweedFS on loopback",
+    ))
+    return rows

@@ -50,6 +50,12 @@ class Sizes:
     """The Apache Kafka peers: the source's and raw loops' records and polls, the consumers'
     records (with the consumers' batches), the Spark Kafka comparison's records (with the
     end-to-end batches), and their rounds."""
+    object_store_records: int = 200_000
+    object_store_rounds: int = 3
+    object_store_dedup_batches: int = 15
+    """The object-store benchmark: its journal contenders' records (over the consumers'
+    partitions, in the consumers' micro-batches) and rounds, and its dedup batches (of the
+    dedup benchmark's main batch size)."""
     left_out: tuple[str, ...] = ()
     """Benchmarks this workload does not run unless ``only`` names them."""
 
@@ -78,7 +84,10 @@ class Sizes:
             f"{self.kafka_topic_batches} x {count(self.kafka_topic_batch_rows)} records; "
             f"Kafka peers source {count(self.peers_records)}, consumers "
             f"{count(self.peers_consumers_records)}, pipelines "
-            f"{count(self.peers_pipeline_records)} records, {self.peers_rounds} round(s)"
+            f"{count(self.peers_pipeline_records)} records, {self.peers_rounds} round(s); "
+            f"object store {count(self.object_store_records)} records, "
+            f"{self.object_store_rounds} round(s), {self.object_store_dedup_batches} x "
+            f"{count(self.dedup_batch_rows)}-row dedup batches"
         )
 
 
@@ -145,7 +154,9 @@ QUICK = Sizes(
     peers_consumers_records=100_000,
     peers_pipeline_records=30_000,
     peers_rounds=1,
-    left_out=("kafka-topic", "kafka peers", "delta-spark"),
+    object_store_records=100_000,
+    object_store_rounds=1,
+    left_out=("kafka-topic", "kafka peers", "delta-spark", "object-store"),
 )
 """Sizes for a run under three minutes on an idle 2-core machine: one round each, a third of
 the full run's source records, half its records for the consumers (with its 40k-record batches,

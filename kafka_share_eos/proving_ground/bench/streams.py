@@ -1,13 +1,17 @@
-"""What the source benchmarks share: producing their records, starting a ``kafka-share`` query
-into Spark's ``noop`` sink, and timing it from its progress reports."""
+"""What the source benchmarks share: producing their records, where their journals go, starting
+a ``kafka-share`` query into Spark's ``noop`` sink, and timing it from its progress reports."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kafka_share_eos.proving_ground.streams import share_stream
+from kafka_share_eos.source.options import STORAGE_PREFIX
+from kafka_share_eos.storage import Location
 
 
 def produce(bootstrap: str, topic: str, records: int, partitions: int, value_bytes: int) -> None:
@@ -32,6 +36,24 @@ def produce(bootstrap: str, topic: str, records: int, partitions: int, value_byt
             producer.poll(0)
     if producer.flush(60):
         raise RuntimeError("the benchmark records were not all produced within 60 s")
+
+
+@dataclass(frozen=True)
+class Journals:
+    """Where a benchmark's queries keep their journals, one under ``root`` each: a local
+    directory, or an object store's URL with the store's settings."""
+
+    root: str | Path
+    storage: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def location(self, name: str) -> Location:
+        """The journal named ``name``, with the store's settings."""
+        return Location(f"{str(self.root).rstrip('/')}/{name}", self.storage)
+
+    def source_options(self) -> dict[str, str]:
+        """The store's settings as the source's ``storage.*`` options: its runner and every
+        executor open the store with them."""
+        return {STORAGE_PREFIX + key: value for key, value in self.storage.items()}
 
 
 def start_query(spark: Any, options: dict[str, str], checkpoint: Path) -> Any:

@@ -25,6 +25,7 @@ from kafka_share_eos.proving_ground.bench.ratios import (
     dedup_ratios,
     end_to_end_ratios,
     kafka_topic_ratios,
+    object_store_ratios,
     source_ratios,
     two_phase_ratios,
     upsert_ratios,
@@ -180,6 +181,20 @@ def _run_peers(sizes: Sizes, shared: _Resources) -> dict[str, Any]:
         )
 
 
+def _run_object_store(sizes: Sizes, _: _Resources) -> dict[str, Any]:
+    from kafka_share_eos.proving_ground.bench import consumers, object_store
+
+    return object_store.run(
+        records=sizes.object_store_records,
+        partitions=sizes.consumers_partitions,
+        per_trigger=sizes.consumers_per_trigger,
+        rounds=sizes.object_store_rounds,
+        drain_idle_ms=sizes.consumers_drain_idle_ms or consumers.DRAIN_IDLE_MS,
+        dedup_batch_rows=sizes.dedup_batch_rows,
+        dedup_batches=sizes.object_store_dedup_batches,
+    )
+
+
 def _run_upsert(sizes: Sizes, shared: _Resources) -> dict[str, Any]:
     from kafka_share_eos.proving_ground.bench import upsert
 
@@ -220,8 +235,9 @@ def _run_delta_spark(_sizes: Sizes, _: _Resources) -> dict[str, Any]:
     return delta_spark.run_in_tier(delta_spark.SIZES)
 
 
-_LEFT_OUT = ("left out of --quick: its Apache Kafka broker or pyspark 4.2 child alone would "
-             "take most of the quick run's minutes; `bench --quick --only NAME` runs it")
+_LEFT_OUT = ("left out of --quick: its Apache Kafka broker, pyspark 4.2 child or two Spark "
+             "applications on an S3 server alone would take most of the quick run's minutes; "
+             "`bench --quick --only NAME` runs it")
 
 Runner = Callable[[Sizes, _Resources], dict[str, Any]]
 Reducer = Callable[[Mapping[str, Any]], list[Ratio]]
@@ -234,6 +250,8 @@ BENCHMARKS: dict[str, tuple[Runner, Reducer]] = {
     "end-to-end": (_run_end_to_end, end_to_end_ratios),
     "kafka-topic": (_run_kafka_topic, kafka_topic_ratios),
     "kafka peers": (_run_peers, peers_ratios),
+    # Its Spark applications run before its delta-rs tables, on one S3 server of its own.
+    "object-store": (_run_object_store, object_store_ratios),
     "upsert": (_run_upsert, upsert_ratios),
     "two-phase commit": (_run_two_phase, two_phase_ratios),
     "dedup": (_run_dedup, dedup_ratios),
