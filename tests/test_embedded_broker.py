@@ -64,6 +64,13 @@ def test_conflicting_partition_counts() -> None:
         assert broker.topics == {"jobs": 2}
 
 
+def test_one_topic_given_alone_is_one_topic() -> None:
+    with EmbeddedBroker("jobs:4") as broker:
+        assert broker.topics == {"jobs": 4}
+    with EmbeddedBroker(TopicSpec("orders", 2)) as broker:
+        assert broker.topics == {"orders": 2}
+
+
 def test_not_running_is_reported() -> None:
     broker = EmbeddedBroker(["jobs"])
     with pytest.raises(RuntimeError, match="not running"):

@@ -105,7 +105,8 @@ class EmbeddedBroker:
     group is first used, which is why they are constructor arguments.
 
     Args:
-        topics: topics to create, as ``TopicSpec`` or ``"name[:partitions]"`` strings.
+        topics: topics to create, as ``TopicSpec`` or ``"name[:partitions]"`` strings; one
+            topic may be given alone (``EmbeddedBroker("jobs:4")``).
         record_lock_duration_ms: how long an acquired record stays locked to its consumer
             (Kafka's ``group.share.record.lock.duration.ms``; 30 000 by default there).
         max_delivery_attempts: deliveries after which a record is archived
@@ -122,7 +123,7 @@ class EmbeddedBroker:
 
     def __init__(
         self,
-        topics: Iterable[TopicSpec | str] = (),
+        topics: Iterable[TopicSpec | str] | TopicSpec | str = (),
         *,
         record_lock_duration_ms: int | None = None,
         max_delivery_attempts: int | None = None,
@@ -151,8 +152,10 @@ class EmbeddedBroker:
             "heartbeat_interval": _positive_ms("heartbeat_interval_ms", heartbeat_interval_ms),
             "auto_offset_reset": _AUTO_OFFSET_RESET_CODES[auto_offset_reset],
         }
+        # A string is an iterable of its letters: one given alone is one topic, not several.
+        given = [topics] if isinstance(topics, str | TopicSpec) else list(topics)
         self._initial_topics = [
-            t if isinstance(t, TopicSpec) else TopicSpec.parse(t) for t in topics
+            t if isinstance(t, TopicSpec) else TopicSpec.parse(t) for t in given
         ]
         declared: dict[str, int] = {}
         for spec in self._initial_topics:
