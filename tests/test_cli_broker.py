@@ -68,3 +68,13 @@ def test_bad_topic_spec_exits_with_usage_error(tmp_path: Path) -> None:
     assert "'bad topic:2'" in result.stderr
     assert "--topic" in result.stderr
     assert not addr_file.exists()
+
+
+def test_an_offset_reset_kafka_cannot_apply_is_refused_before_anything_starts() -> None:
+    result = subprocess.run(
+        [CLI, "broker", "--kafka", "--topic", "jobs", "--offset-reset", "earliest"],
+        capture_output=True, text=True, env=CLI_ENV, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "--offset-reset" in result.stderr and "--group" in result.stderr
+    assert "starting Apache Kafka" not in result.stderr

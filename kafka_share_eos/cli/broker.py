@@ -51,8 +51,12 @@ def broker(
         typer.Option(min=1, max=KAFKA_INT_MAX, help="Share-group heartbeat interval in ms."),
     ] = None,
     offset_reset: Annotated[
-        str, typer.Option(help="Where new share groups start: earliest or latest.")
-    ] = "earliest",
+        str | None,
+        typer.Option(help="Where new share groups start: earliest or latest. The embedded "
+                     "broker: every group, earliest when not given. With --kafka: the groups "
+                     "named with --group, earliest when not given; Kafka has no broker-wide "
+                     "setting, so any other group starts at 'latest'."),
+    ] = None,
     addr_file: Annotated[
         Path | None, typer.Option(help="Also write the bootstrap address to this file.")
     ] = None,
@@ -72,8 +76,13 @@ def broker(
 ) -> None:
     """Run a share-group broker until SIGINT or SIGTERM; its bootstrap servers are the first
     line printed."""
-    if offset_reset not in ("earliest", "latest"):
+    if offset_reset not in (None, "earliest", "latest"):
         raise typer.BadParameter("must be 'earliest' or 'latest'", param_hint="--offset-reset")
+    if kafka and offset_reset is not None and not group:
+        raise typer.BadParameter(
+            "with --kafka it applies only to the share groups named with --group (Kafka has no "
+            "broker-wide setting for where a new share group starts): name them",
+            param_hint="--offset-reset")
     if not kafka and (brokers != 1 or group):
         raise typer.BadParameter("needs --kafka", param_hint="--brokers" if brokers != 1
                                  else "--group")
@@ -81,7 +90,8 @@ def broker(
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    settings = _Settings(lock_ms, max_deliveries, session_timeout_ms, heartbeat_ms, offset_reset)
+    settings = _Settings(lock_ms, max_deliveries, session_timeout_ms, heartbeat_ms,
+                         offset_reset or "earliest")
     running = (_kafka(topic, brokers, group, settings, console) if kafka
                else _embedded(topic, settings))
     with running as (name, address):
@@ -92,6 +102,9 @@ def broker(
         print(address, flush=True)
         topics = ", ".join(f"{t.name}:{t.partitions}" for t in topic) or "none"
         console.print(f"[green]{name}[/] at [bold]{address}[/] (topics: {topics}); Ctrl-C to stop")
+        if kafka and not group:
+            console.print("share groups start at Kafka's 'latest': name a group with --group "
+                          "to have it start at 'earliest' and read committed records")
         stop.wait()
     console.print(f"{name} stopped")
 
