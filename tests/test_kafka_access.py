@@ -72,3 +72,11 @@ def test_acl_refusals_name_the_resource_and_the_grant() -> None:
     written = access_error(cluster, CONFIG, ["dead"], writes=True)
     assert written is not None and "may not write topic(s) dead" in str(written)
     assert access_error(KafkaError(KafkaError._TRANSPORT), CONFIG) is None
+
+
+def test_a_refusal_the_client_gave_no_reason_for_is_named_by_its_code() -> None:
+    bare = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "ShareFetch failed for orders-c [1]: ")
+    refused = access_error(bare, CONFIG, ["orders-c"])
+
+    assert refused is not None
+    assert "(ShareFetch failed for orders-c [1]: TOPIC_AUTHORIZATION_FAILED)" in str(refused)

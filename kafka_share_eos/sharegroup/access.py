@@ -32,6 +32,15 @@ def _user(config: Mapping[str, Any]) -> str:
     return f"user {name!r}" if name else "the client"
 
 
+def _reason(error: KafkaError) -> str:
+    """What the client said of ``error``; its code's name where the client left the reason
+    empty (librdkafka's "ShareFetch failed for orders-c [1]: " names no cause)."""
+    text = error.str().strip()
+    if not text or text.endswith(":"):
+        return f"{text} {error.name()}".strip()
+    return text
+
+
 def access_error(
     error: KafkaError, config: Mapping[str, Any], topics: Sequence[str] = (), *,
     writes: bool = False,
@@ -42,13 +51,13 @@ def access_error(
     if code in SIGN_IN_REFUSED:
         mechanism = config.get("sasl.mechanism", "its SASL mechanism")
         return KafkaAccessError(
-            f"the brokers refused the sign-in of {user} ({mechanism}): {error.str()}; check "
+            f"the brokers refused the sign-in of {user} ({mechanism}): {_reason(error)}; check "
             "kafka.sasl.username and kafka.sasl.password"
         )
     if code == KafkaError.GROUP_AUTHORIZATION_FAILED:
         group = config.get("group.id", "?")
         return KafkaAccessError(
-            f"{user} may not read share group {group!r} ({error.str()}): grant it READ on "
+            f"{user} may not read share group {group!r} ({_reason(error)}): grant it READ on "
             f"GROUP {group}"
         )
     if code == KafkaError.CLUSTER_AUTHORIZATION_FAILED and writes:
@@ -59,7 +68,7 @@ def access_error(
         named = ", ".join(topics) or "the subscribed topics"
         verb, operation = ("write", "WRITE") if writes else ("read", "READ")
         return KafkaAccessError(
-            f"{user} may not {verb} topic(s) {named} ({error.str()}): grant it {operation} and "
+            f"{user} may not {verb} topic(s) {named} ({_reason(error)}): grant it {operation} and "
             "DESCRIBE on each TOPIC"
         )
     return None
