@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafka_share_eos._names import names
 from kafka_share_eos.errors import MissingColumnsError, SinkConfigurationError
 from kafka_share_eos.sinks import keep_latest
 
@@ -52,8 +53,7 @@ class RecordIdentity:
         """
         if key_columns is None:
             return cls(SOURCE_IDENTITY, version_column)
-        # A lone string is one column name, not a sequence of one-letter names.
-        keys = (key_columns,) if isinstance(key_columns, str) else tuple(key_columns)
+        keys = tuple(names(key_columns))
         return cls(keys, version_column)
 
     @property

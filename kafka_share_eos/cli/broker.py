@@ -76,16 +76,7 @@ def broker(
 ) -> None:
     """Run a share-group broker until SIGINT or SIGTERM; its bootstrap servers are the first
     line printed."""
-    if offset_reset not in (None, "earliest", "latest"):
-        raise typer.BadParameter("must be 'earliest' or 'latest'", param_hint="--offset-reset")
-    if kafka and offset_reset is not None and not group:
-        raise typer.BadParameter(
-            "with --kafka it applies only to the share groups named with --group (Kafka has no "
-            "broker-wide setting for where a new share group starts): name them",
-            param_hint="--offset-reset")
-    if not kafka and (brokers != 1 or group):
-        raise typer.BadParameter("needs --kafka", param_hint="--brokers" if brokers != 1
-                                 else "--group")
+    _refuse_options_that_cannot_apply(offset_reset, kafka, brokers, group)
     console = Console(stderr=True)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -107,6 +98,21 @@ def broker(
                           "to have it start at 'earliest' and read committed records")
         stop.wait()
     console.print(f"{name} stopped")
+
+
+def _refuse_options_that_cannot_apply(
+    offset_reset: str | None, kafka: bool, brokers: int, group: list[str]
+) -> None:
+    if offset_reset not in (None, "earliest", "latest"):
+        raise typer.BadParameter("must be 'earliest' or 'latest'", param_hint="--offset-reset")
+    if kafka and offset_reset is not None and not group:
+        raise typer.BadParameter(
+            "with --kafka it applies only to the share groups named with --group (Kafka has no "
+            "broker-wide setting for where a new share group starts): name them",
+            param_hint="--offset-reset")
+    if not kafka and (brokers != 1 or group):
+        raise typer.BadParameter("needs --kafka", param_hint="--brokers" if brokers != 1
+                                 else "--group")
 
 
 class _Settings:

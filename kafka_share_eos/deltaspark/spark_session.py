@@ -14,6 +14,7 @@ from importlib import metadata
 
 from kafka_share_eos._extras import DELTA_SPARK
 from kafka_share_eos._libs import pyspark, spark_sql
+from kafka_share_eos._names import names
 
 SCALA_VERSION = "2.13"
 EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -40,7 +41,7 @@ def delta_spark_package() -> str:
 
 
 def with_delta_spark(
-    builder: spark_sql.SparkSession.Builder, extra_packages: Sequence[str] = ()
+    builder: spark_sql.SparkSession.Builder, extra_packages: str | Sequence[str] = ()
 ) -> spark_sql.SparkSession.Builder:
     """``builder`` set up for delta-spark: its jars (with ``extra_packages`` and any packages
     the builder already names), the Delta SQL extension and the Delta catalog.
@@ -60,7 +61,7 @@ def with_delta_spark(
         return ",".join(dict.fromkeys([*given, *added]))
 
     return (
-        builder.config(_PACKAGES, joined(_PACKAGES, delta_spark_package(), *extra_packages))
+        builder.config(_PACKAGES, joined(_PACKAGES, delta_spark_package(), *names(extra_packages)))
         .config("spark.sql.extensions", joined("spark.sql.extensions", EXTENSION))
         .config("spark.sql.catalog.spark_catalog", CATALOG)
     )

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from kafka_share_eos import faults
+from kafka_share_eos._names import names
 from kafka_share_eos.delta.handles import KeptTable
 from kafka_share_eos.delta.transactions import append_once
 from kafka_share_eos.delta.types import storable, table_schema
@@ -44,15 +45,15 @@ class DeltaAppendSink:
         uri: str,
         *,
         app_id: str | None = None,
-        partition_by: Sequence[str] | None = None,
-        columns: Sequence[str] | None = None,
+        partition_by: str | Sequence[str] | None = None,
+        columns: str | Sequence[str] | None = None,
         storage_options: Mapping[str, str] | None = None,
     ) -> None:
         self.location = KeptTable(uri, storage_options)
         self.app_id = app_id or DEFAULT_SINK_APP_ID
         self._app_id_given = app_id is not None
-        self.partition_by = list(partition_by) if partition_by else None
-        self.columns = list(columns) if columns is not None else None
+        self.partition_by = names(partition_by) if partition_by else None
+        self.columns = names(columns) if columns is not None else None
 
     def bind_streaming_query(self, query_id: str) -> None:
         """Record batch ids under the streaming query's id, unless an ``app_id`` was given."""
