@@ -42,6 +42,7 @@ from .errors import SourceOptionError as SourceOptionError
 from .errors import TargetTableError as TargetTableError
 from .errors import TransformShapeError as TransformShapeError
 from .errors import TwoPhaseCommitError as TwoPhaseCommitError
+from .errors import UnsupportedFormatError as UnsupportedFormatError
 from .errors import ValueNotStorableError as ValueNotStorableError
 from .ledger import DeltaAppendSink as DeltaAppendSink
 from .ledger import RetentionPolicy as RetentionPolicy

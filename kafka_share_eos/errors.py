@@ -40,6 +40,7 @@ __all__ = [
     "TargetTableError",
     "TransformShapeError",
     "TwoPhaseCommitError",
+    "UnsupportedFormatError",
     "ValueNotStorableError",
 ]
 
@@ -155,7 +156,15 @@ class BatchIdReusedError(KafkaShareEosError, RuntimeError):
 
 
 class JournalError(KafkaShareEosError, RuntimeError):
-    """A journal segment is missing or unreadable."""
+    """A journal segment is missing or unreadable, or a segment or lease could not be written
+    (a full disk, no permission): the message names the file, the OS error is the cause."""
+
+
+class UnsupportedFormatError(KafkaShareEosError, RuntimeError):
+    """A file, record or table the toolkit reads back (journal, lease, metrics, two-phase
+    decision or manifest, ledger, progress marker) is in a format newer than this version
+    reads: it was written by a later release. The message names where it is and the versions
+    found and read."""
 
 
 class SessionClosed(KafkaShareEosError, RuntimeError):

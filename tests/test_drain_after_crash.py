@@ -3,6 +3,8 @@ the dead consumers held (records the broker hands out again only once those lock
 
 On Apache Kafka the pipeline is told a lock ten times shorter than its group's: the source reads
 the group's real lock through the admin API, or the drain would end before the records are back.
+With executor consumers, the journal may be on an object store (S3, Azure Blob) instead of the
+local disk.
 """
 
 from __future__ import annotations
@@ -11,10 +13,13 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import obstore
 import pytest
 
 from kafka_share_eos import EmbeddedBroker, faults
 from kafka_share_eos.deadletter import SqlDeadLetters
+from kafka_share_eos.proving_ground.launchers.azurite import AzuriteServer
+from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
 from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 from kafka_share_eos.proving_ground.verify.pipeline import PipelineConfig
 from kafka_share_eos.proving_ground.verify.process import Exit, PipelineProcess
@@ -96,6 +101,17 @@ def test_one_drain_after_a_kill_applies_every_record_once(
     crash_and_drain(tmp_path, request, broker, consumers, acknowledge, crash_at, whole_pipeline)
 
 
+@pytest.mark.parametrize("server", ["s3_server", "azurite_server"])
+def test_executor_consumers_journaling_on_an_object_store_drain_every_record_once(
+    tmp_path: Path, request: pytest.FixtureRequest, server: str,
+) -> None:
+    """The three-executor-consumers case with the journal on S3 or Azure Blob: segments and
+    leases created first-writer-wins by conditional put, read back by the drain."""
+    store = request.getfixturevalue(server)
+    crash_and_drain(tmp_path, request, "embedded", 3, "afterJournal", faults.SLOT_AFTER_SEGMENT,
+                    True, store=store)
+
+
 @pytest.mark.full
 @pytest.mark.parametrize("crash_at", CROSSING_CASES)
 def test_a_kill_inside_a_poll_crossing_batches_applies_every_record_once(
@@ -110,10 +126,11 @@ def test_a_kill_inside_a_poll_crossing_batches_applies_every_record_once(
 def crash_and_drain(
     tmp_path: Path, request: pytest.FixtureRequest, broker: str, consumers: int,
     acknowledge: str, crash_at: str, whole_pipeline: bool, max_poll_records: int | None = None,
-    lock_ms: int = RECORD_LOCK_MS,
+    lock_ms: int = RECORD_LOCK_MS, store: S3Server | AzuriteServer | None = None,
 ) -> None:
     """Run the pipeline until ``crash_at`` kills it, drain the group with a second run, and
-    find every record applied once."""
+    find every record applied once; with ``store``, the journal is there (its settings in the
+    pipeline's environment)."""
     topic = f"payments-{tmp_path.name[-12:]}".replace("_", "-")
     with share_group(broker, request, topic, lock_ms) as bootstrap_servers:
         planned = plan_records(60, "drain-after-crash", bad_records=False)
@@ -131,6 +148,7 @@ def crash_and_drain(
             # Kafka's group says 20 s; the source must believe the group, not the option.
             lock_duration_ms=lock_ms // (10 if broker == "kafka" else 1),
             session_timeout_ms=SESSION_TIMEOUT_MS,
+            journal_root=store.url(topic) if store is not None else None,
         )
         config_path = ctx.run_dir / "config.json"
         config.save(config_path)
@@ -138,10 +156,16 @@ def crash_and_drain(
 
         # Without a process group to kill, the crash point kills only the process hitting it.
         only_it = {} if whole_pipeline else {faults.CRASH_PGID_ENV: ""}
-        crashed = PipelineProcess(config_path, "a", log, crash_at, record, only_it).wait(300)
+        store_env = store.environment() if store is not None else {}
+        crashed = PipelineProcess(config_path, "a", log, crash_at, record,
+                                  {**only_it, **store_env}).wait(300)
         assert crashed is Exit.CRASHED, log.read_text()[-3000:]
-        drained = PipelineProcess(config_path, "a", log, None, record).wait(300)
+        drained = PipelineProcess(config_path, "a", log, None, record, store_env).wait(300)
         assert drained is Exit.DRAINED, log.read_text()[-3000:]
+        if store is not None:
+            # The journal was on the store, not beside the checkpoint.
+            assert not (config.pipeline_dir("a") / "journal").exists()
+            assert obstore.list(store.obstore_store(), f"{topic}/pipeline-a/journal").collect()
 
         counted = score(target.landed(ctx, produced), produced, dead_lettered(ctx))
         # No loss proves the drain waited for the killed consumer's locks when they were still

@@ -53,7 +53,7 @@ def test_consumers_choose_after_journal_and_split_the_batch_limit(tmp_path: Path
     with pytest.raises(SourceOptionError, match=r"'consumers' .*'acknowledge'"):
         options("localhost:1", tmp_path, acknowledge="afterCommit")
     with pytest.raises(SourceOptionError, match=r"'consumers' .*'journalPath'"):
-        options("localhost:1", tmp_path, journalPath="s3://bucket/journal")
+        options("localhost:1", tmp_path, journalPath="hdfs://namenode/journal")
 
 
 def journal_rows(offsets_: list[int]) -> pa.RecordBatch:

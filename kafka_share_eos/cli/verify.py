@@ -25,6 +25,7 @@ from kafka_share_eos.proving_ground.verify.defaults import (
     RECORDS,
     RUNS,
     SEED,
+    STORAGE,
 )
 from kafka_share_eos.proving_ground.verify.known_targets import SAFE_TARGETS, TARGETS
 from kafka_share_eos.proving_ground.verify.matrix import MatrixResult, run_matrix
@@ -149,6 +150,12 @@ BrokerOpt = Annotated[
                       "mock cluster in this process) or 'kafka' (Apache Kafka, fetched once "
                       "with Maven; needs Java 17+ and Maven).")
 ]
+StorageOpt = Annotated[
+    str, typer.Option(help="Where the pipelines keep their journals: 'local' (each pipeline's "
+                      "directory), 's3' (a SeaweedFS S3 server started for the run) or 'abfs' "
+                      "(Azurite, Azure Blob's emulator); the store's settings reach the "
+                      "pipelines through their environment. Checkpoints stay local.")
+]
 PostgresUrlOpt = Annotated[
     str | None,
     typer.Option(help="SQLAlchemy URL of a superuser on a PostgreSQL server with "
@@ -188,6 +195,7 @@ def verify(
     consumers: ConsumersOpt = CONSUMERS,
     partitions: PartitionsOpt = PARTITIONS,
     broker: BrokerOpt = BROKER,
+    storage: StorageOpt = STORAGE,
     postgres_url: PostgresUrlOpt = None,
     workdir: WorkdirOpt = None,
     keep: KeepOpt = False,
@@ -219,6 +227,7 @@ def verify(
         keep=keep,
         results=results,
         broker=broker,  # type: ignore[arg-type]  # checked by options.check()
+        storage=storage,  # type: ignore[arg-type]  # checked by options.check()
     )
     progress = _Progress(Console(stderr=True), _run_count(options), results)
     result = _run_stoppable_by_sigterm(options, progress)

@@ -104,12 +104,16 @@ class DeltaLocation:
         Raises:
             DeltaError: delta-rs could not create the table, and no other writer did.
         """
+        # delta-rs refuses a property that is not Delta's (a typo) unless told it is meant:
+        # the toolkit's own (a format version) are not Delta's.
+        own_keys = any(not key.startswith("delta.") for key in configuration or {})
         try:
             created = deltalake.DeltaTable.create(
                 self.uri, schema, mode="ignore",
                 partition_by=list(partition_by) if partition_by else None,
                 configuration=dict(configuration) if configuration is not None else None,
                 storage_options=self.options(),
+                raise_if_key_not_exists=not own_keys,
             )
         except deltalake.exceptions.DeltaError:
             # Another writer created it at the same moment: use theirs.

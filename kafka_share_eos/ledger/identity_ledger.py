@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafka_share_eos import formats
+from kafka_share_eos._libs import deltalake
 from kafka_share_eos.delta.handles import KeptTable
 from kafka_share_eos.delta.predicates import quote_identifier, sql_literal
 from kafka_share_eos.delta.transactions import committed_version
@@ -35,6 +37,21 @@ from kafka_share_eos.ledger.rows import (
     offset_ranges,
     rows_joined,
 )
+
+
+class LedgerTable(KeptTable):
+    """The ledger's table, whose format version is checked on every handle opened on it (a
+    created one too): a process refuses a ledger a later release created before it reads or
+    claims anything.
+
+    Raises:
+        UnsupportedFormatError: (when opened) the table's format is newer than this release reads.
+    """
+
+    def _keep(self, table: deltalake.DeltaTable) -> deltalake.DeltaTable:
+        found = table.metadata().configuration.get(formats.TABLE_PROPERTY)
+        formats.check_format("identity ledger", found, formats.LEDGER_TABLE, self.uri)
+        return super()._keep(table)
 
 
 class IdentityLedger:
@@ -61,7 +78,7 @@ class IdentityLedger:
         for reserved in BOOKKEEPING_COLUMNS:
             if reserved in identity:
                 raise ConfigurationError(f"identity column {reserved!r} is reserved by the ledger")
-        self.location = KeptTable(uri, storage_options)
+        self.location = LedgerTable(uri, storage_options)
         self.identity = tuple(identity)
         self.app_id = app_id
         self._known: KnownClaims | None = None
@@ -80,7 +97,7 @@ class IdentityLedger:
             LocationNotFoundError: there is no Delta table at ``uri``.
             ConfigurationError: the Delta table there is not an identity ledger.
         """
-        location = KeptTable(uri, storage_options)
+        location = LedgerTable(uri, storage_options)
         table = location.table()
         if table is None:
             raise LocationNotFoundError(f"no Delta ledger table at {uri!r}")

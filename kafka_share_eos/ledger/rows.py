@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from kafka_share_eos import formats
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -20,10 +22,11 @@ DEFAULT_APP_ID = "kafka-share-eos.dedup-ledger"
 
 # Old commit files are removed when delta-rs writes a checkpoint; the ledger needs no time travel,
 # and a log directory that grows by one file per micro-batch for 30 days (the Delta default) makes
-# every listing slower.
+# every listing slower. The format version tells later releases how to read the table.
 LEDGER_TABLE_CONFIGURATION: Mapping[str, str | None] = {
     "delta.logRetentionDuration": "interval 1 day",
     "delta.enableExpiredLogCleanup": "true",
+    formats.TABLE_PROPERTY: str(formats.LEDGER_TABLE),
 }
 
 _ROW = "__ledger_row"

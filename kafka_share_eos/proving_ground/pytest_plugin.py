@@ -15,6 +15,9 @@
   records only (``@pytest.mark.record_lock_ms(n)``, ``@pytest.mark.delivery_limit(n)`` and
   ``@pytest.mark.session_timeout_ms(n)`` set the group's own lock, delivery limit and session
   timeout).
+- ``s3_server``: one S3-compatible server (SeaweedFS, built once with Go) per test session;
+  ``azurite_server``: one Azure Blob emulator (Azurite, fetched once with npm) per test session.
+  Tests isolate themselves by key prefix.
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases,
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from kafka_share_eos.proving_ground.launchers.azurite import AzuriteServer
     from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
+    from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
 
 _topic_counter = itertools.count()
 
@@ -119,6 +124,26 @@ def kafka_topic(kafka_cluster: KafkaCluster, request: pytest.FixtureRequest) -> 
         configs[HEARTBEAT_INTERVAL] = max(500, int(configs[SESSION_TIMEOUT]) // 3)
     kafka_cluster.set_group_config(topic.group_id, configs)
     return topic
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """An S3-compatible server with one bucket, shared by the session; tests isolate themselves
+    by key prefix."""
+    from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
+
+    with S3Server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def azurite_server() -> Iterator[AzuriteServer]:
+    """Azurite with one container, shared by the session; tests isolate themselves by key
+    prefix."""
+    from kafka_share_eos.proving_ground.launchers.azurite import AzuriteServer
+
+    with AzuriteServer() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

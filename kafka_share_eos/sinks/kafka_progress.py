@@ -25,6 +25,7 @@ import confluent_kafka as ck
 import confluent_kafka.admin as ck_admin
 import pyarrow as pa
 
+from kafka_share_eos import formats
 from kafka_share_eos.errors import KafkaTransactionError
 from kafka_share_eos.ledger.retention import RetentionPolicy
 from kafka_share_eos.sharegroup.group_config import admin_config
@@ -144,15 +145,22 @@ class Marker:
         return cls(batch_id, records, digest, committed.with_offsets(batch))
 
     def to_bytes(self, app_id: str) -> bytes:
-        """The marker as the progress topic's record value."""
-        return json.dumps({"app_id": app_id, "batch_id": self.batch_id,
+        """The marker as the progress topic's record value, with its format version."""
+        return json.dumps({formats.FIELD: formats.PROGRESS_MARKER,
+                           "app_id": app_id, "batch_id": self.batch_id,
                            "records": self.records, "digest": self.digest,
                            "committed": self.committed.to_json()}).encode()
 
     @classmethod
-    def from_bytes(cls, value: bytes) -> Marker:
-        """A marker read back from the progress topic."""
+    def from_bytes(cls, value: bytes, where: str) -> Marker:
+        """A marker read back from the progress topic, at ``where``.
+
+        Raises:
+            UnsupportedFormatError: a later release wrote it, in a format this one cannot read.
+        """
         fields = json.loads(value)
+        formats.check_format("progress marker", fields.get(formats.FIELD),
+                             formats.PROGRESS_MARKER, where)
         return cls(int(fields["batch_id"]), int(fields["records"]), str(fields["digest"]),
                    CommittedRecords.from_json(fields.get("committed", [])))
 
@@ -214,7 +222,9 @@ class ProgressTopic:
         for message in records_to_end(consumer, self.topic, partitions, self.timeout_s):
             value = message.value()
             if message.key() == app_id.encode() and value:
-                last = Marker.from_bytes(value)
+                where = (f"topic {self.topic!r} partition {message.partition()} offset "
+                         f"{message.offset()} (app_id {app_id!r})")
+                last = Marker.from_bytes(value, where)
         return last
 
     def close(self) -> None:

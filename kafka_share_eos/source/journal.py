@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from kafka_share_eos import formats
 from kafka_share_eos.errors import JournalError as JournalError
 from kafka_share_eos.source.schema import JOURNAL_SCHEMA
 from kafka_share_eos.storage import Location, as_location, write_atomically, write_if_absent
@@ -49,7 +50,22 @@ def _which(seq: int, slot: int | None) -> str:
     return f"{seq}" if slot is None else f"{seq} (slot {slot})"
 
 
+def _unwritten(which: str, path: str, error: OSError) -> JournalError:
+    # Every caller acknowledges a poll only after its segment was written, so a failed write
+    # leaves its records unacknowledged: the share group delivers them again after a restart.
+    # The OS error alone names no file (a full disk fails the write, not the open).
+    return JournalError(
+        f"could not write journal segment {which} at {path}: {error}; none of its records was "
+        "acknowledged: free space on the journal's storage (or make it writable) and restart "
+        "the query"
+    )
+
+
 def _ipc_file(batch: pa.RecordBatch) -> pa.Buffer:
+    # The segment names its format, so a later release reading this journal knows it.
+    version = str(formats.JOURNAL_SEGMENT).encode()
+    batch = batch.replace_schema_metadata({**(batch.schema.metadata or {}),
+                                           formats.SCHEMA_KEY: version})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, batch.schema) as writer:
         writer.write_batch(batch)
@@ -81,19 +97,36 @@ class Journal:
         return f"{self._filesystem()[1]}/{segment_name(seq, slot, part)}"
 
     def write(self, seq: int, batch: pa.RecordBatch) -> None:
-        """Make segment ``seq`` durable and visible atomically."""
+        """Make segment ``seq`` durable and visible atomically.
+
+        Raises:
+            JournalError: the write failed (a full disk, no permission): the message names
+                the segment's path and the OS error, which is its ``__cause__``.
+        """
         fs, _ = self._filesystem()
-        write_atomically(fs, self._path(seq), _ipc_file(batch))
+        path = self._path(seq)
+        try:
+            write_atomically(fs, path, _ipc_file(batch))
+        except OSError as error:
+            raise _unwritten(_which(seq, None), path, error) from error
 
     def write_slot(
         self, seq: int, slot: int, batch: pa.RecordBatch, part: int = 0, last: bool = True
     ) -> bool:
         """Make part ``part`` of slot ``slot`` of batch ``seq`` durable unless it exists, marked
         as the slot's ``last`` or not; return whether this call wrote it (False: another writer
-        did first, read theirs)."""
+        did first, read theirs).
+
+        Raises:
+            JournalError: the write failed, as in :meth:`write`.
+        """
         fs, _ = self._filesystem()
         marked = batch if last else batch.replace_schema_metadata({_MORE: b"true"})
-        return write_if_absent(fs, self._path(seq, slot, part), _ipc_file(marked))
+        path = self._path(seq, slot, part)
+        try:
+            return write_if_absent(fs, path, _ipc_file(marked))
+        except OSError as error:
+            raise _unwritten(f"{_which(seq, slot)} part {part}", path, error) from error
 
     def read(self, seq: int, slot: int | None = None) -> pa.Table:
         """Read segment ``seq`` (its slot ``slot``, complete); raise :class:`JournalError` if it
@@ -156,6 +189,9 @@ class Journal:
             raise JournalError(
                 f"journal segment {which} ({path}) is damaged or unreadable: {error}"
             ) from error
+        # Before the schema: a newer format may have another one, and is refused as such.
+        formats.check_format("journal segment", (table.schema.metadata or {}).get(
+            formats.SCHEMA_KEY), formats.JOURNAL_SEGMENT, path)
         if not table.schema.equals(JOURNAL_SCHEMA):
             raise JournalError(f"journal segment {which} ({path}) has an unexpected schema")
         return table

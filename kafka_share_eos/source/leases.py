@@ -39,6 +39,8 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
+from kafka_share_eos import formats
+from kafka_share_eos.errors import JournalError
 from kafka_share_eos.storage import Location, as_location, delete_if_present, write_atomically
 
 log = logging.getLogger("kafka_share_eos.source")
@@ -77,15 +79,29 @@ class Lease:
 
     def renew(self, run: str, polling_for_s: float) -> None:
         """Before a poll of up to ``polling_for_s`` seconds for run ``run``: make sure the
-        lease covers it."""
+        lease covers it.
+
+        Raises:
+            JournalError: the lease could not be written (a full disk, no permission).
+        """
         now = time.time()
         if run == self._run and now + polling_for_s + _RENEW_MARGIN_S <= self._until:
             return
         until = now + polling_for_s + LEASE_S
         fs, root = _directory(self._location)
-        lease = {"run": run, "until": until, "kind": self._kind,
+        lease = {formats.FIELD: formats.LEASE, "run": run, "until": until, "kind": self._kind,
                  "host": socket.gethostname(), "pid": os.getpid()}
-        write_atomically(fs, f"{root}/{self._name}", json.dumps(lease).encode())
+        path = f"{root}/{self._name}"
+        try:
+            write_atomically(fs, path, json.dumps(lease).encode())
+        except OSError as error:
+            # On a full journal disk this small write may be the first to fail, and the OS
+            # error alone names no file. A lease is written before a poll, when nothing is held.
+            raise JournalError(
+                f"could not write lease {path} in the journal's directory: {error}; nothing "
+                "was polled for it: free space on the journal's storage (or make it "
+                "writable) and restart the query"
+            ) from error
         self._run, self._until = run, until
 
     def release(self) -> None:
@@ -105,9 +121,12 @@ def _leases(journal_location: str | Location) -> list[tuple[str, dict[str, Any]]
             continue
         try:
             with fs.open_input_stream(info.path) as source:
-                found.append((info.path, json.loads(source.read())))
+                lease = json.loads(source.read())
         except (OSError, ValueError):
             continue  # released meanwhile, or being replaced
+        # A lease of a newer release cannot be weighed: its consumer may still hold records.
+        formats.check_format("lease", lease.get(formats.FIELD), formats.LEASE, info.path)
+        found.append((info.path, lease))
     return found
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafka_share_eos import formats
 from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.options import AckPolicy
 
@@ -57,13 +58,20 @@ class BatchMetrics:
     consumers: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> str:
-        """One JSON object."""
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+        """One JSON object, with its format version."""
+        return json.dumps({formats.FIELD: formats.BATCH_METRICS, **dataclasses.asdict(self)},
+                          sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> BatchMetrics:
-        """Parse what :meth:`to_json` wrote; fields added later are ignored."""
+    def from_json(cls, text: str | bytes, where: str) -> BatchMetrics:
+        """Parse what :meth:`to_json` wrote (at ``where``); fields added later are ignored.
+
+        Raises:
+            UnsupportedFormatError: a later release wrote it, in a format this one cannot read.
+        """
         raw: dict[str, Any] = json.loads(text)
+        formats.check_format("batch metrics", raw.get(formats.FIELD), formats.BATCH_METRICS,
+                             where)
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in raw.items() if k in names})
 

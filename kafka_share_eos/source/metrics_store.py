@@ -95,8 +95,9 @@ class MetricsStore:
     def read(self, seq: int) -> BatchMetrics:
         """The metrics of batch ``seq``."""
         fs, directory = self._filesystem()
-        with fs.open_input_stream(f"{directory}/{entry_name(seq)}") as source:
-            return BatchMetrics.from_json(source.read())
+        path = f"{directory}/{entry_name(seq)}"
+        with fs.open_input_stream(path) as source:
+            return BatchMetrics.from_json(source.read(), where=path)
 
     def read_all(self) -> list[BatchMetrics]:
         """Every entry kept, oldest first."""

@@ -140,7 +140,7 @@ class SlotPlanner:
                 continue
             try:
                 with fs.open_input_stream(info.path) as source:
-                    report = BatchMetrics.from_json(source.read())
+                    report = BatchMetrics.from_json(source.read(), where=info.path)
             except (OSError, ValueError, TypeError):
                 continue
             if report.seq <= committed:

@@ -5,6 +5,7 @@ disk (temp file, fsync, rename or hard link), on object stores (one put, a condi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Mapping
@@ -142,11 +143,18 @@ def delete_if_present(fs: pafs.FileSystem, path: str) -> None:
 
 def _temp_copy(directory: str, payload: bytes | pa.Buffer, durable: bool = True) -> str:
     temp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
-    with open(temp, "wb") as out:
-        out.write(memoryview(payload))
-        if durable:
-            out.flush()
-            os.fsync(out.fileno())
+    try:
+        with open(temp, "wb") as out:
+            out.write(memoryview(payload))
+            if durable:
+                out.flush()
+                os.fsync(out.fileno())
+    except BaseException:
+        # A write that failed (a full disk) must give back the space it took: nothing else
+        # ever deletes a temp file, so it would keep that space for good.
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
     return temp
 
 

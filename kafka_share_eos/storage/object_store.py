@@ -17,6 +17,7 @@ overwrite each other's journal segments, so it is refused at start, never used.
 from __future__ import annotations
 
 import io
+import os
 import threading
 import time
 import uuid
@@ -44,6 +45,7 @@ _CLIENT_OPTIONS = frozenset({
     "proxy_excludes", "randomize_addresses", "read_timeout", "timeout", "user_agent",
 })
 _STORE_PREFIXES = ("aws_", "azure_", "google_")
+_ENVIRONMENT_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_")
 
 
 def is_object_store(location: str) -> bool:
@@ -185,7 +187,11 @@ def open_object_store(
         ObjectStoreError: ``check`` and the store does not refuse a second create.
     """
     url, root = _split(location)
-    key: tuple[str, tuple[tuple[str, str], ...]] = (url, tuple(sorted((options or {}).items())))
+    # The environment configures a store as much as its options do: a process pointed at
+    # another endpoint (or other credentials) gets a client of its own.
+    settings = {**{name: value for name, value in os.environ.items()
+                   if name.startswith(_ENVIRONMENT_PREFIXES)}, **(options or {})}
+    key: tuple[str, tuple[tuple[str, str], ...]] = (url, tuple(sorted(settings.items())))
     with _LOCK:
         filesystem = _STORES.get(key)
         if filesystem is None:

@@ -23,12 +23,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import fs
 
+from kafka_share_eos import formats
 from kafka_share_eos.storage import delete_if_present, write_atomically
 
 STAGING_DIR = "_kse_2pc"
 
 Manifest = dict[str, Any]
-"""``participant``, ``app_id``, ``version``, ``snapshot``, ``keys``, ``files``, ``actions``."""
+"""``participant``, ``app_id``, ``version``, ``snapshot``, ``keys``, ``files``, ``actions``;
+its file also holds its format version, which :meth:`StagingArea.read` takes out."""
 
 
 def _manifest_name(txid: str) -> str:
@@ -98,18 +100,27 @@ class StagingArea:
         )
 
     def write(self, txid: str, manifest: Manifest) -> None:
-        """Store ``txid``'s manifest atomically."""
+        """Store ``txid``'s manifest atomically, with its format version."""
         self._fs.create_dir(self._dir, recursive=True)
+        stored = {formats.FIELD: formats.STAGING_MANIFEST, **manifest}
         write_atomically(self._fs, f"{self._dir}/{_manifest_name(txid)}",
-                         json.dumps(manifest).encode(), durable=False)
+                         json.dumps(stored).encode(), durable=False)
 
     def read(self, txid: str) -> Manifest | None:
-        """``txid``'s manifest, or ``None`` once its transaction was committed or rolled back."""
+        """``txid``'s manifest, or ``None`` once its transaction was committed or rolled back.
+
+        Raises:
+            UnsupportedFormatError: a later release wrote it, in a format this one cannot read.
+        """
+        path = f"{self._dir}/{_manifest_name(txid)}"
         try:
-            with self._fs.open_input_stream(f"{self._dir}/{_manifest_name(txid)}") as stream:
+            with self._fs.open_input_stream(path) as stream:
                 manifest: Manifest = json.loads(stream.read().decode())
         except FileNotFoundError:
             return None
+        # Taken out: the manifest also travels in the transaction's token, without it.
+        found = manifest.pop(formats.FIELD, None)
+        formats.check_format("Delta staging manifest", found, formats.STAGING_MANIFEST, path)
         return manifest
 
     def holds(self, txid: str) -> bool:

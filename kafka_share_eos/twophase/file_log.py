@@ -78,7 +78,7 @@ class FileDecisionLog:
         path = f"{self._dir}/{_file_name(txid)}"
         try:
             with self._fs.open_input_stream(path) as stream:
-                return Decision.from_json_text(stream.read().decode())
+                return Decision.from_json_text(stream.read().decode(), where=path)
         except FileNotFoundError:
             return None
 

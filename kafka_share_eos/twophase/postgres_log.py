@@ -67,7 +67,9 @@ class PostgresDecisionLog:
                 sa.text(f"SELECT decision::text FROM {self._table} WHERE txid = :txid"),
                 {"txid": txid},
             ).scalar_one_or_none()
-        return None if value is None else Decision.from_json_text(value)
+        if value is None:
+            return None
+        return Decision.from_json_text(value, where=f"table {self._table}, txid {txid!r}")
 
     def delete(self, txid: str) -> None:
         """Forget a resolved decision."""

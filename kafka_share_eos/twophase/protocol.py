@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from kafka_share_eos import formats
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.errors import TwoPhaseCommitError as TwoPhaseCommitError
 
@@ -152,9 +153,10 @@ class Decision:
         return next((t for t in self.tokens if t.same_work(token)), None)
 
     def to_json_text(self) -> str:
-        """This decision as JSON text."""
+        """This decision as JSON text, with its format version."""
         return json.dumps(
             {
+                formats.FIELD: formats.DECISION,
                 "txid": self.txid,
                 "batch_id": self.batch_id,
                 "outcome": self.outcome.value,
@@ -164,9 +166,15 @@ class Decision:
         )
 
     @classmethod
-    def from_json_text(cls, text: str) -> Decision:
-        """The decision :meth:`to_json_text` produced."""
+    def from_json_text(cls, text: str, where: str) -> Decision:
+        """The decision :meth:`to_json_text` produced, read from ``where``.
+
+        Raises:
+            UnsupportedFormatError: a later release wrote it, in a format this one cannot read.
+        """
         value = json.loads(text)
+        formats.check_format("two-phase decision", value.get(formats.FIELD), formats.DECISION,
+                             where)
         return cls(
             txid=str(value["txid"]),
             batch_id=int(value["batch_id"]),

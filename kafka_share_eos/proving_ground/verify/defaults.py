@@ -4,6 +4,7 @@ options of ``kafka-share-eos verify``."""
 from __future__ import annotations
 
 from kafka_share_eos.proving_ground.verify.broker_choice import BrokerKind
+from kafka_share_eos.proving_ground.verify.journal_store import StorageKind
 
 RECORDS = 40
 RUNS = 1
@@ -15,3 +16,4 @@ PARALLEL = 1
 PIPELINES = 1
 CONSUMERS = 1
 BROKER: BrokerKind = "embedded"
+STORAGE: StorageKind = "local"

@@ -18,6 +18,7 @@ from kafka_share_eos._libs import sa
 from kafka_share_eos.proving_ground.launchers.jvm import ensure_archive
 from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases, postgres_for_tests
 from kafka_share_eos.proving_ground.verify.broker_choice import verify_broker
+from kafka_share_eos.proving_ground.verify.journal_store import journal_store
 from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 from kafka_share_eos.proving_ground.verify.matrix_options import MatrixOptions
 from kafka_share_eos.proving_ground.verify.outages import (
@@ -189,7 +190,8 @@ def _where(env: RunEnvironment) -> str:
     if env.postgres is not None:
         url = sa.engine.make_url(env.postgres.url)
         postgres = f"PostgreSQL at {url.host}:{url.port}"
-    return f"{broker}, {postgres}, state in {env.work}"
+    journals = "" if env.store is None else f", journals on {env.store.root('')}"
+    return f"{broker}, {postgres}, state in {env.work}{journals}"
 
 
 def _safe_execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
@@ -210,8 +212,9 @@ def run_matrix(
     With ``options.results``, runs recorded there count without running again, and every run
     that finishes is recorded (``on_resume`` learns how many were taken from the file).
     ``on_start`` learns where the broker, the PostgreSQL server and the runs' state are once
-    they are up. An interrupt SIGKILLs the pipelines at once, then stops the broker and the
-    PostgreSQL server this call started; the runs it cut short are not recorded.
+    they are up. An interrupt SIGKILLs the pipelines at once, then stops the broker, the
+    PostgreSQL server and the object store this call started; the runs it cut short are not
+    recorded.
     """
     started = time.monotonic()
     options.check()
@@ -235,8 +238,9 @@ def run_matrix(
     proxy = proxied_for(options.faults)
     with (verify_broker(options.broker, short_locks, brokers, proxy) as broker,
           _postgres(options) as postgres,
-          _spark(spark_workers_for(options.faults)) as spark):
-        env = RunEnvironment(broker, work, postgres, SLOW_SINK_SECONDS, spark)
+          _spark(spark_workers_for(options.faults)) as spark,
+          journal_store(options.storage) as store):
+        env = RunEnvironment(broker, work, postgres, SLOW_SINK_SECONDS, spark, store)
         if on_start is not None:
             on_start(_where(env))
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.verify import defaults
 from kafka_share_eos.proving_ground.verify.broker_choice import BROKER_KINDS, BrokerKind
+from kafka_share_eos.proving_ground.verify.journal_store import StorageKind, check_storage
 from kafka_share_eos.proving_ground.verify.known_targets import SAFE_TARGETS, TARGETS
 from kafka_share_eos.proving_ground.verify.outages import OUTAGES, check_faults, spark_workers_for
 from kafka_share_eos.proving_ground.verify.points import points_of
@@ -44,13 +45,16 @@ class MatrixOptions:
     """JSON-lines file of finished runs: runs recorded there are not run again."""
     broker: BrokerKind = defaults.BROKER
     """The embedded broker, or Apache Kafka (one node, fetched once with Maven)."""
+    storage: StorageKind = defaults.STORAGE
+    """Where the pipelines keep their journals: their directories, or an object store started
+    for the matrix (``s3``: SeaweedFS; ``abfs``: Azurite)."""
 
     def check(self) -> None:
         """Refuse options that cannot run: every check of the verifier's options but the
         ranges the command line enforces.
 
         Raises:
-            ConfigurationError: an unknown broker, session drops asked of Apache Kafka, a
+            ConfigurationError: an unknown broker or storage, session drops asked of Apache Kafka, a
                 Kafka-topic target asked of the embedded broker, an unknown fault, a fault
                 asked of the embedded broker, neither crash points nor faults, or a strategy or
                 crash point :meth:`cells` refuses.
@@ -59,6 +63,7 @@ class MatrixOptions:
             raise ConfigurationError(
                 f"unknown broker {self.broker!r}; choose from {', '.join(BROKER_KINDS)}"
             )
+        check_storage(self.storage)
         check_faults(self.faults, self.broker)
         if self.points == () and not self.faults:
             raise ConfigurationError("no crash point and no fault to verify: name --faults")

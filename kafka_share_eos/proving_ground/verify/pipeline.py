@@ -5,7 +5,8 @@ It reads the run's share group through the ``kafka-share`` source with ``availab
 exits once the group is drained), turns each micro-batch into effect rows and hands them to the
 target's strategy, appending to ``progress.jsonl`` in its directory one line with the records of
 each batch it starts (before the strategy runs) and one line per finished batch.
-Restarted on the same directory, it resumes from its checkpoint and journal.
+Restarted on the same directory, it resumes from its checkpoint and journal (in its directory,
+or on an object store whose settings its environment gives).
 
 Run in its own session (the verifier starts it with ``start_new_session=True``), it makes crash
 points kill its whole process group: the Spark JVM, the source runner and the Python workers die
@@ -65,6 +66,9 @@ class PipelineConfig:
     spark_master: str | None = None
     """A Spark standalone master (``spark://host:port``) to run on, with one core per
     consumer, instead of in-process Spark."""
+    journal_root: str | None = None
+    """An object store URI (no credentials: the store's settings come from the process's
+    environment) under which each pipeline keeps its journal, instead of its directory."""
 
     def save(self, path: Path) -> None:
         """Write the configuration as JSON."""
@@ -83,6 +87,12 @@ class PipelineConfig:
     def pipeline_dir(self, name: str) -> Path:
         """The directory of pipeline ``name``: checkpoint, journal, progress, logs."""
         return Path(self.run_dir) / f"pipeline-{name}"
+
+    def journal(self, name: str) -> str:
+        """The journal of pipeline ``name``: under :attr:`journal_root`, or in its directory."""
+        if self.journal_root is None:
+            return str(self.pipeline_dir(name) / "journal")
+        return f"{self.journal_root.rstrip('/')}/pipeline-{name}/journal"
 
 
 class VerifyBatch:
@@ -159,7 +169,7 @@ def run(config: PipelineConfig, name: str) -> None:
     poll_records = ({} if config.max_poll_records is None
                     else {"kafka.max.poll.records": str(config.max_poll_records)})
     stream = share_stream(spark, source_options(
-        config.bootstrap_servers, config.group_id, config.topic, directory / "journal",
+        config.bootstrap_servers, config.group_id, config.topic, config.journal(name),
         maxRecordsPerTrigger=str(config.max_records_per_trigger),
         availableNowIdleMs=str(config.idle_ms),
         acknowledge=config.acknowledge,

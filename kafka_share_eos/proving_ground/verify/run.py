@@ -1,7 +1,8 @@
 """One verification run: produce, crash and restart the pipeline until drained, then count.
 
 A run owns a fresh topic and share group on the broker, a directory (checkpoints, journals,
-Delta tables, SQLite files) and, for Postgres targets, a fresh database. Pipeline ``a`` is
+Delta tables, SQLite files), a prefix named after its topic on the object store when the journals
+are there, and, for Postgres targets, a fresh database. Pipeline ``a`` is
 started with a crash point armed at a seeded random hit (or a seeded random SIGKILL), again and
 again on the same checkpoint until it has crashed ``crashes`` times, then once more to drain.
 Further pipelines ``b``, ``c``, ... in the same share group, when asked for, run beside it as
@@ -31,6 +32,7 @@ from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases
 from kafka_share_eos.proving_ground.verify.broker_choice import VerifyBroker
 from kafka_share_eos.proving_ground.verify.disturb import SessionDropper
+from kafka_share_eos.proving_ground.verify.journal_store import JournalStore, read_journals
 from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 from kafka_share_eos.proving_ground.verify.outages import OUTAGES, Scene
 from kafka_share_eos.proving_ground.verify.outages.driver import FAULT_IDLE_MS, FaultDriver
@@ -41,7 +43,6 @@ from kafka_share_eos.proving_ground.verify.score import score
 from kafka_share_eos.proving_ground.verify.spec import RunResult, RunSpec
 from kafka_share_eos.proving_ground.verify.supervisor import Supervisor
 from kafka_share_eos.proving_ground.verify.targets import RunContext, Target
-from kafka_share_eos.source.status import journal_status
 
 if TYPE_CHECKING:
     from kafka_share_eos.proving_ground.launchers.spark_cluster import SparkCluster
@@ -54,7 +55,7 @@ HANDOFF_IDLE_MS = 12_000
 
 @dataclass
 class RunEnvironment:
-    """What runs share: the broker, the Postgres server, a working directory."""
+    """What runs share: the broker, the Postgres server, a working directory, the object store."""
 
     broker: VerifyBroker
     work: Path
@@ -62,6 +63,8 @@ class RunEnvironment:
     slow_sink_seconds: float = 0.0
     spark: SparkCluster | None = None
     """The Spark standalone cluster the pipelines of a worker fault's runs use."""
+    store: JournalStore | None = None
+    """The object store the pipelines journal on (None: in their directories)."""
 
 
 def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
@@ -106,9 +109,12 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
             spark_master=(env.spark.master_url
                           if env.spark is not None and outage is not None and outage.spark_workers
                           else None),
+            # The run's topic is unique, so its journals never meet another run's.
+            journal_root=env.store.root(topic) if env.store is not None else None,
         )
         config.save(ctx.run_dir / "config.json")
-        supervisor = Supervisor(spec, config, ctx, target, produced)
+        supervisor = Supervisor(spec, config, ctx, target, produced,
+                                env.store.environment() if env.store is not None else {})
         with contextlib.ExitStack() as stack:
             dropper = (
                 stack.enter_context(SessionDropper(env.broker.bootstrap_servers, spec.rng_seed))
@@ -131,29 +137,17 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
             result.fault = driver.report(stall)
             result.error = result.error or driver.error
         result.session_drops = dropper.drops if dropper is not None else 0
-        result.consumers = _consumers(config.pipeline_dir("a") / "journal")
+        journals = read_journals({name: config.journal(name) for name in supervisor.names},
+                                 env.store)
+        result.consumers = journals["a"].consumers
         result.members = {
             f"{name}/{member}": records
-            for name in supervisor.names
-            for member, records in _members(config.pipeline_dir(name) / "journal").items()
+            for name, journal in journals.items()
+            for member, records in journal.members.items()
         }
         result.score = score(target.landed(ctx, produced), produced, supervisor.dead_lettered())
         result.seconds = time.monotonic() - started
         return result
-
-
-def _consumers(journal: Path) -> list[dict[str, int]]:
-    try:
-        return journal_status(str(journal)).consumers
-    except FileNotFoundError:
-        return []
-
-
-def _members(journal: Path) -> dict[str, int]:
-    try:
-        return journal_status(str(journal)).members
-    except FileNotFoundError:
-        return {}
 
 
 @contextlib.contextmanager

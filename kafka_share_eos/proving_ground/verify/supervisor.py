@@ -10,6 +10,7 @@ import random
 import shutil
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from kafka_share_eos import faults
@@ -58,8 +59,11 @@ class Supervisor:
         ctx: RunContext,
         target: Target,
         produced: Produced,
+        store_environment: Mapping[str, str] | None = None,
     ) -> None:
         self.spec = spec
+        self.store_environment = dict(store_environment or {})
+        """The settings of the object store the journals are on, for every pipeline process."""
         self.config = config
         self.ctx = ctx
         self.target = target
@@ -152,7 +156,7 @@ class Supervisor:
     def _process(self, name: str, crash_at: str | None) -> PipelineProcess:
         directory = self.config.pipeline_dir(name)
         directory.mkdir(parents=True, exist_ok=True)
-        env = {}
+        env = dict(self.store_environment)
         if self.spec.mix.pipelines > 1:
             # The applications join the group together, so every one gets records. Every start
             # passes the barrier: when ``a`` is killed before it arrived, its restart releases
