@@ -15,24 +15,13 @@ from deltalake import DeltaTable
 from helpers import applications
 from helpers.applications import finish
 from helpers.ledgers import DEDUP_APPLICATION
+from helpers.maintenance import COMPACTION
 
 from kafka_share_eos.delta.location import DeltaLocation
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
 
 pytestmark = pytest.mark.timeout(300)
-
-
-COMPACTION = """
-import sys, time
-from deltalake import DeltaTable
-table, rounds = sys.argv[1], int(sys.argv[2])
-while not DeltaTable.is_deltatable(table):
-    time.sleep(0.05)
-for _ in range(rounds):
-    DeltaTable(table).optimize.compact()
-    print("[]", flush=True)
-"""
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,9 @@ import pyarrow as pa
 from kafka_share_eos._libs import deltalake
 from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA, first_per_record
 from kafka_share_eos.deadletter.sink import DeadLetterSink
+from kafka_share_eos.delta.conflicts import describe_winners, lost_to_others
 from kafka_share_eos.delta.handles import KeptTable
+from kafka_share_eos.errors import CommitConflictError
 
 _ATTEMPTS = 5
 
@@ -36,6 +38,12 @@ class DeltaDeadLetters(DeadLetterSink):
         return f"delta:{self.location.uri}"
 
     def write(self, letters: pa.Table) -> int:
+        """MERGE ``letters`` in on ``letter_id``; return how many were new.
+
+        Raises:
+            CommitConflictError: other writers (pipelines, compactions, vacuums) changed the
+                table under every attempt; it names their commits.
+        """
         letters = first_per_record(letters.cast(DEAD_LETTER_SCHEMA))
         if letters.num_rows == 0:
             return 0
@@ -55,11 +63,20 @@ class DeltaDeadLetters(DeadLetterSink):
                     .execute()
                 )
                 return int(metrics.get("num_target_rows_inserted", 0))
-            except deltalake.exceptions.CommitFailedError:
-                # Another pipeline committed (or created the table) first; MERGE again on top.
+            except Exception as error:
+                # Another pipeline committed (or created the table) first, or a VACUUM deleted
+                # a file the MERGE read: MERGE again on top.
+                if not lost_to_others(error):
+                    raise
+                seen = None if table is None else table.version()
                 self.location.forget()
                 if attempt == _ATTEMPTS - 1:
-                    raise
+                    raise CommitConflictError(
+                        f"dead letters could not be written to Delta table "
+                        f"{self.location.uri!r}: concurrent writers won {_ATTEMPTS} commit "
+                        f"attempts in a row (pipelines, compactions or vacuums); "
+                        f"{describe_winners(self.location, seen)}; last error: {error}"
+                    ) from error
         raise AssertionError("unreachable")
 
     def read(self) -> pa.Table:

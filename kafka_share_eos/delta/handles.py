@@ -64,6 +64,11 @@ class KeptTable(DeltaLocation):
             return self.table()
         return self._table
 
+    def seen_version(self) -> int | None:
+        """The version of the kept handle's snapshot (None without one): what an attempt that
+        lost to other writers had read."""
+        return None if self._table is None else self._table.version()
+
     def contended(self, batches: int = 16) -> None:
         """Another writer won a commit race: the next ``batches`` snapshots are refreshed."""
         self._contended = batches

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 
 from kafka_share_eos import faults
 from kafka_share_eos._libs import deltalake
+from kafka_share_eos.delta.conflicts import describe_winners, file_vanished
 from kafka_share_eos.delta.transactions import check_batch_order, commit_properties
 from kafka_share_eos.delta.types import table_schema
 from kafka_share_eos.errors import BatchIdReusedError
@@ -82,7 +83,8 @@ def claim(
 
     Raises:
         AppIdConflictError: the ledger already holds a later batch of this ``app_id``.
-        ClaimConflictError: other claims won the commit race ``max_attempts`` times in a row.
+        ClaimConflictError: other writers (claims, compactions, vacuums, appends) committed
+            under ``max_attempts`` attempts in a row; it names their commits.
     """
     claimed_now = 0
     known = ledger.known_claims()
@@ -90,15 +92,14 @@ def claim(
         table = _open(ledger, batch, fresh=attempt > 1)
         recorded = check_batch_order(ledger.location.transaction_version(table, ledger.app_id),
                                      ledger.app_id, batch_id, f"ledger {ledger.uri!r}")
-        split = known.split(table, batch, ledger.app_id, batch_id) if known is not None else None
-        if split is None:
-            seen = ledger.read(
-                [*ledger.identity, APP_COLUMN, BATCH_COLUMN],
-                ledger.lookup_predicate(batch),
-                refresh=False,
-            )
-            split = _split(ledger, batch, seen, batch_id)
-        own, fresh = split
+        try:
+            own, fresh = _decide(ledger, table, batch, batch_id)
+        except Exception as error:
+            # A VACUUM deleted a file this snapshot lists: read a fresh one.
+            if not file_vanished(error):
+                raise
+            ledger.location.contended()
+            continue
         if recorded == batch_id and fresh.num_rows:
             # A replay of the batch finds every record claimed, by this run or another
             # application: records in no claim make it another batch under the same id.
@@ -122,10 +123,28 @@ def claim(
         # Without claims of an earlier attempt, the fresh rows are the batch's, in its order.
         rows = fresh if own.num_rows == 0 else select_in_order(batch, ledger.identity, own, fresh)
         return Claim(rows, claimed_now, batch.num_rows - rows.num_rows, attempt)
+    seen = ledger.location.seen_version()
     raise ClaimConflictError(
         f"ledger {ledger.uri!r}: batch {batch_id} of app_id {ledger.app_id!r} lost the claim "
-        f"commit to concurrent writers {max_attempts} times in a row"
+        f"commit to concurrent writers {max_attempts} times in a row (claims, compactions, "
+        f"vacuums or appends); {describe_winners(ledger.location, seen)}"
     )
+
+
+def _decide(
+    ledger: IdentityLedger, table: deltalake.DeltaTable, batch: pa.Table, batch_id: int
+) -> tuple[pa.Table, pa.Table]:
+    """As of ``table``'s snapshot: the identities this batch claimed in an earlier attempt, and
+    the batch's rows nobody claimed (from what this process knows, else from a read)."""
+    known = ledger.known_claims()
+    split = known.split(table, batch, ledger.app_id, batch_id) if known is not None else None
+    if split is not None:
+        return split
+    seen = ledger.read(
+        [*ledger.identity, APP_COLUMN, BATCH_COLUMN], ledger.lookup_predicate(batch),
+        refresh=False,
+    )
+    return _split(ledger, batch, seen, batch_id)
 
 
 def _open(ledger: IdentityLedger, batch: pa.Table, *, fresh: bool) -> deltalake.DeltaTable:

@@ -31,6 +31,7 @@ import pyarrow.dataset as ds
 
 from kafka_share_eos import faults
 from kafka_share_eos._libs import deltalake
+from kafka_share_eos.delta.conflicts import describe_winners, lost_to_others
 from kafka_share_eos.delta.handles import KeptTable
 from kafka_share_eos.delta.location import DeltaLocation
 from kafka_share_eos.delta.predicates import quote_identifier
@@ -165,7 +166,8 @@ class DeltaMergeWriter:
         """Write ``table`` as batch ``batch_id``; lost commit races are retried a bounded number.
 
         Raises:
-            CommitConflictError: concurrent writers won every one of ``max_commit_attempts``.
+            CommitConflictError: other writers (appends, compactions, vacuums) changed the
+                table under every one of ``max_commit_attempts``; it names the commits.
             AppIdConflictError: the table holds a later batch of this ``app_id``.
         """
         if table.num_rows == 0:
@@ -177,14 +179,19 @@ class DeltaMergeWriter:
         for attempt in range(1, self.max_commit_attempts + 1):
             try:
                 return self._apply(table, batch_id)
-            except deltalake.exceptions.CommitFailedError as error:
-                # Another writer is active: read its commits before the next attempts.
+            except Exception as error:
+                # Another writer committed, or vacuumed a file the snapshot lists: read its
+                # commits before the next attempts, which decide again what to write.
+                if not lost_to_others(error):
+                    raise
+                seen = self.location.seen_version()
                 self.location.contended()
                 if attempt == self.max_commit_attempts:
                     raise CommitConflictError(
                         f"batch {batch_id} could not be committed to Delta table "
                         f"{self.table_uri!r} (app id {self.app_id!r}): concurrent writers won "
-                        f"{attempt} commit attempts in a row; last error: {error}"
+                        f"{attempt} commit attempts in a row (appends, compactions or vacuums); "
+                        f"{describe_winners(self.location, seen)}; last error: {error}"
                     ) from error
                 time.sleep(delay)
                 delay *= 2

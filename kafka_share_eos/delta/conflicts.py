@@ -1,0 +1,78 @@
+"""Other writers on a pipeline's Delta table: what they committed, and when to try again.
+
+Maintenance runs on production tables while pipelines write: OPTIMIZE rewrites small files,
+VACUUM deletes the files compaction replaced, other jobs append. A toolkit writer that decided
+what to write from a snapshot finds, when it commits, that someone else got in first
+(``CommitFailedError``), or, when it reads, that a file its snapshot lists was vacuumed. Both are
+retried on a fresh snapshot (the decision is taken again, so no identity is written twice);
+when the retries run out, the error names the commits that won, read from the table's history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafka_share_eos._libs import deltalake
+from kafka_share_eos.delta.location import DeltaLocation
+
+# delta-rs and pyarrow say a data file is gone with this (FileNotFoundError from a pyarrow
+# dataset, ArrowInvalid from a scan, DeltaError from a MERGE; deltalake 1.6.6).
+_GONE = ("Object at location", "not found")
+
+
+@dataclass(frozen=True)
+class OtherCommit:
+    """One commit of the table's history: its version and operation (``WRITE``, ``MERGE``,
+    ``OPTIMIZE``, ``VACUUM START``…)."""
+
+    version: int
+    operation: str
+
+    def __str__(self) -> str:
+        return f"version {self.version} ({self.operation})"
+
+
+def file_vanished(error: BaseException) -> bool:
+    """Whether ``error`` is a read of a data file that is no longer there: a VACUUM deleted a
+    file the snapshot being read still lists. A fresh snapshot no longer lists it."""
+    if isinstance(error, FileNotFoundError):
+        return True
+    text = str(error)
+    return all(part in text for part in _GONE)
+
+
+def lost_to_others(error: BaseException) -> bool:
+    """Whether ``error`` means another writer changed the table under this attempt (a commit
+    race lost, or a vacuumed file read), so that an attempt on a fresh snapshot may succeed."""
+    return isinstance(error, deltalake.exceptions.CommitFailedError) or file_vanished(error)
+
+
+def commits_since(
+    location: DeltaLocation, version: int | None, limit: int = 5
+) -> list[OtherCommit]:
+    """The last commits (at most ``limit``, oldest first) after ``version`` (None: the last
+    ``limit``), read from the table's history on a fresh handle (a kept handle's history numbers
+    versions from its own)."""
+    table = location.open()
+    if table is None:
+        return []
+    newest = table.version()
+    first = newest - limit + 1 if version is None else max(version + 1, newest - limit + 1)
+    if first > newest:
+        return []
+    entries = table.history(limit=newest - first + 1)
+    return sorted(
+        (OtherCommit(int(e["version"]), str(e.get("operation", "?"))) for e in entries),
+        key=lambda commit: commit.version,
+    )
+
+
+def describe_winners(location: DeltaLocation, version: int | None) -> str:
+    """For an error message: the version the last attempt read (None: it read none) and the
+    commits since, which won over it."""
+    commits = commits_since(location, version)
+    read = "" if version is None else f"the last attempt read version {version}; "
+    if not commits:
+        return read + "no commit found since"
+    since = "commits since" if version is not None else "the table's last commits"
+    return read + f"{since}: " + ", ".join(map(str, commits))
