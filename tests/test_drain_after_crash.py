@@ -17,7 +17,6 @@ import obstore
 import pytest
 
 from kafka_share_eos import EmbeddedBroker, faults
-from kafka_share_eos.deadletter import SqlDeadLetters
 from kafka_share_eos.proving_ground.launchers.azurite import AzuriteServer
 from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
 from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
@@ -105,8 +104,9 @@ def test_one_drain_after_a_kill_applies_every_record_once(
 def test_executor_consumers_journaling_on_an_object_store_drain_every_record_once(
     tmp_path: Path, request: pytest.FixtureRequest, server: str,
 ) -> None:
-    """The three-executor-consumers case with the journal on S3 or Azure Blob: segments and
-    leases created first-writer-wins by conditional put, read back by the drain."""
+    """The three-executor-consumers case with every durable path on S3 or Azure Blob: the
+    journal (segments and leases created first-writer-wins by conditional put), the dedup
+    ledger, the Delta target, the dead letters and, on S3, Spark's checkpoint (s3a)."""
     store = request.getfixturevalue(server)
     crash_and_drain(tmp_path, request, "embedded", 3, "afterJournal", faults.SLOT_AFTER_SEGMENT,
                     True, store=store)
@@ -135,11 +135,14 @@ def crash_and_drain(
     with share_group(broker, request, topic, lock_ms) as bootstrap_servers:
         planned = plan_records(60, "drain-after-crash", bad_records=False)
         produced = produce(bootstrap_servers, topic, planned, 3)
-        ctx = RunContext(tmp_path / "run")
+        ctx = RunContext(tmp_path / "run",
+                         store_root=store.url(topic) if store is not None else None,
+                         storage_options=store.storage_options() if store is not None else None)
         ctx.run_dir.mkdir()
-        target = TARGETS["upsert-sqlite"]()
+        # On a store, a target whose every path can live there: a Delta ledger and table.
+        target = TARGETS["dedup-delta" if store is not None else "upsert-sqlite"]()
         target.setup(ctx, planned)
-        SqlDeadLetters(ctx.dead_letters()).close()
+        ctx.dead_letters().close()
         config = PipelineConfig(
             target=target.name, run_dir=str(ctx.run_dir),
             bootstrap_servers=bootstrap_servers, topic=topic, group_id="drain-" + topic,
@@ -148,7 +151,7 @@ def crash_and_drain(
             # Kafka's group says 20 s; the source must believe the group, not the option.
             lock_duration_ms=lock_ms // (10 if broker == "kafka" else 1),
             session_timeout_ms=SESSION_TIMEOUT_MS,
-            journal_root=store.url(topic) if store is not None else None,
+            store_root=ctx.store_root,
         )
         config_path = ctx.run_dir / "config.json"
         config.save(config_path)
@@ -163,9 +166,16 @@ def crash_and_drain(
         drained = PipelineProcess(config_path, "a", log, None, record, store_env).wait(300)
         assert drained is Exit.DRAINED, log.read_text()[-3000:]
         if store is not None:
-            # The journal was on the store, not beside the checkpoint.
-            assert not (config.pipeline_dir("a") / "journal").exists()
-            assert obstore.list(store.obstore_store(), f"{topic}/pipeline-a/journal").collect()
+            # Every durable path was on the store; on S3 the Spark checkpoint too (s3a).
+            local = {path.name for path in config.pipeline_dir("a").iterdir()}
+            on_s3 = isinstance(store, S3Server)
+            assert local & {"journal", "checkpoint"} == ({"checkpoint"} if not on_s3 else set())
+            assert not {"ledger", "effects-delta", "dead-letters"} & {
+                path.name for path in ctx.run_dir.iterdir()}
+            stored = {entry["path"].split("/")[1 if "pipeline-a" not in entry["path"] else 2]
+                      for page in obstore.list(store.obstore_store(), topic) for entry in page}
+            assert {"journal", "ledger", "effects-delta"} <= stored, stored
+            assert ("checkpoint" in stored) is on_s3, stored
 
         counted = score(target.landed(ctx, produced), produced, dead_lettered(ctx))
         # No loss proves the drain waited for the killed consumer's locks when they were still

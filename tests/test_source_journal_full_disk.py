@@ -21,7 +21,6 @@ import pytest
 from helpers.messages import messages
 
 from kafka_share_eos import EmbeddedBroker
-from kafka_share_eos.deadletter import SqlDeadLetters
 from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 from kafka_share_eos.proving_ground.verify.pipeline import PipelineConfig
 from kafka_share_eos.proving_ground.verify.process import Exit, PipelineProcess
@@ -179,7 +178,7 @@ def test_a_query_on_a_full_journal_disk_fails_and_resumes_exactly_once(
         ctx.run_dir.mkdir()
         target = TARGETS["upsert-sqlite"]()
         target.setup(ctx, planned)
-        SqlDeadLetters(ctx.dead_letters()).close()
+        ctx.dead_letters().close()
         config = PipelineConfig(
             target=target.name, run_dir=str(ctx.run_dir),
             bootstrap_servers=broker.bootstrap_servers, topic=topic, group_id="full-" + topic,

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
 from kafka_share_eos.proving_ground.launchers import local_server
-from kafka_share_eos.proving_ground.launchers.local_server import CachedProgram, LocalServer
+from kafka_share_eos.proving_ground.launchers.cache import CachedProgram
+from kafka_share_eos.proving_ground.launchers.local_server import LocalServer
 
 if TYPE_CHECKING:
     from obstore.store import AzureStore

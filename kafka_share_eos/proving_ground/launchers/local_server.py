@@ -1,9 +1,6 @@
 """What the launchers of the tests' object stores share: a server program fetched or built once
-into a cache, and a server process on free ports of 127.0.0.1.
-
-The program of one version goes to ``$XDG_CACHE_HOME/kafka-share-eos/<name>-<version>``
-(``~/.cache`` by default, outside any repository); a marker file says the fetch completed and
-later calls reuse it. Concurrent callers (pytest workers) wait for one fetch.
+into the cache (:mod:`~kafka_share_eos.proving_ground.launchers.cache`), and a server process on
+free ports of 127.0.0.1.
 
 :class:`LocalServer` runs the server with its data in a temporary directory removed at stop; the
 process dies with the one that started it
@@ -14,8 +11,6 @@ interpreter exit.
 from __future__ import annotations
 
 import atexit
-import fcntl
-import os
 import shutil
 import socket
 import subprocess
@@ -24,52 +19,17 @@ import tempfile
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
+from kafka_share_eos.proving_ground.launchers.cache import CachedProgram
 from kafka_share_eos.proving_ground.launchers.process_tree import launch
 from kafka_share_eos.proving_ground.signals import deferred_signals
 
 STOP_GRACE_S = 10.0
 _START_ATTEMPTS = 3
-_COMPLETE = ".complete"
-
-
-@dataclass(frozen=True)
-class CachedProgram:
-    """A program fetched or built once per version into the cache."""
-
-    name: str
-    pinned: str
-    """The version run unless :attr:`version_env` names another."""
-    version_env: str
-
-    def version(self) -> str:
-        """The version to run: the one :attr:`version_env` names, or :attr:`pinned`."""
-        return os.environ.get(self.version_env) or self.pinned
-
-    def directory(self, version: str) -> Path:
-        """Where ``version`` is (or will be) kept."""
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-        return cache / "kafka-share-eos" / f"{self.name}-{version}"
-
-    def fetched(self, version: str | None, fetch: Callable[[str, Path], None]) -> Path:
-        """The directory of ``version`` (default :meth:`version`), filled by
-        ``fetch(version, directory)`` unless an earlier fetch completed."""
-        version = version or self.version()
-        target = self.directory(version)
-        if (target / _COMPLETE).exists():
-            return target
-        target.mkdir(parents=True, exist_ok=True)
-        with open(target / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not (target / _COMPLETE).exists():
-                fetch(version, target)
-                (target / _COMPLETE).write_text(version + "\n")
-        return target
 
 
 def notice(text: str) -> None:

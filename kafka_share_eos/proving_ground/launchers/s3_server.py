@@ -31,7 +31,8 @@ from urllib.parse import urlsplit
 
 from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
 from kafka_share_eos.proving_ground.launchers import local_server
-from kafka_share_eos.proving_ground.launchers.local_server import CachedProgram, LocalServer
+from kafka_share_eos.proving_ground.launchers.cache import CachedProgram
+from kafka_share_eos.proving_ground.launchers.local_server import LocalServer
 
 if TYPE_CHECKING:
     from obstore.store import S3Store
@@ -104,7 +105,8 @@ def _go(go: str, version: str, *arguments: str, cwd: Path) -> str:
 class S3Server(LocalServer):
     """SeaweedFS's S3 gateway on a free port of 127.0.0.1, with one bucket created: a context
     manager (``with S3Server() as s3:``) whose :meth:`url` and :meth:`storage_options` serve
-    deltalake, :meth:`obstore_store` obstore and :meth:`hadoop_config` Spark.
+    deltalake, :meth:`obstore_store` obstore, and :meth:`environment` any process (Spark's s3a
+    through :func:`~kafka_share_eos.proving_ground.launchers.hadoop_aws.s3a_spark_config`).
 
     Args:
         bucket: the bucket created at start.
@@ -143,13 +145,6 @@ class S3Server(LocalServer):
                 "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION,
                 "AWS_DEFAULT_REGION": REGION, "AWS_ALLOW_HTTP": "true",
                 "AWS_CONDITIONAL_PUT": "etag"}
-
-    def hadoop_config(self) -> dict[str, str]:
-        """Hadoop's s3a settings for this server (prefix them with ``spark.hadoop.`` for a
-        Spark session): s3a takes no endpoint from the environment."""
-        return {"fs.s3a.endpoint": self.endpoint, "fs.s3a.endpoint.region": REGION,
-                "fs.s3a.path.style.access": "true", "fs.s3a.connection.ssl.enabled": "false",
-                "fs.s3a.access.key": ACCESS_KEY, "fs.s3a.secret.key": SECRET_KEY}
 
     def obstore_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``obstore.store.S3Store`` for the bucket (JSON-serialisable,

@@ -20,6 +20,7 @@ def local_spark_session(
     short_lived: bool = False,
     executors: int | None = None,
     delta_spark: bool = False,
+    config: Mapping[str, str] | None = None,
 ) -> spark_sql.SparkSession:
     """Start (or reuse) a local-mode SparkSession whose Python workers run this interpreter.
 
@@ -30,9 +31,10 @@ def local_spark_session(
     live seconds. With ``executors``, Spark runs ``local-cluster``: that many executor JVMs of
     ``cores`` cores each, processes apart from the driver as on a cluster (slower to start). With
     ``delta_spark``, the session is set up for delta-spark
-    (:func:`~kafka_share_eos.deltaspark.with_delta_spark`).
+    (:func:`~kafka_share_eos.deltaspark.with_delta_spark`). ``config`` adds Spark settings.
     """
-    return spark_session(app_name, cores, java_options(short_lived), executors, delta_spark)
+    return spark_session(app_name, cores, java_options(short_lived), executors, delta_spark,
+                         config=config)
 
 
 EXECUTOR_MEMORY_MB = 1024

@@ -57,6 +57,10 @@ class JournalStore:
         """The variables that give a process the store's endpoint and credentials."""
         return self.server.environment()
 
+    def storage_options(self) -> dict[str, str]:
+        """The store's settings for deltalake, for the verifier's own reads."""
+        return self.server.storage_options()
+
 
 @contextlib.contextmanager
 def journal_store(kind: str) -> Iterator[JournalStore | None]:

@@ -66,9 +66,11 @@ class PipelineConfig:
     spark_master: str | None = None
     """A Spark standalone master (``spark://host:port``) to run on, with one core per
     consumer, instead of in-process Spark."""
-    journal_root: str | None = None
+    store_root: str | None = None
     """An object store URI (no credentials: the store's settings come from the process's
-    environment) under which each pipeline keeps its journal, instead of its directory."""
+    environment) under which every durable path lives instead of the run directory: each
+    pipeline's journal and, on S3, its Spark checkpoint (through s3a), and the run's tables,
+    ledger, decision logs and dead letters."""
 
     def save(self, path: Path) -> None:
         """Write the configuration as JSON."""
@@ -82,17 +84,24 @@ class PipelineConfig:
     def context(self) -> RunContext:
         """The run's state locations."""
         return RunContext(Path(self.run_dir), self.postgres_url, self.bootstrap_servers,
-                          self.topic)
+                          self.topic, store_root=self.store_root)
 
     def pipeline_dir(self, name: str) -> Path:
         """The directory of pipeline ``name``: checkpoint, journal, progress, logs."""
         return Path(self.run_dir) / f"pipeline-{name}"
 
     def journal(self, name: str) -> str:
-        """The journal of pipeline ``name``: under :attr:`journal_root`, or in its directory."""
-        if self.journal_root is None:
+        """The journal of pipeline ``name``: under :attr:`store_root`, or in its directory."""
+        if self.store_root is None:
             return str(self.pipeline_dir(name) / "journal")
-        return f"{self.journal_root.rstrip('/')}/pipeline-{name}/journal"
+        return f"{self.store_root.rstrip('/')}/pipeline-{name}/journal"
+
+    def checkpoint(self, name: str) -> str:
+        """The Spark checkpoint of pipeline ``name``: on S3 (``s3a://``) under
+        :attr:`store_root`, or in its directory (Azure Blob's Hadoop connector is not fetched)."""
+        if self.store_root is None or not self.store_root.startswith("s3://"):
+            return str(self.pipeline_dir(name) / "checkpoint")
+        return f"s3a://{self.store_root.removeprefix('s3://').rstrip('/')}/pipeline-{name}/checkpoint"
 
 
 class VerifyBatch:
@@ -163,7 +172,8 @@ def run(config: PipelineConfig, name: str) -> None:
         spark = standalone_spark_session(config.spark_master, app_name, cores=config.consumers)
     else:
         spark = local_spark_session(app_name, cores=cores, short_lived=True,
-                                    delta_spark=target.delta_spark)
+                                    delta_spark=target.delta_spark,
+                                    config=_checkpoint_filesystem(config.checkpoint(name)))
     kafka_share_eos.register(spark)
     _wait_for_the_others(name)
     poll_records = ({} if config.max_poll_records is None
@@ -181,11 +191,21 @@ def run(config: PipelineConfig, name: str) -> None:
     query = (
         stream.writeStream.foreachBatch(VerifyBatch(config, strategy, directory / PROGRESS_FILE))
         .trigger(availableNow=True)
-        .option("checkpointLocation", str(directory / "checkpoint"))
+        .option("checkpointLocation", config.checkpoint(name))
         .start()
     )
     query.awaitTermination()
     spark.stop()
+
+
+def _checkpoint_filesystem(checkpoint: str) -> dict[str, str]:
+    """The Spark settings a checkpoint at ``checkpoint`` needs: s3a's, pointed at the store this
+    process's environment names."""
+    if not checkpoint.startswith("s3a://"):
+        return {}
+    from kafka_share_eos.proving_ground.launchers.hadoop_aws import s3a_spark_config
+
+    return s3a_spark_config(os.environ)
 
 
 def _wait_for_the_others(name: str) -> None:

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_share_eos.deadletter import SqlDeadLetters
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases
 from kafka_share_eos.proving_ground.verify.broker_choice import VerifyBroker
@@ -74,7 +73,12 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
     outage = OUTAGES.get(spec.point)
     with _database(env, target) as postgres_url:
         topic = f"verify-{uuid.uuid4().hex[:12]}"
-        ctx = RunContext(env.work / spec.key, postgres_url, env.broker.bootstrap_servers, topic)
+        # The run's topic is unique, so its paths on the store never meet another run's.
+        ctx = RunContext(
+            env.work / spec.key, postgres_url, env.broker.bootstrap_servers, topic,
+            store_root=env.store.root(topic) if env.store is not None else None,
+            storage_options=env.store.storage_options() if env.store is not None else None,
+        )
         # A run cut short by an interrupted verifier left its directory behind, unrecorded.
         shutil.rmtree(ctx.run_dir, ignore_errors=True)
         ctx.run_dir.mkdir(parents=True)
@@ -83,8 +87,8 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
         planned = plan_records(spec.records, spec.rng_seed, spec.mix.bad_records)
         produced = produce(env.broker.bootstrap_servers, topic, planned, spec.partitions)
         target.setup(ctx, planned)
-        # Created once here: two pipelines creating it at the same moment would race.
-        SqlDeadLetters(ctx.dead_letters()).close()
+        # Created once here: two pipelines creating an SQL table at the same moment would race.
+        ctx.dead_letters().close()
         config = PipelineConfig(
             target=spec.target,
             run_dir=str(ctx.run_dir),
@@ -109,8 +113,7 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
             spark_master=(env.spark.master_url
                           if env.spark is not None and outage is not None and outage.spark_workers
                           else None),
-            # The run's topic is unique, so its journals never meet another run's.
-            journal_root=env.store.root(topic) if env.store is not None else None,
+            store_root=ctx.store_root,
         )
         config.save(ctx.run_dir / "config.json")
         supervisor = Supervisor(spec, config, ctx, target, produced,

@@ -21,12 +21,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kafka_share_eos import faults
 from kafka_share_eos._libs import deltalake, sa
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.verify.records import PlannedRecord, effect_rows
+
+if TYPE_CHECKING:
+    from kafka_share_eos.deadletter import DeadLetterSink
 
 Coordinates = tuple[int, int]
 """A record's ``(partition, offset)`` (a run has one topic)."""
@@ -47,12 +50,19 @@ INCREMENT = (
 
 @dataclass(frozen=True)
 class RunContext:
-    """Where one run keeps its state: a directory and, for Postgres targets, a database."""
+    """Where one run keeps its state: a directory or an object store and, for Postgres targets,
+    a database."""
 
     run_dir: Path
     postgres_url: str | None = None
     bootstrap_servers: str | None = None
     source_topic: str = "verify"
+    store_root: str | None = None
+    """An object-store URI under which the run's tables, ledger, decision logs and dead letters
+    live, instead of :attr:`run_dir`."""
+    storage_options: Mapping[str, str] | None = None
+    """The store's settings for the verifier's own reads; pipelines take theirs from their
+    environment, so none is ever written into a run's configuration."""
 
     def postgres(self) -> str:
         """The run's Postgres database URL."""
@@ -71,30 +81,42 @@ class RunContext:
         return f"sqlite:///{self.run_dir / 'effects.db'}"
 
     def path(self, name: str) -> str:
-        """A location under the run directory."""
+        """A location under the run's store root, or else its directory."""
+        if self.store_root is not None:
+            return f"{self.store_root.rstrip('/')}/{name}"
         return str(self.run_dir / name)
 
-    def dead_letters(self) -> str:
-        """The SQLite database of the run's dead letters (every pipeline writes there)."""
-        return f"sqlite:///{self.run_dir / 'dead-letters.db'}"
+    def dead_letters(self) -> DeadLetterSink:
+        """The run's dead letters, which every pipeline writes: a Delta table on the store, or
+        an SQLite database in the directory."""
+        from kafka_share_eos.deadletter import DeltaDeadLetters, SqlDeadLetters
+
+        if self.store_root is not None:
+            return DeltaDeadLetters(self.path("dead-letters"),
+                                    storage_options=self.storage_options)
+        return SqlDeadLetters(f"sqlite:///{self.run_dir / 'dead-letters.db'}")
+
+    def delta_table(self, name: str) -> Any:
+        """The Delta table ``name`` of the run, or None before it exists."""
+        path = self.path(name)
+        options = dict(self.storage_options or {})
+        if not deltalake.DeltaTable.is_deltatable(path, options):
+            return None
+        return deltalake.DeltaTable(path, storage_options=options)
 
 
 def screening(ctx: RunContext) -> dict[str, Any]:
     """Options every safe target's strategy runs with: the strategy decodes the effect rows
     itself, and what it cannot apply (the poison record) goes to the run's dead letters."""
-    from kafka_share_eos.deadletter import SqlDeadLetters
-
     return {
         "transform": partial(effect_rows, poison_fails=True),
-        "dead_letters": SqlDeadLetters(ctx.dead_letters()),
+        "dead_letters": ctx.dead_letters(),
     }
 
 
 def dead_lettered(ctx: RunContext) -> frozenset[Coordinates]:
     """``(partition, offset)`` of every record in the run's dead letters."""
-    from kafka_share_eos.deadletter import SqlDeadLetters
-
-    sink = SqlDeadLetters(ctx.dead_letters())
+    sink = ctx.dead_letters()
     try:
         letters = sink.read()
     finally:
@@ -183,15 +205,16 @@ def _increments(url: str, produced: Produced) -> Landed:
     return {"increment": applied, "increment sum": summed}
 
 
-def _delta_rows(path: str) -> Counter[Coordinates]:
-    if not deltalake.DeltaTable.is_deltatable(path):
+def _delta_rows(ctx: RunContext, name: str) -> Counter[Coordinates]:
+    delta_table = ctx.delta_table(name)
+    if delta_table is None:
         return Counter()
     import pyarrow as pa
 
     # QueryBuilder: to_pyarrow_table() in a process that read Delta can abort at exit.
     table = pa.table(
         deltalake.QueryBuilder()
-        .register("t", deltalake.DeltaTable(path))
+        .register("t", delta_table)
         .execute('SELECT "partition", "offset", count(*) AS n FROM t GROUP BY 1, 2')
     )
     return Counter({
@@ -281,7 +304,7 @@ class DeltaUpsert(Target):
         )
 
     def landed(self, ctx: RunContext, produced: Produced) -> Landed:
-        return {"delta": _delta_rows(ctx.path("effects-delta"))}
+        return {"delta": _delta_rows(ctx, "effects-delta")}
 
 
 class DeltaSparkUpsert(DeltaUpsert):
@@ -333,7 +356,7 @@ class TwoPhase(Target):
 
     def landed(self, ctx: RunContext, produced: Produced) -> Landed:
         return {**_increments(ctx.postgres(), produced),
-                "delta": _delta_rows(ctx.path("effects-delta"))}
+                "delta": _delta_rows(ctx, "effects-delta")}
 
 
 class DedupDelta(Target):
@@ -354,7 +377,7 @@ class DedupDelta(Target):
         )
 
     def landed(self, ctx: RunContext, produced: Produced) -> Landed:
-        return {"delta": _delta_rows(ctx.path("effects-delta"))}
+        return {"delta": _delta_rows(ctx, "effects-delta")}
 
 
 class UnsafeIncrement(Target):
