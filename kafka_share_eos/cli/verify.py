@@ -151,10 +151,11 @@ BrokerOpt = Annotated[
                       "with Maven; needs Java 17+ and Maven).")
 ]
 StorageOpt = Annotated[
-    str, typer.Option(help="Where the pipelines keep their journals: 'local' (each pipeline's "
-                      "directory), 's3' (a SeaweedFS S3 server started for the run) or 'abfs' "
-                      "(Azurite, Azure Blob's emulator); the store's settings reach the "
-                      "pipelines through their environment. Checkpoints stay local.")
+    str, typer.Option(help="Where the runs keep journals, checkpoints, ledgers, decision "
+                      "logs, Delta tables and dead letters: 'local' (the run's directory), "
+                      "'s3' (a SeaweedFS S3 server started for the run; checkpoints on s3a) "
+                      "or 'abfs' (Azurite, Azure Blob's emulator; checkpoints stay local); "
+                      "the store's settings reach the pipelines through their environment.")
 ]
 PostgresUrlOpt = Annotated[
     str | None,

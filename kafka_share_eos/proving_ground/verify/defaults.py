@@ -4,7 +4,7 @@ options of ``kafka-share-eos verify``."""
 from __future__ import annotations
 
 from kafka_share_eos.proving_ground.verify.broker_choice import BrokerKind
-from kafka_share_eos.proving_ground.verify.journal_store import StorageKind
+from kafka_share_eos.proving_ground.verify.run_store import StorageKind
 
 RECORDS = 40
 RUNS = 1

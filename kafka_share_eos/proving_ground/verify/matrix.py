@@ -18,7 +18,6 @@ from kafka_share_eos._libs import sa
 from kafka_share_eos.proving_ground.launchers.jvm import ensure_archive
 from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases, postgres_for_tests
 from kafka_share_eos.proving_ground.verify.broker_choice import verify_broker
-from kafka_share_eos.proving_ground.verify.journal_store import journal_store
 from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 from kafka_share_eos.proving_ground.verify.matrix_options import MatrixOptions
 from kafka_share_eos.proving_ground.verify.outages import (
@@ -31,6 +30,7 @@ from kafka_share_eos.proving_ground.verify.points import RANDOM_KILL
 from kafka_share_eos.proving_ground.verify.process import accept_starts, stop_all, stopping
 from kafka_share_eos.proving_ground.verify.results import ResultsFile, spec_key
 from kafka_share_eos.proving_ground.verify.run import RunEnvironment, execute
+from kafka_share_eos.proving_ground.verify.run_store import run_store
 from kafka_share_eos.proving_ground.verify.score import Score
 from kafka_share_eos.proving_ground.verify.spec import RunResult, RunSpec
 
@@ -190,7 +190,7 @@ def _where(env: RunEnvironment) -> str:
     if env.postgres is not None:
         url = sa.engine.make_url(env.postgres.url)
         postgres = f"PostgreSQL at {url.host}:{url.port}"
-    journals = "" if env.store is None else f", journals on {env.store.root('')}"
+    journals = "" if env.store is None else f", durable paths on {env.store.root('')}"
     return f"{broker}, {postgres}, state in {env.work}{journals}"
 
 
@@ -239,7 +239,7 @@ def run_matrix(
     with (verify_broker(options.broker, short_locks, brokers, proxy) as broker,
           _postgres(options) as postgres,
           _spark(spark_workers_for(options.faults)) as spark,
-          journal_store(options.storage) as store):
+          run_store(options.storage) as store):
         env = RunEnvironment(broker, work, postgres, SLOW_SINK_SECONDS, spark, store)
         if on_start is not None:
             on_start(_where(env))

@@ -10,10 +10,10 @@ from pathlib import Path
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.verify import defaults
 from kafka_share_eos.proving_ground.verify.broker_choice import BROKER_KINDS, BrokerKind
-from kafka_share_eos.proving_ground.verify.journal_store import StorageKind, check_storage
 from kafka_share_eos.proving_ground.verify.known_targets import SAFE_TARGETS, TARGETS
 from kafka_share_eos.proving_ground.verify.outages import OUTAGES, check_faults, spark_workers_for
 from kafka_share_eos.proving_ground.verify.points import points_of
+from kafka_share_eos.proving_ground.verify.run_store import StorageKind, check_storage
 from kafka_share_eos.proving_ground.verify.spec import Mix, RunSpec
 
 

@@ -31,13 +31,13 @@ from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases
 from kafka_share_eos.proving_ground.verify.broker_choice import VerifyBroker
 from kafka_share_eos.proving_ground.verify.disturb import SessionDropper
-from kafka_share_eos.proving_ground.verify.journal_store import JournalStore, read_journals
 from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 from kafka_share_eos.proving_ground.verify.outages import OUTAGES, Scene
 from kafka_share_eos.proving_ground.verify.outages.driver import FAULT_IDLE_MS, FaultDriver
 from kafka_share_eos.proving_ground.verify.outages.gaps import applied_times, stall_seconds
 from kafka_share_eos.proving_ground.verify.pipeline import PipelineConfig
 from kafka_share_eos.proving_ground.verify.records import plan_records, produce
+from kafka_share_eos.proving_ground.verify.run_store import RunStore, read_journals
 from kafka_share_eos.proving_ground.verify.score import score
 from kafka_share_eos.proving_ground.verify.spec import RunResult, RunSpec
 from kafka_share_eos.proving_ground.verify.supervisor import Supervisor
@@ -62,7 +62,7 @@ class RunEnvironment:
     slow_sink_seconds: float = 0.0
     spark: SparkCluster | None = None
     """The Spark standalone cluster the pipelines of a worker fault's runs use."""
-    store: JournalStore | None = None
+    store: RunStore | None = None
     """The object store the pipelines journal on (None: in their directories)."""
 
 

@@ -1,12 +1,12 @@
-"""Where the verified pipelines keep their journals: on local disk, or on an object store
+"""Where the verified pipelines keep their durable paths: on local disk, or on an object store
 (``--storage s3``: SeaweedFS's S3 gateway; ``--storage abfs``: Azurite, Azure Blob's emulator)
 started for the verifier's run.
 
 The store's settings, credentials included, reach each pipeline process through its environment
-(``AWS_*``, ``AZURE_*``, which obstore reads) and are never written to a file: the run's
-configuration names the journal by a URI alone. The verifier reads the journals back after a run
-in a child process given that environment too, since the source's ``storage.*`` options (the
-in-process way) have no setting for the servers' plain-HTTP endpoints.
+(``AWS_*``, ``AZURE_*``, which obstore, delta-rs and s3a read) and are never written to a file:
+the run's configuration names its paths by URIs alone. The verifier reads the journals back
+after a run in a child process given that environment too, since the source's ``storage.*``
+options (the in-process way) have no setting for the servers' plain-HTTP endpoints.
 """
 
 from __future__ import annotations
@@ -44,13 +44,13 @@ def check_storage(kind: str) -> None:
 
 
 @dataclass(frozen=True)
-class JournalStore:
-    """An object store the pipelines of a verifier's run journal on."""
+class RunStore:
+    """An object store the pipelines of a verifier's run keep their durable paths on."""
 
     server: S3Server | AzuriteServer
 
     def root(self, run: str) -> str:
-        """The URI, without credentials, under which run ``run`` keeps its journals."""
+        """The URI, without credentials, under which run ``run`` keeps its paths."""
         return self.server.url(run)
 
     def environment(self) -> dict[str, str]:
@@ -63,14 +63,14 @@ class JournalStore:
 
 
 @contextlib.contextmanager
-def journal_store(kind: str) -> Iterator[JournalStore | None]:
+def run_store(kind: str) -> Iterator[RunStore | None]:
     """The store of ``kind``, started for the duration (None for ``local``)."""
     check_storage(kind)
     if kind == "local":
         yield None
         return
     with S3Server() if kind == "s3" else AzuriteServer() as server:
-        yield JournalStore(server)
+        yield RunStore(server)
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class JournalSummary:
 
 
 def read_journals(
-    journals: Mapping[str, str], store: JournalStore | None
+    journals: Mapping[str, str], store: RunStore | None
 ) -> dict[str, JournalSummary]:
     """The summary of each journal in ``journals`` (by pipeline name); a pipeline that wrote
     none has an empty one."""
@@ -117,7 +117,7 @@ def _summaries(journals: Mapping[str, str]) -> dict[str, JournalSummary]:
 
 
 def main(arguments: list[str]) -> None:
-    """``python -m kafka_share_eos.proving_ground.verify.journal_store JOURNALS``: print the
+    """``python -m kafka_share_eos.proving_ground.verify.run_store JOURNALS``: print the
     summaries of ``JOURNALS`` (JSON, pipeline name to location) as JSON."""
     summaries: dict[str, Any] = {
         name: {"consumers": summary.consumers, "members": summary.members}
