@@ -141,6 +141,19 @@ def test_retries_spent_name_the_table_and_the_commit_that_won(tmp_path: Path) ->
         sink.apply(accounts(1), 1)
 
 
+def test_a_data_file_gone_with_no_commit_since_is_named_not_retried_for_ever(
+    tmp_path: Path,
+) -> None:
+    uri = str(tmp_path / "target")
+    sink = upsert_sink(uri, max_commit_attempts=2)
+    sink.apply(accounts(0), 0)
+    # What a full VACUUM with a retention shorter than a commit leaves: a listed file deleted.
+    for file in DeltaTable(uri).file_uris():
+        Path(file.removeprefix("file://")).unlink()
+    with pytest.raises(CommitConflictError, match=r"no commit since, yet a data file .* missing"):
+        sink.apply(accounts(1), 1)
+
+
 # -- The identity ledger of the checkpoint-dedup store
 
 

@@ -75,7 +75,7 @@ class DeltaDeadLetters(DeadLetterSink):
                         f"dead letters could not be written to Delta table "
                         f"{self.location.uri!r}: concurrent writers won {_ATTEMPTS} commit "
                         f"attempts in a row (pipelines, compactions or vacuums); "
-                        f"{describe_winners(self.location, seen)}; last error: {error}"
+                        f"{describe_winners(self.location, seen, error)}; last error: {error}"
                     ) from error
         raise AssertionError("unreachable")
 

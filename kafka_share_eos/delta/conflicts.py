@@ -67,12 +67,21 @@ def commits_since(
     )
 
 
-def describe_winners(location: DeltaLocation, version: int | None) -> str:
+def describe_winners(
+    location: DeltaLocation, version: int | None, error: BaseException | None = None
+) -> str:
     """For an error message: the version the last attempt read (None: it read none) and the
-    commits since, which won over it."""
+    commits since, which won over it; or, when ``error`` is a file gone with no commit since,
+    that the table lost a file its latest version lists (no attempt can succeed)."""
     commits = commits_since(location, version)
     read = "" if version is None else f"the last attempt read version {version}; "
     if not commits:
+        if error is not None and file_vanished(error):
+            return read + (
+                "no commit since, yet a data file that version lists is missing: the table "
+                "lost it (a VACUUM with full=True and a retention shorter than a commit takes, "
+                "or files deleted by hand), and every read of it fails until it is restored"
+            )
         return read + "no commit found since"
     since = "commits since" if version is not None else "the table's last commits"
     return read + f"{since}: " + ", ".join(map(str, commits))

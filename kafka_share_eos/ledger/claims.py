@@ -88,6 +88,7 @@ def claim(
     """
     claimed_now = 0
     known = ledger.known_claims()
+    lost: BaseException | None = None
     for attempt in range(1, max_attempts + 1):
         table = _open(ledger, batch, fresh=attempt > 1)
         recorded = check_batch_order(ledger.location.transaction_version(table, ledger.app_id),
@@ -98,6 +99,7 @@ def claim(
             # A VACUUM deleted a file this snapshot lists: read a fresh one.
             if not file_vanished(error):
                 raise
+            lost = error
             ledger.location.contended()
             continue
         if recorded == batch_id and fresh.num_rows:
@@ -112,8 +114,9 @@ def claim(
         if fresh.num_rows:
             try:
                 _commit_claims(ledger, table, fresh, batch_id)
-            except deltalake.exceptions.CommitFailedError:
+            except deltalake.exceptions.CommitFailedError as error:
                 # Someone committed since our snapshot: re-read and claim what is still free.
+                lost = error
                 ledger.location.contended()
                 time.sleep(random.uniform(0, backoff_seconds * min(attempt, 10)))
                 continue
@@ -127,7 +130,7 @@ def claim(
     raise ClaimConflictError(
         f"ledger {ledger.uri!r}: batch {batch_id} of app_id {ledger.app_id!r} lost the claim "
         f"commit to concurrent writers {max_attempts} times in a row (claims, compactions, "
-        f"vacuums or appends); {describe_winners(ledger.location, seen)}"
+        f"vacuums or appends); {describe_winners(ledger.location, seen, lost)}"
     )
 
 

@@ -191,7 +191,7 @@ class DeltaMergeWriter:
                         f"batch {batch_id} could not be committed to Delta table "
                         f"{self.table_uri!r} (app id {self.app_id!r}): concurrent writers won "
                         f"{attempt} commit attempts in a row (appends, compactions or vacuums); "
-                        f"{describe_winners(self.location, seen)}; last error: {error}"
+                        f"{describe_winners(self.location, seen, error)}; last error: {error}"
                     ) from error
                 time.sleep(delay)
                 delay *= 2
