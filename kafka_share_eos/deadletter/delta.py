@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 import pyarrow as pa
@@ -14,6 +15,9 @@ from kafka_share_eos.delta.handles import KeptTable
 from kafka_share_eos.errors import CommitConflictError
 
 _ATTEMPTS = 5
+# Pause before the second attempt, doubled on each further one: a compaction, and the vacuum
+# after it, land several commits in a row, and retrying at once loses to each of them.
+_BACKOFF_SECONDS = 0.1
 
 
 class DeltaDeadLetters(DeadLetterSink):
@@ -47,6 +51,7 @@ class DeltaDeadLetters(DeadLetterSink):
         letters = first_per_record(letters.cast(DEAD_LETTER_SCHEMA))
         if letters.num_rows == 0:
             return 0
+        delay = _BACKOFF_SECONDS
         for attempt in range(_ATTEMPTS):
             table = self.location.table()
             try:
@@ -77,6 +82,8 @@ class DeltaDeadLetters(DeadLetterSink):
                         f"attempts in a row (pipelines, compactions or vacuums); "
                         f"{describe_winners(self.location, seen, error)}; last error: {error}"
                     ) from error
+                time.sleep(delay)
+                delay *= 2
         raise AssertionError("unreachable")
 
     def read(self) -> pa.Table:

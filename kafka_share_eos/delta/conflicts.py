@@ -19,6 +19,11 @@ from kafka_share_eos.delta.location import DeltaLocation
 # dataset, ArrowInvalid from a scan, DeltaError from a MERGE; deltalake 1.6.6).
 _GONE = ("Object at location", "not found")
 
+_HISTORY_READS = 3
+# How far back an error message looks for the commits that won: the first of them are the ones
+# an attempt lost to.
+_HISTORY_DEPTH = 50
+
 
 @dataclass(frozen=True)
 class OtherCommit:
@@ -50,21 +55,27 @@ def lost_to_others(error: BaseException) -> bool:
 def commits_since(
     location: DeltaLocation, version: int | None, limit: int = 5
 ) -> list[OtherCommit]:
-    """The last commits (at most ``limit``, oldest first) after ``version`` (None: the last
-    ``limit``), read from the table's history on a fresh handle (a kept handle's history numbers
-    versions from its own)."""
-    table = location.open()
-    if table is None:
-        return []
-    newest = table.version()
-    first = newest - limit + 1 if version is None else max(version + 1, newest - limit + 1)
-    if first > newest:
-        return []
-    entries = table.history(limit=newest - first + 1)
-    return sorted(
-        (OtherCommit(int(e["version"]), str(e.get("operation", "?"))) for e in entries),
-        key=lambda commit: commit.version,
-    )
+    """The first ``limit`` commits after ``version``, oldest first (None: the table's last
+    ``limit``), read from the table's history.
+
+    delta-rs lists the newest commit infos in the store but numbers them down from the handle's
+    version (deltalake 1.6.6), so a commit landing in between shifts every number: the history
+    is read again until the table stood still while it was read.
+    """
+    for _ in range(_HISTORY_READS):
+        table = location.open()
+        if table is None:
+            return []
+        newest = table.version()
+        depth = limit if version is None else min(newest - version, _HISTORY_DEPTH)
+        entries = table.history(limit=max(depth, 1))
+        table.update_incremental()
+        if table.version() == newest:
+            break
+    commits = (OtherCommit(int(e["version"]), str(e.get("operation", "?"))) for e in entries)
+    ordered = sorted((c for c in commits if version is None or c.version > version),
+                     key=lambda commit: commit.version)
+    return ordered[-limit:] if version is None else ordered[:limit]
 
 
 def describe_winners(
