@@ -23,6 +23,8 @@ touches is importable from here:
   pipeline meets (docs/errors.md);
 - :func:`postgres_array`, a batch's column as one PostgreSQL array parameter, for set-based
   two-phase effects;
+- :func:`serve_metrics`, a Prometheus endpoint on the driver for the :class:`PipelineMetrics`
+  of each query (extra ``metrics``), returning its :class:`MetricsServer`;
 - :class:`EmbeddedBroker`, a share-group-capable Kafka broker in this process;
 - :func:`with_delta_spark`, a ``SparkSession.Builder`` set up for Spark's own Delta
   (delta-spark).

@@ -46,6 +46,9 @@ from .errors import UnsupportedFormatError as UnsupportedFormatError
 from .errors import ValueNotStorableError as ValueNotStorableError
 from .ledger import DeltaAppendSink as DeltaAppendSink
 from .ledger import RetentionPolicy as RetentionPolicy
+from .monitoring import MetricsServer as MetricsServer
+from .monitoring import PipelineMetrics as PipelineMetrics
+from .monitoring import serve_metrics as serve_metrics
 from .proving_ground.broker import EmbeddedBroker as EmbeddedBroker
 from .proving_ground.broker import TopicSpec as TopicSpec
 from .registration import register as register

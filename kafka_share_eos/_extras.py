@@ -1,7 +1,8 @@
 """Optional dependencies: one object per extra, and the one place their libraries are imported.
 
 pyproject.toml's extras install ``spark`` -> pyspark, ``delta`` -> deltalake, ``delta-spark`` ->
-delta-spark (module ``delta``), ``sqlite`` -> SQLAlchemy, ``postgres`` -> SQLAlchemy and psycopg.
+delta-spark (module ``delta``), ``sqlite`` -> SQLAlchemy, ``postgres`` -> SQLAlchemy and psycopg,
+``metrics`` -> prometheus-client (module ``prometheus_client``).
 :mod:`kafka_share_eos._libs` holds each library as a module that loads on first use
 (:meth:`Extra.lazy`); the toolkit's modules import it from there at their top and use it by
 attribute (``sa.text(...)``, ``deltalake.write_deltalake(...)``). So importing the toolkit loads
@@ -71,6 +72,7 @@ DELTA = Extra("delta", ("deltalake",))
 DELTA_SPARK = Extra("delta-spark", ("delta", "pyspark"))
 SQLITE = Extra("sqlite", ("sqlalchemy",))
 POSTGRES = Extra("postgres", ("sqlalchemy", "psycopg"))
+METRICS = Extra("metrics", ("prometheus_client",))
 # A PostgreSQL URL with another driver than psycopg needs SQLAlchemy (and that driver).
 _POSTGRES_OTHER_DRIVER = Extra("postgres", ("sqlalchemy",))
 

@@ -18,13 +18,15 @@
 - ``s3_server``: one S3-compatible server (SeaweedFS, built once with Go) per test session;
   ``azurite_server``: one Azure Blob emulator (Azurite, fetched once with npm) per test session.
   Tests isolate themselves by key prefix.
+- ``prometheus``: starts Prometheus (Debian's package, fetched once) scraping the endpoints a
+  test gives it, with the rule files it gives, and stops it after the test.
 """
 
 from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
     from kafka_share_eos.proving_ground.launchers.azurite import AzuriteServer
     from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
+    from kafka_share_eos.proving_ground.launchers.prometheus import PrometheusServer
     from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
 
 _topic_counter = itertools.count()
@@ -144,6 +147,24 @@ def azurite_server() -> Iterator[AzuriteServer]:
 
     with AzuriteServer() as server:
         yield server
+
+
+@pytest.fixture
+def prometheus() -> Iterator[Callable[..., PrometheusServer]]:
+    """``prometheus(targets, rule_files=())`` starts a Prometheus scraping ``targets``
+    (``host:port`` each) every second; every server started is stopped after the test."""
+    from kafka_share_eos.proving_ground.launchers.prometheus import PrometheusServer
+
+    started: list[PrometheusServer] = []
+
+    def start(targets: Sequence[str], rule_files: Sequence[Path] = ()) -> PrometheusServer:
+        server = PrometheusServer(targets, rule_files)
+        started.append(server)
+        return server.start()
+
+    yield start
+    for server in started:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

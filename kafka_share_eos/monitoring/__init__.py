@@ -1,0 +1,12 @@
+"""Prometheus metrics of running pipelines, served from the driver (extra ``metrics``).
+
+:class:`PipelineMetrics` names one streaming query, its source options and its strategy;
+:func:`serve_metrics` serves any number of them on one HTTP endpoint, read from the journal's
+per-batch metrics files (which carry the executors' slot figures too), the strategies' batch
+reports and, given a Spark session, Spark's own progress events.
+"""
+
+from kafka_share_eos.monitoring.exporter import MetricsServer, serve_metrics
+from kafka_share_eos.monitoring.watched_pipeline import PipelineMetrics
+
+__all__ = ["MetricsServer", "PipelineMetrics", "serve_metrics"]

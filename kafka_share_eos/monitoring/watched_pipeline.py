@@ -1,0 +1,79 @@
+"""One pipeline whose figures the exporter serves: its query name, source options and strategy,
+and Spark's progress of the query."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kafka_share_eos.monitoring.histogram import Histogram
+from kafka_share_eos.monitoring.journal_figures import JournalFigures
+from kafka_share_eos.monitoring.report_figures import ReportFigures
+from kafka_share_eos.source.options import SourceOptions
+from kafka_share_eos.strategies.base import BatchStrategy
+
+LABELS = ("query", "group", "topic", "strategy")
+"""The labels of every series a pipeline exports."""
+
+
+@dataclass
+class SparkTotals:
+    """Spark's own progress of the query (``numInputRows``, ``durationMs`` per stage), summed
+    over the progress events the listener handed over, and the latest rate."""
+
+    batches: int = 0
+    input_rows: int = 0
+    last_batch_id: int | None = None
+    processed_rows_per_second: float | None = None
+    stages: dict[str, Histogram] = field(default_factory=dict)
+
+    def add(self, batch_id: int, input_rows: int, duration_ms: Mapping[str, int],
+            rows_per_second: float | None) -> None:
+        """Count one micro-batch's progress."""
+        self.batches += 1
+        self.input_rows += input_rows
+        self.last_batch_id = batch_id
+        self.processed_rows_per_second = rows_per_second
+        for stage, ms in duration_ms.items():
+            self.stages.setdefault(stage, Histogram()).observe(ms / 1000)
+
+
+class PipelineMetrics:
+    """What :func:`~kafka_share_eos.serve_metrics` exports for one streaming query.
+
+    Args:
+        query: the query's name, as given to ``writeStream.queryName``: the ``query`` label,
+            and how Spark's progress events are matched to this pipeline.
+        options: the ``kafka-share`` source's options, as given to ``readStream.options``:
+            the journal holding the source's per-batch metrics (``journalPath``, ``storage.*``)
+            and the ``group`` and ``topic`` labels (``kafka.share.group.id``, ``subscribe``;
+            several topics are joined with commas).
+        strategy: the ``foreachBatch`` strategy, whose batch reports are exported; None for a
+            query that writes otherwise.
+
+    Raises:
+        SourceOptionError: ``options`` are not valid options of the source (the message names
+            the option).
+    """
+
+    def __init__(self, query: str, options: Mapping[str, str],
+                 strategy: BatchStrategy | None = None) -> None:
+        source = SourceOptions.parse(options)
+        self.query = query
+        self.labels = (query, source.group_id, ",".join(source.topics),
+                       "" if strategy is None else strategy.name)
+        self.journal = JournalFigures(source.journal)
+        self.reports = None if strategy is None else ReportFigures(strategy)
+        self.spark = SparkTotals()
+        self.lock = threading.Lock()
+
+    def refresh(self) -> None:
+        """Bring the journal's and the strategy's figures up to date (at scrape time)."""
+        with self.lock:
+            self.journal.refresh()
+            if self.reports is not None:
+                self.reports.refresh()
+
+    def __repr__(self) -> str:
+        return f"PipelineMetrics(query={self.query!r})"
