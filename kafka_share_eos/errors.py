@@ -18,6 +18,7 @@ __all__ = [
     "ClaimConflictError",
     "CommitConflictError",
     "ConfigurationError",
+    "DatabaseUnavailableError",
     "DecisionOverruledError",
     "DeliveryLimitReached",
     "EmbeddedBrokerError",
@@ -177,6 +178,14 @@ class CommitConflictError(KafkaShareEosError, RuntimeError):
 
 class ClaimConflictError(KafkaShareEosError, RuntimeError):
     """Concurrent claims kept winning the ledger's commit race for every attempt."""
+
+
+class DatabaseUnavailableError(KafkaShareEosError, ConnectionError):
+    """A SQL database (PostgreSQL) could not be reached, or the connection to it was lost, while
+    the toolkit wrote or read it. The message names the database (its URL without the password)
+    and the operation; the driver's error is the cause. When the connection was lost during a
+    commit, whether the commit took effect is unknown: the batch fails, and a restart of the
+    query on the same checkpoint applies it exactly once."""
 
 
 # -- Two-phase commit

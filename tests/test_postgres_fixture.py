@@ -145,3 +145,46 @@ def test_missing_binaries_are_named(tmp_path: Path) -> None:
 def test_rejects_disabled_two_phase_commit() -> None:
     with pytest.raises(ValueError, match="max_prepared_transactions"):
         PostgresServer(max_prepared_transactions=0)
+
+
+def test_a_durable_server_killed_and_restarted_keeps_what_it_acknowledged() -> None:
+    with PostgresServer(durable=True) as server:
+        url, port = server.url, server.port
+        engine = create_engine(url)
+        with engine.begin() as conn:
+            assert conn.execute(text("SHOW fsync")).scalar_one() == "on"
+            assert conn.execute(text("SHOW synchronous_commit")).scalar_one() == "on"
+            assert conn.execute(text("SHOW full_page_writes")).scalar_one() == "on"
+            conn.execute(text("CREATE TABLE acknowledged (x int)"))
+            conn.execute(text("INSERT INTO acknowledged VALUES (1)"))
+        engine.dispose()
+        _leave_prepared(url, "in-doubt", "INSERT INTO acknowledged VALUES (2)")
+
+        server.kill()
+        assert server.killed
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(host="127.0.0.1", port=port, user="postgres", connect_timeout=5)
+        server.restart()
+
+        assert (server.url, server.port, server.killed) == (url, port, False)
+        engine = create_engine(url)
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT x FROM acknowledged")).scalars().all() == [1]
+            assert conn.recover_twophase() == ["in-doubt"]
+            conn.commit_prepared("in-doubt", recover=True)
+            assert sorted(conn.execute(text("SELECT x FROM acknowledged")).scalars()) == [1, 2]
+        engine.dispose()
+        # Killed a second time, the server still stops and removes its data.
+        server.kill()
+        data_dir = server.log_file.parent
+    assert not data_dir.exists()
+
+
+def test_kill_and_restart_refuse_the_wrong_state() -> None:
+    with PostgresServer() as server:
+        with pytest.raises(RuntimeError, match="kill"):
+            server.restart()
+        server.kill()
+        with pytest.raises(RuntimeError, match="not running"):
+            server.kill()
+        server.restart()

@@ -1,4 +1,5 @@
-"""The tests' TCP proxy: forwards, holds everything while blackholed, resets when cut so."""
+"""The tests' TCP proxy: forwards, holds everything while blackholed, resets when cut so, and
+loses the server's answers while requests still pass."""
 
 from __future__ import annotations
 
@@ -42,6 +43,14 @@ def connect(proxy: TcpProxy) -> socket.socket:
     return socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
 
 
+def connected(proxy: TcpProxy) -> socket.socket:
+    """A connection through ``proxy`` that a byte went both ways on."""
+    client = connect(proxy)
+    client.sendall(b"a")
+    assert client.recv(1) == b"a"
+    return client
+
+
 def test_bytes_pass_both_ways(proxy: TcpProxy) -> None:
     with connect(proxy) as client:
         client.sendall(b"ping")
@@ -49,9 +58,7 @@ def test_bytes_pass_both_ways(proxy: TcpProxy) -> None:
 
 
 def test_a_blackhole_holds_bytes_until_the_heal(proxy: TcpProxy) -> None:
-    with connect(proxy) as client:
-        client.sendall(b"a")
-        assert client.recv(1) == b"a"
+    with connected(proxy) as client:
         proxy.cut("blackhole")
         client.sendall(b"held")
         late = connect(proxy)  # accepted, not forwarded
@@ -74,9 +81,7 @@ def test_a_blackhole_holds_bytes_until_the_heal(proxy: TcpProxy) -> None:
 def test_a_reset_closes_connections_and_refuses_new_ones_until_the_heal(
     proxy: TcpProxy,
 ) -> None:
-    with connect(proxy) as client:
-        client.sendall(b"a")
-        assert client.recv(1) == b"a"
+    with connected(proxy) as client:
         proxy.cut("reset")
         with pytest.raises(ConnectionResetError):
             client.recv(1)
@@ -92,3 +97,18 @@ def test_a_reset_closes_connections_and_refuses_new_ones_until_the_heal(
 def test_an_unknown_cut_is_refused(proxy: TcpProxy) -> None:
     with pytest.raises(ValueError, match="blackhole"):
         proxy.cut("drop")  # type: ignore[arg-type]
+
+
+def test_lose_replies_lets_requests_through_and_resets_at_the_answer(proxy: TcpProxy) -> None:
+    with connected(proxy) as client:
+        proxy.cut("lose_replies")
+        client.sendall(b"commit")
+        # The echo server answered (the request reached it), the client gets the RST instead.
+        with pytest.raises(ConnectionResetError):
+            client.recv(6)
+    assert proxy.replies_lost == 1
+    proxy.heal()
+    with connect(proxy) as client:
+        client.sendall(b"back")
+        assert client.recv(4) == b"back"
+    assert proxy.replies_lost == 1

@@ -13,7 +13,7 @@ from kafka_share_eos._libs import sa, sa_postgresql, sa_sqlite
 from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA
 from kafka_share_eos.deadletter.sink import DeadLetterSink
 from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
-from kafka_share_eos.sinks.sql_engine import create_sql_engine
+from kafka_share_eos.sinks.sql_engine import create_sql_engine, database_errors
 
 DEFAULT_TABLE = "kafka_share_dead_letters"
 
@@ -70,7 +70,10 @@ class SqlDeadLetters(DeadLetterSink):
 
         dialect = sa_postgresql if self.engine.dialect.name == "postgresql" else sa_sqlite
         statement = dialect.insert(self.table).on_conflict_do_nothing(index_elements=["letter_id"])
-        with self.engine.begin() as conn:
+        # A letter's id makes its second write a no-op: a batch failed by a lost connection
+        # (its COMMIT in doubt) writes its letters again at the restart, and they land once.
+        with database_errors(self.engine.url, f"writing dead letters to {self.target!r}"), \
+                self.engine.begin() as conn:
             result = conn.execute(statement, letters.to_pylist())
         return max(int(result.rowcount), 0)
 

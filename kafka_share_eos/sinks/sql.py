@@ -28,7 +28,7 @@ from kafka_share_eos.sinks.columns import require_columns
 from kafka_share_eos.sinks.dedup import contained
 from kafka_share_eos.sinks.outcome import UpsertOutcome
 from kafka_share_eos.sinks.sql_bulk import CopyUpsert
-from kafka_share_eos.sinks.sql_engine import create_sql_engine, parse_sql_url
+from kafka_share_eos.sinks.sql_engine import create_sql_engine, database_errors, parse_sql_url
 from kafka_share_eos.sinks.sql_schema import open_target
 from kafka_share_eos.sinks.sql_values import python_rows as python_rows
 
@@ -163,7 +163,8 @@ class SqlUpsertWriter:
 
     def prepare(self, schema: pa.Schema) -> None:
         """Reflect or create the table and check its unique key and columns against ``schema``."""
-        with self.engine.begin() as conn:
+        with database_errors(self._url, f"opening table {self.target!r}"), \
+                self.engine.begin() as conn:
             self._table = open_target(
                 conn,
                 self.table_name,
@@ -174,11 +175,21 @@ class SqlUpsertWriter:
             )
 
     def upsert(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
-        """Apply ``table`` in one transaction; ``batch_id`` only appears in errors."""
+        """Apply ``table`` in one transaction; ``batch_id`` only appears in errors.
+
+        Raises:
+            DatabaseUnavailableError: the database could not be reached or the connection was
+                lost, perhaps during the COMMIT: a restart applies the batch exactly once, as
+                rows already applied are found and not written again.
+        """
         if table.num_rows == 0:
             return UpsertOutcome(0, 0, "rows")
         require_columns(table, [*self.key_columns, *filter(None, [self.version_column])],
                         f"batch {batch_id} for table {self.target!r}")
+        with database_errors(self._url, f"upsert of batch {batch_id} into {self.target!r}"):
+            return self._upsert(table, batch_id)
+
+    def _upsert(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
         if self._table is None:
             self.prepare(table.schema)
         assert self._table is not None
@@ -215,7 +226,8 @@ class SqlUpsertWriter:
 
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys``, whether the table holds its key; reads, never writes."""
-        with self.engine.connect() as conn:
+        with database_errors(self._url, f"lookup of applied keys in {self.target!r}"), \
+                self.engine.connect() as conn:
             return keys_held(
                 conn, self.table_name, keys.select(list(self.key_columns)), self.db_schema
             )

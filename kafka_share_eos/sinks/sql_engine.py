@@ -1,11 +1,14 @@
-"""SQLAlchemy engines for the URLs users give the SQL sinks and dead-letter stores."""
+"""SQLAlchemy engines for the URLs users give the SQL sinks and dead-letter stores, and the
+error naming the database when it cannot be reached."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kafka_share_eos._libs import sa
-from kafka_share_eos.errors import ConfigurationError, MissingExtraError
+from kafka_share_eos.errors import ConfigurationError, DatabaseUnavailableError, MissingExtraError
 
 SQLITE_BUSY_TIMEOUT_S = 60.0
 """How long a SQLite writer waits for another's write lock unless the URL sets ``timeout``."""
@@ -56,4 +59,43 @@ def parse_sql_url(url: str) -> sa.URL:
             f"the SQL URL ({scheme}) is not a SQLAlchemy URL: {error}; it is "
             "dialect+driver://user:password@host:port/database, e.g. "
             "postgresql+psycopg://app@db:5432/orders or sqlite:////data/orders.db"
+        ) from error
+
+
+# SQLSTATEs of a connection that failed or ended: connection exceptions (class 08), and a server
+# shutting down, crashed or still recovering (admin_shutdown, crash_shutdown, cannot_connect_now).
+_UNREACHABLE_STATES = frozenset({"57P01", "57P02", "57P03"})
+
+
+def _unreachable(error: sa.exc.DBAPIError) -> bool:
+    """Whether ``error`` is psycopg's for a connection that could not be made or was lost: one
+    without a SQLSTATE is the client's own (refused, reset, closed). A busy SQLite file is no
+    lost connection."""
+    if error.connection_invalidated:
+        return True
+    # psycopg's errors all have a sqlstate, None for the client's own; SQLite's have none.
+    state: str | None = getattr(error.orig, "sqlstate", "")
+    return state is None or state.startswith("08") or state in _UNREACHABLE_STATES
+
+
+@contextmanager
+def database_errors(url: str | sa.URL, operation: str) -> Iterator[None]:
+    """Raise :class:`~kafka_share_eos.errors.DatabaseUnavailableError` for a connection to
+    ``url`` that fails or is lost during ``operation`` (other errors pass unchanged).
+
+    The message shows the URL without its password, and says that a commit sent on the lost
+    connection may or may not have taken effect.
+    """
+    try:
+        yield
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
+        if not _unreachable(error):
+            raise
+        shown = sa.make_url(url).render_as_string(hide_password=True)
+        reason = str(error.orig).strip().splitlines()[0] if str(error.orig).strip() else "no reason"
+        raise DatabaseUnavailableError(
+            f"{operation}: the database {shown} could not be reached or the connection was lost "
+            f"({type(error.orig).__name__}: {reason}); a commit sent on that connection may or "
+            "may not have taken effect. Nothing is retried here: once the database is back, "
+            "restart the query on the same checkpoint, which applies the batch exactly once"
         ) from error

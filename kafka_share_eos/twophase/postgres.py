@@ -33,7 +33,7 @@ from kafka_share_eos.errors import (
 from kafka_share_eos.sinks import contained
 from kafka_share_eos.sinks.sql import keys_held
 from kafka_share_eos.sinks.sql_bulk import copy_rows
-from kafka_share_eos.sinks.sql_engine import create_sql_engine
+from kafka_share_eos.sinks.sql_engine import create_sql_engine, database_errors
 from kafka_share_eos.sinks.sql_schema import sql_type
 from kafka_share_eos.sinks.sql_values import postgres_array
 from kafka_share_eos.twophase.protocol import Token, Transaction, app_of, check_name
@@ -163,14 +163,17 @@ class PostgresParticipant:
 
         Raises:
             PreparedTransactionsDisabledError: the server has ``max_prepared_transactions = 0``.
+            DatabaseUnavailableError: the database could not be reached or the connection was
+                lost; what was prepared, if anything, is rolled back by the next recovery.
         """
-        self.create_ledger(rows.schema, txn.key_columns)
-        for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
-            try:
-                return self._prepare_once(rows, txn, part)
-            except Exception as error:
-                if attempt == _DEADLOCK_ATTEMPTS or not _rolled_back_by_server(error):
-                    raise
+        with database_errors(self._url, f"prepare of {self.gid(txn.txid, part)!r}"):
+            self.create_ledger(rows.schema, txn.key_columns)
+            for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
+                try:
+                    return self._prepare_once(rows, txn, part)
+                except Exception as error:
+                    if attempt == _DEADLOCK_ATTEMPTS or not _rolled_back_by_server(error):
+                        raise
         raise AssertionError("unreachable")
 
     def _prepare_once(self, rows: pa.Table, txn: Transaction, part: str) -> Token:
@@ -202,12 +205,16 @@ class PostgresParticipant:
         Raises:
             TwoPhaseCommitError: the prepared transaction is gone and the server rolled it back:
                 something rolled it back after the commit decision.
+            DatabaseUnavailableError: the database could not be reached or the connection was
+                lost; the decision stays logged, and the next recovery commits the transaction
+                if it is still prepared.
         """
         gid = token.data.get("gid")
         if gid is None:
             return
-        if self._finish("COMMIT PREPARED", str(gid)) or not self._rolled_back(token):
-            return
+        with database_errors(self._url, f"COMMIT PREPARED {gid!r}"):
+            if self._finish("COMMIT PREPARED", str(gid)) or not self._rolled_back(token):
+                return
         raise TwoPhaseCommitError(
             f"prepared transaction {gid!r} is gone and was rolled back, so its rows are not in "
             f"ledger {self._ledger_name!r}: something rolled it back after the commit decision "
@@ -239,13 +246,16 @@ class PostgresParticipant:
         """``ROLLBACK PREPARED``; a no-op when the transaction is already gone."""
         gid = token.data.get("gid")
         if gid is not None:
-            self._finish("ROLLBACK PREPARED", str(gid))
+            with database_errors(self._url, f"ROLLBACK PREPARED {gid!r}"):
+                self._finish("ROLLBACK PREPARED", str(gid))
 
     def recover(self, prefix: str) -> list[Token]:
         """Prepared transactions of this participant, in this database, under ``prefix``."""
-        self._check_server()
+        with database_errors(self._url, f"listing the transactions prepared under {prefix!r}"):
+            self._check_server()
+            gids = _prepared_gids(self._engine, prefix)
         tokens = []
-        for gid in _prepared_gids(self._engine, prefix):
+        for gid in gids:
             # kse:<app_id>:<batch_id>:<random>:<participant>[:<part>]
             fields = gid.split(":")
             if len(fields) in (5, 6) and fields[4] == self._name:
@@ -256,7 +266,8 @@ class PostgresParticipant:
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys`` (the key columns), whether a committed batch applied it:
         a prepared transaction's ledger rows stay invisible until it commits."""
-        with self._engine.connect() as conn:
+        with database_errors(self._url, f"lookup of applied keys in {self._ledger_name!r}"), \
+                self._engine.connect() as conn:
             return keys_held(conn, self._ledger_name, keys)
 
     def rollback_parts(self, txid: str, part_prefix: str) -> int:

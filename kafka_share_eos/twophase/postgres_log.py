@@ -6,9 +6,11 @@ checks that it is installed.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+
 from kafka_share_eos._extras import require_sql
 from kafka_share_eos._libs import sa
-from kafka_share_eos.sinks.sql_engine import create_sql_engine
+from kafka_share_eos.sinks.sql_engine import create_sql_engine, database_errors
 from kafka_share_eos.twophase.protocol import Decision, store_first
 
 
@@ -42,12 +44,17 @@ class PostgresDecisionLog:
                 )
             )
 
+    def _errors(self, operation: str) -> AbstractContextManager[None]:
+        """A lost or refused connection as an error naming this log and ``operation``."""
+        return database_errors(self._engine.url, f"decision log {self._table}: {operation}")
+
     def write(self, decision: Decision) -> Decision:
         """Store ``decision`` unless its transaction already has one; return the stored one."""
 
         def create() -> bool:
             # A concurrent insert of the same txid makes this wait for its commit, then skip.
-            with self._engine.begin() as conn:
+            with self._errors(f"writing the decision of {decision.txid!r}"), \
+                    self._engine.begin() as conn:
                 inserted = conn.execute(
                     sa.text(
                         f"INSERT INTO {self._table} (txid, decision)"
@@ -62,7 +69,7 @@ class PostgresDecisionLog:
 
     def read(self, txid: str) -> Decision | None:
         """The decision stored for ``txid``, if any."""
-        with self._engine.connect() as conn:
+        with self._errors(f"reading the decision of {txid!r}"), self._engine.connect() as conn:
             value = conn.execute(
                 sa.text(f"SELECT decision::text FROM {self._table} WHERE txid = :txid"),
                 {"txid": txid},
@@ -73,12 +80,13 @@ class PostgresDecisionLog:
 
     def delete(self, txid: str) -> None:
         """Forget a resolved decision."""
-        with self._engine.begin() as conn:
+        with self._errors(f"deleting the decision of {txid!r}"), self._engine.begin() as conn:
             conn.execute(sa.text(f"DELETE FROM {self._table} WHERE txid = :txid"), {"txid": txid})
 
     def txids(self, prefix: str) -> list[str]:
         """Transaction ids with a stored decision that start with ``prefix``."""
-        with self._engine.connect() as conn:
+        with self._errors(f"listing the decisions under {prefix!r}"), \
+                self._engine.connect() as conn:
             rows = conn.execute(
                 sa.text(
                     f"SELECT txid FROM {self._table} WHERE starts_with(txid, :p) ORDER BY txid"

