@@ -100,7 +100,8 @@ FaultsOpt = Annotated[
     list[str],
     typer.Option(help="Faults run as cells of every strategy, beside the crash points; "
                  "repeatable or comma-separated; need --broker kafka (a three-node "
-                 "cluster; worker-kill also a Spark standalone cluster): "
+                 "cluster; worker-kill also a Spark standalone cluster; rolling-upgrade one "
+                 "of its own per run, started on the Kafka release before the launcher's): "
                  f"{', '.join(OUTAGES)}."),
 ]
 FaultsOnlyOpt = Annotated[bool, typer.Option(help="Run the --faults cells only, no crash point.")]

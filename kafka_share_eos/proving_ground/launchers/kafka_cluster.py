@@ -43,9 +43,12 @@ from kafka_share_eos.proving_ground.broker.embedded import TopicSpec
 from kafka_share_eos.proving_ground.errors import KafkaLauncherError
 from kafka_share_eos.proving_ground.launchers.kafka_admin import create_topic, registered_brokers
 from kafka_share_eos.proving_ground.launchers.kafka_dist import (
+    feature_command,
+    finalized_features,
     java_binary,
     kafka_jars,
     kafka_version,
+    release_features,
 )
 from kafka_share_eos.proving_ground.launchers.kafka_security import ADMIN, SaslSsl
 from kafka_share_eos.proving_ground.launchers.process_tree import launch
@@ -101,6 +104,8 @@ class KafkaNode:
     broker_port: int
     controller_port: int
     directory: Path
+    version: str
+    """The Apache Kafka release the node runs (another one after an upgrade)."""
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     proxy: TcpProxy | None = field(default=None, repr=False)
     """With ``proxy=True``: the proxy in front of the node's second listener."""
@@ -144,7 +149,9 @@ class KafkaCluster:
         brokers: how many KRaft nodes (each a broker and a controller).
         topics: topics to create at start, as ``TopicSpec`` or ``"name[:partitions]"``.
         broker_config: broker properties that override the launcher's.
-        version: the Apache Kafka release (default :func:`kafka_version`).
+        version: the Apache Kafka release every node starts on (default :func:`kafka_version`);
+            :meth:`restart_node` can start a node on another one, and :meth:`finalize_upgrade`
+            makes it the cluster's.
         heap_mb: maximum heap of each broker JVM.
         security: a ``SASL_SSL`` listener with ACLs instead of a plaintext one
             (:class:`~kafka_share_eos.proving_ground.launchers.kafka_security.SaslSsl`);
@@ -209,7 +216,7 @@ class KafkaCluster:
             try:
                 self._format(java, jars)
                 for node in self.nodes:
-                    self._launch(java, jars, node)
+                    self._launch(java, node)
                 ready = self._wait_until_ready()
             except BaseException:
                 self.stop()
@@ -376,14 +383,46 @@ class KafkaCluster:
             node.process.send_signal(signum)
             node.process.wait()
 
-    def restart_node(self, node_id: int) -> None:
-        """Start a stopped node again on its ports and storage, and wait until it is back."""
+    def restart_node(self, node_id: int, version: str | None = None) -> None:
+        """Start a stopped node again on its ports and storage, and wait until it is back;
+        with ``version``, on that release's jars (a step of a rolling upgrade: the cluster's
+        features stay at their levels until :meth:`finalize_upgrade`)."""
         node = self.node(node_id)
         if node.running:
             return
-        self._launch(java_binary(), kafka_jars(self.version), node)
+        node.version = version or node.version
+        self._launch(java_binary(), node)
         if not self._wait_until_ready():
             raise KafkaLauncherError(f"Kafka node {node_id}'s port was taken while it was down")
+
+    def features(self) -> dict[str, str]:
+        """The cluster's finalised feature levels (``metadata.version`` as ``4.3-IV0``)."""
+        return finalized_features(self.nodes[0].version, self.bootstrap_servers)
+
+    def finalize_upgrade(self) -> dict[str, str]:
+        """End a rolling upgrade once every node runs the new release: raise the cluster's
+        features (``metadata.version``, ``share.version``, ...) to the levels that release
+        gives a new cluster, with its ``kafka-features.sh upgrade``, and return them.
+
+        ``kraft.version`` stays where it is: raising it turns the static quorum of
+        ``controller.quorum.voters`` into a dynamic one (KAFKA-21426), which is why this names
+        each feature rather than passing ``--release-version``.
+
+        Raises:
+            KafkaLauncherError: the nodes run different releases, or the brokers refused.
+        """
+        versions = {node.version for node in self.nodes}
+        if len(versions) != 1:
+            raise KafkaLauncherError(
+                f"the Kafka nodes run {sorted(versions)}: upgrade every one before finalising"
+            )
+        (version,) = versions
+        levels = release_features(version, self.bootstrap_servers)
+        levels.pop("kraft.version", None)
+        feature_command(version, self.bootstrap_servers, "upgrade",
+                        *(f"--feature={name}={level}" for name, level in levels.items()))
+        self.version = version
+        return self.features()
 
     def cut(self, mode: CutMode = "blackhole", node_ids: Iterable[int] | None = None) -> None:
         """Cut the proxied clients off from the nodes ``node_ids`` (default: every node), as
@@ -408,7 +447,8 @@ class KafkaCluster:
         assert self._work is not None
         ports = _free_ports(2 * self.brokers)
         self.nodes = [
-            KafkaNode(i + 1, ports[2 * i], ports[2 * i + 1], self._work / f"node-{i + 1}")
+            KafkaNode(i + 1, ports[2 * i], ports[2 * i + 1], self._work / f"node-{i + 1}",
+                      self.version)
             for i in range(self.brokers)
         ]
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
@@ -482,7 +522,8 @@ class KafkaCluster:
             f"-Dkse.kafka.log={node.log_file}",
         ]
 
-    def _launch(self, java: Path, jars: Path, node: KafkaNode) -> None:
+    def _launch(self, java: Path, node: KafkaNode) -> None:
+        jars = kafka_jars(node.version)
         with deferred_signals(), open(node.directory / "stdout.log", "ab") as out:
             node.process = launch(
                 [str(java), *self._jvm_options(node), "-cp", f"{jars}/*", "kafka.Kafka",

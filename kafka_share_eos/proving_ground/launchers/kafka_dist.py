@@ -83,6 +83,43 @@ def _fetch(version: str, target: Path) -> None:
         raise KafkaLauncherError(f"fetching Apache Kafka {version}: Maven copied no broker jar")
 
 
+def feature_command(version: str, bootstrap_servers: str, *arguments: str) -> str:
+    """Run Kafka's ``kafka-features.sh`` (``org.apache.kafka.tools.FeatureCommand``) of
+    ``version`` against the cluster at ``bootstrap_servers``; return what it printed.
+
+    Raises:
+        KafkaLauncherError: the command failed (the message has its last lines).
+    """
+    done = subprocess.run(
+        [str(java_binary()), "-cp", f"{kafka_jars(version)}/*",
+         "org.apache.kafka.tools.FeatureCommand", "--bootstrap-server", bootstrap_servers,
+         *arguments],
+        capture_output=True, text=True, check=False,
+    )
+    if done.returncode != 0:
+        said = (done.stderr.strip() or done.stdout.strip()).splitlines()[-3:]
+        raise KafkaLauncherError(
+            f"kafka-features.sh {' '.join(arguments)} failed: {' / '.join(said) or 'no output'}"
+        )
+    return done.stdout
+
+
+def finalized_features(version: str, bootstrap_servers: str) -> dict[str, str]:
+    """Each feature's finalised level as ``kafka-features.sh describe`` prints it
+    (``metadata.version`` as ``4.3-IV0``, the others as numbers)."""
+    described = feature_command(version, bootstrap_servers, "describe")
+    return dict(re.findall(r"Feature: (\S+).*?FinalizedVersionLevel: (\S+)", described))
+
+
+def release_features(version: str, bootstrap_servers: str) -> dict[str, int]:
+    """The feature levels Kafka ``version``'s release gives a new cluster
+    (``kafka-features.sh version-mapping``)."""
+    release = ".".join(version.split(".")[:2])
+    mapping = feature_command(version, bootstrap_servers, "version-mapping",
+                              "--release-version", release)
+    return {name: int(level) for name, level in re.findall(r"^(\S+)=(\d+)", mapping, re.M)}
+
+
 def main() -> None:
     """``python -m kafka_share_eos.proving_ground.launchers.kafka_dist``: fetch the jars now (the
     test command does, so that a failed fetch fails it at once with Maven's reason); silent when

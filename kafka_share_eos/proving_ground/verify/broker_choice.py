@@ -78,16 +78,18 @@ class VerifyBroker:
 
 @contextlib.contextmanager
 def verify_broker(
-    kind: BrokerKind, short_locks: bool, brokers: int = 1, proxy: bool = False
+    kind: BrokerKind, short_locks: bool, brokers: int = 1, proxy: bool = False,
+    version: str | None = None,
 ) -> Iterator[VerifyBroker]:
     """Start the broker of a verification; ``short_locks`` gives the embedded broker the record
     lock Kafka runs always have; Kafka gets ``brokers`` nodes (three for broker faults: every
-    topic then has three replicas and two in-sync replicas at least) and, with ``proxy``, a
-    TCP proxy in front of each (for a network partition's pipelines)."""
+    topic then has three replicas and two in-sync replicas at least), with ``proxy`` a TCP
+    proxy in front of each (for a network partition's pipelines), and runs ``version``
+    (default: the launcher's release)."""
     if kind == "kafka":
         from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
 
-        with KafkaCluster(brokers, proxy=proxy) as cluster:
+        with KafkaCluster(brokers, proxy=proxy, version=version) as cluster:
             yield VerifyBroker(f"Apache Kafka {cluster.version}", cluster, {
                 AUTO_OFFSET_RESET: "earliest",
                 ISOLATION_LEVEL: "read_committed",

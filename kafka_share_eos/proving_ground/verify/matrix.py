@@ -4,6 +4,7 @@ runs in parallel, fault runs one at a time (a fault stops brokers every run shar
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import statistics
 import tempfile
@@ -184,6 +185,20 @@ def _spark(workers: int) -> Iterator[SparkCluster | None]:
         yield cluster
 
 
+@contextlib.contextmanager
+def _fault_environment(env: RunEnvironment, point: str, short_locks: bool
+                       ) -> Iterator[RunEnvironment]:
+    """Where a fault run runs: on a Kafka cluster of its own, started on the release its outage
+    names, or on the matrix's."""
+    outage = OUTAGES[point]
+    if outage.kafka_version is None:
+        yield env
+        return
+    with verify_broker("kafka", short_locks, outage.brokers, outage.proxied,
+                       outage.kafka_version) as broker:
+        yield dataclasses.replace(env, broker=broker)
+
+
 def _where(env: RunEnvironment) -> str:
     broker = f"{env.broker.name} at {env.broker.bootstrap_servers}"
     postgres = "no PostgreSQL"
@@ -244,8 +259,8 @@ def run_matrix(
         if on_start is not None:
             on_start(_where(env))
 
-        def one(spec: RunSpec) -> RunResult:
-            result = _safe_execute(spec, env)
+        def one(spec: RunSpec, where: RunEnvironment = env) -> RunResult:
+            result = _safe_execute(spec, where)
             if stopping():
                 return result
             if results_file is not None:
@@ -262,7 +277,8 @@ def run_matrix(
             # Round after round of every fault cell: a long loop cut short covers each alike.
             for spec in sorted(pending, key=lambda spec: spec.index):
                 if spec.point in OUTAGES and not stopping():
-                    result = one(spec)
+                    with _fault_environment(env, spec.point, short_locks) as where:
+                        result = one(spec, where)
                     cells[(result.spec.target, result.spec.point)].runs.append(result)
         except BaseException:
             stop_all()

@@ -54,7 +54,7 @@ def _state_partition_of(scene: Scene, partition: int) -> int:
     return share_state_partition(scene.group, topic_id, partition, len(state.partitions))
 
 
-class _StopNode(Outage):
+class StopNode(Outage):
     """Stop one node with a signal; start it again at :meth:`heal`."""
 
     signum: int = signal.SIGKILL
@@ -77,14 +77,14 @@ class _StopNode(Outage):
 
 
 @register
-class BrokerKill(_StopNode):
+class BrokerKill(StopNode):
     name = "broker-kill"
     description = ("SIGKILL the leader of a partition whose records a batch holds, mid-batch; "
                    "start it again once the stream applied records without it")
 
 
 @register
-class CoordinatorKill(_StopNode):
+class CoordinatorKill(StopNode):
     name = "coordinator-kill"
     description = ("SIGKILL the leader of the __share_group_state partition keeping the share "
                    "group's state of a partition the held batch reads, mid-batch; start it "
@@ -101,7 +101,7 @@ class CoordinatorKill(_StopNode):
 
 
 @register
-class BrokerRestart(_StopNode):
+class BrokerRestart(StopNode):
     name = "broker-restart"
     description = ("SIGTERM the leader of a partition whose records a batch holds (a clean "
                    "shutdown), mid-batch, and start it again at once")

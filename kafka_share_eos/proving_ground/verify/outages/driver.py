@@ -34,8 +34,8 @@ class FaultDriver:
         self.outage = outage
         self.scene = scene
         self._held, self._release = faults.gate_files(gate, point)
-        self._progress = progress
-        self._done = threading.Event()
+        self._progress = scene.progress = progress
+        self._done = scene.over
         self._thread = threading.Thread(target=self._run, name=f"fault-{outage.name}",
                                         daemon=True)
         self.struck_at: float | None = None
@@ -89,14 +89,15 @@ class FaultDriver:
         try:
             self.outage.heal(self.scene)
             self.healed_at = time.time()
+            if self.outage.healed:
+                self.did = f"{self.did}; {self.outage.healed}"
         except Exception:
             self.error = f"healing {self.outage.name}: {traceback.format_exc(limit=3)}"
 
     def _recovered(self) -> bool:
         """Whether a batch after the held one applied records: the held batch finishes as
         soon as it is released, the next one needs what the outage took away."""
-        return any(line.get("written", 0) > 0 and int(line["batch"]) > self._held_batch
-                   for line in self._progress())
+        return self.scene.applied_after(self._held_batch)
 
 
 FAULT_IDLE_MS = 20_000

@@ -9,11 +9,12 @@ broker, cuts the network, ...), the batch is released, and once the stream appli
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kafka_share_eos.errors import ConfigurationError
 
@@ -36,6 +37,15 @@ class Scene:
     spark: SparkCluster | None = None
     """The Spark standalone cluster the pipeline runs on, for an outage with
     :attr:`Outage.spark_workers`."""
+    progress: Callable[[], Sequence[Mapping[str, Any]]] = list
+    """The held pipeline's progress lines so far (set by the driver)."""
+    over: threading.Event = field(default_factory=threading.Event)
+    """Set once the run is over: its pipeline drained the group and exited."""
+
+    def applied_after(self, batch: int) -> bool:
+        """Whether a batch after ``batch`` applied records."""
+        return any(line.get("written", 0) > 0 and int(line["batch"]) > batch
+                   for line in self.progress())
 
 
 class Outage(ABC):
@@ -62,6 +72,11 @@ class Outage(ABC):
     consumers: ClassVar[int | None] = None
     """Share consumers per pipeline of its runs, in place of the matrix's (above 1 they poll
     in executor tasks, under ``acknowledge=afterJournal``); None keeps the matrix's."""
+    kafka_version: ClassVar[str | None] = None
+    """With one: each of its runs gets a Kafka cluster of its own, started on that release
+    (it leaves the cluster changed for good, as an upgrade does); None: the matrix's cluster."""
+    healed: str = ""
+    """What :meth:`heal` did, when it says more than :meth:`strike`'s answer."""
 
     @abstractmethod
     def strike(self, scene: Scene) -> str:
@@ -101,8 +116,10 @@ def check_faults(names: Iterable[str], broker: str) -> None:
 
 
 def brokers_for(names: Iterable[str]) -> int:
-    """Kafka nodes a run of these faults needs (1 without faults)."""
-    return max((OUTAGES[name].brokers for name in names), default=1)
+    """Kafka nodes the matrix's cluster needs for these faults (1 without faults, or when each
+    of their runs starts a cluster of its own)."""
+    return max((OUTAGES[name].brokers for name in names if OUTAGES[name].kafka_version is None),
+               default=1)
 
 
 def proxied_for(names: Iterable[str]) -> bool:
