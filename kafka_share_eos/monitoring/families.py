@@ -42,6 +42,8 @@ class Family:
         family = _EMPTY[self.kind](PREFIX + self.name, self.help, labels=labels)
         for pipeline in pipelines:
             value = self.read(pipeline)
+            if value is None:
+                continue
             by_label = value if self.extra else {None: value}
             assert isinstance(by_label, dict)
             for label, one in sorted(by_label.items(), key=lambda item: str(item[0])):
@@ -118,6 +120,9 @@ FAMILIES = (
     Family("decisions_in_doubt", "gauge",
            "Two-phase commit decisions logged and not yet completed",
            _strategy(lambda t: t.decisions_in_doubt)),
+    Family("share_group_lag", "gauge",
+           "Lag of a share-partition as Kafka reports it (kafka-share-groups.sh --describe)",
+           lambda p: None if p.lag is None else p.lag.lags, extra="share_partition"),
     Family("spark_batches", "counter", "Micro-batches in Spark's progress events",
            lambda p: p.spark.batches),
     Family("spark_input_rows", "counter", "Spark's numInputRows, summed",

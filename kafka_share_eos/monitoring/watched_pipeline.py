@@ -4,12 +4,13 @@ and Spark's progress of the query."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafka_share_eos.monitoring.histogram import Histogram
 from kafka_share_eos.monitoring.journal_figures import JournalFigures
 from kafka_share_eos.monitoring.report_figures import ReportFigures
+from kafka_share_eos.monitoring.share_lag import ShareGroupLag
 from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.strategies.base import BatchStrategy
 
@@ -51,6 +52,9 @@ class PipelineMetrics:
             several topics are joined with commas).
         strategy: the ``foreachBatch`` strategy, whose batch reports are exported; None for a
             query that writes otherwise.
+        lag_command: Kafka's ``kafka-share-groups.sh`` (with any option it needs to reach the
+            cluster, e.g. ``--command-config``), run in the background at most every 30 s to
+            export the share group's lag per share-partition; None exports no lag.
 
     Raises:
         SourceOptionError: ``options`` are not valid options of the source (the message names
@@ -58,7 +62,8 @@ class PipelineMetrics:
     """
 
     def __init__(self, query: str, options: Mapping[str, str],
-                 strategy: BatchStrategy | None = None) -> None:
+                 strategy: BatchStrategy | None = None, *,
+                 lag_command: Sequence[str] | None = None) -> None:
         source = SourceOptions.parse(options)
         self.query = query
         self.labels = (query, source.group_id, ",".join(source.topics),
@@ -66,6 +71,8 @@ class PipelineMetrics:
         self.journal = JournalFigures(source.journal)
         self.reports = None if strategy is None else ReportFigures(strategy)
         self.spark = SparkTotals()
+        self.lag = None if lag_command is None else ShareGroupLag(
+            lag_command, source.consumer_config["bootstrap.servers"], source.group_id)
         self.lock = threading.Lock()
 
     def refresh(self) -> None:
@@ -74,6 +81,8 @@ class PipelineMetrics:
             self.journal.refresh()
             if self.reports is not None:
                 self.reports.refresh()
+            if self.lag is not None:
+                self.lag.refresh()
 
     def __repr__(self) -> str:
         return f"PipelineMetrics(query={self.query!r})"
