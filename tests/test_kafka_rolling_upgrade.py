@@ -15,7 +15,7 @@ from kafka_share_eos.proving_ground.verify import MatrixOptions, run_matrix
 from kafka_share_eos.proving_ground.verify.outages import OUTAGES, brokers_for
 from kafka_share_eos.proving_ground.verify.outages.upgrades import APPLIED, UPGRADE_FROM
 
-RECORDS = 150
+RECORDS = 200
 
 
 def test_a_rolling_upgrade_run_gets_three_nodes_of_its_own_on_the_old_release() -> None:

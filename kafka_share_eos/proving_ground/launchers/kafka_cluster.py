@@ -13,6 +13,9 @@ are lowered to one second, so that a test can set a group's lock to a few second
 defaults a group gets without its own configs stay Kafka's (30 s lock, 45 s session, 5
 deliveries).
 
+A stopped node can be started again on another release's jars, on its storage and ports, and
+:meth:`KafkaCluster.finalize_upgrade` then raises the cluster's features: Kafka's rolling upgrade.
+
 The JVMs die with the process that started them (Linux ``PR_SET_PDEATHSIG``, through
 :mod:`~kafka_share_eos.proving_ground.launchers.process_tree`), even when it is killed with SIGKILL
 and when a node was restarted from a thread that has ended since: a test run never leaves a broker

@@ -11,14 +11,15 @@ way. With every node on the new release the cluster's features, ``metadata.versi
 and the stream must apply records once more. Until then the features stay at the old release's
 levels, which both releases speak.
 
-A step whose wait the run outlives (the pipeline drained the group and exited) goes on without
-it; the run's report says after which steps the stream applied records.
+A run whose pipeline drained the group and exited before the roll ended proved nothing about the
+rest of it: the roll stops there and the run fails, saying so (its stream was too short).
 """
 
 from __future__ import annotations
 
 import signal
 
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.launchers.kafka_dist import kafka_version
 from kafka_share_eos.proving_ground.verify.outages.broker_kills import StopNode
 from kafka_share_eos.proving_ground.verify.outages.gaps import held_batch
@@ -27,7 +28,7 @@ from kafka_share_eos.proving_ground.verify.outages.registry import Scene, regist
 UPGRADE_FROM = "4.3.1"
 """The release each run's cluster starts on, the one before the launcher's."""
 APPLIED = "records applied since"
-"""Ends the report of a step after which the stream applied records."""
+"""Ends the report of each step: the stream applied records after it."""
 
 
 @register
@@ -62,9 +63,16 @@ class RollingUpgrade(StopNode):
 
 
 def _once_applied(scene: Scene, step: str) -> str:
-    """``step``'s report once a batch started after it applied records, or the run is over."""
+    """``step``'s report once a batch started after it applied records.
+
+    Raises:
+        ConfigurationError: the run ended first.
+    """
     last = held_batch(scene.progress())
     while not scene.applied_after(last):
         if scene.over.wait(0.2):
-            return f"{step}, the run over"
+            raise ConfigurationError(
+                f"the pipeline drained the group before the rolling upgrade ended (at {step}): "
+                "give the run a longer stream (more --records, --per-trigger 1, --partitions 1)"
+            )
     return f"{step}, {APPLIED}"
