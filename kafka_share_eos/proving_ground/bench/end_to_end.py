@@ -47,15 +47,15 @@ DRAIN_IDLE_MS = 60_000
 """A safety only: each pipeline is stopped once it processed every record."""
 
 
-def _start(spark: Any, options: dict[str, str], checkpoint: Path, write: ForeachBatch) -> Any:
+def _start(spark: Any, options: dict[str, str], checkpoint: Path, write: ForeachBatch,
+           query_name: str | None) -> Any:
     # Untyped: Spark's foreachBatch takes a function returning None, and a strategy returns its
     # batch report.
     stream: Any = share_stream(spark, options)
-    return (
-        stream.writeStream.foreachBatch(write).trigger(availableNow=True)
-        .option("checkpointLocation", str(checkpoint))
-        .start()
-    )
+    writer = stream.writeStream.foreachBatch(write).trigger(availableNow=True)
+    if query_name is not None:
+        writer = writer.queryName(query_name)
+    return writer.option("checkpointLocation", str(checkpoint)).start()
 
 
 def _through_each(writes: list[ForeachBatch]) -> ForeachBatch:
@@ -96,9 +96,11 @@ def _drained(query: Any, journal: Path, records: int) -> bool:
 def run_pipeline(
     spark: Any, bootstrap: str, work: Path, write: ForeachBatch, tag: str, records: int,
     per_trigger: int, topic: str = TOPIC, prepare_group: Callable[[str], object] = lambda _: None,
+    query_name: str | None = None,
 ) -> dict[str, float]:
     """Run one pipeline over ``records`` records of ``topic`` in a share group of its own
-    (``bench-<tag>``, passed to ``prepare_group`` before the query starts), and time it."""
+    (``bench-<tag>``, passed to ``prepare_group`` before the query starts), named
+    ``query_name`` in Spark if given, and time it."""
     from kafka_share_eos.proving_ground.launchers.spark import wait_for_source_runners
 
     journal = work / f"journal-{tag}"
@@ -112,7 +114,7 @@ def run_pipeline(
         availableNowIdleMs=str(DRAIN_IDLE_MS),
         **{"kafka.max.poll.records": str(-(-per_trigger // 2))},
     )
-    query = _start(spark, options, work / f"checkpoint-{tag}", write)
+    query = _start(spark, options, work / f"checkpoint-{tag}", write, query_name)
     deadline = time.monotonic() + QUERY_TIMEOUT_S
     # Stopped once every record was processed: the idle wait that ends availableNow is not
     # timed (and the drain would end on a slow first fetch). The runner keeps polling ahead,

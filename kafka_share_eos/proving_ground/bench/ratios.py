@@ -315,6 +315,25 @@ def _pipelines_row(
 
 
 
+def metrics_ratios(result: Mapping[str, Any]) -> list[Ratio]:
+    """The exactly-once pipeline with its metrics served and scraped against without."""
+    rounds = result["rounds"]
+    last = rounds[-1]
+    each = ", ".join(f"{r['ratio']:.2f}" for r in rounds)
+    return [Ratio(
+        "metrics",
+        "end-to-end upsert, Postgres, exactly once: metrics served vs not",
+        result["ratio"],
+        target=Target(">=", 0.97),
+        detail=f"{last['served_records_per_second']:,.0f} vs "
+        f"{last['plain_records_per_second']:,.0f} records/s (last round, served-plain-plain-"
+        f"served); listener on, scraped every {result['scrape_interval_s']:g} s "
+        f"({sum(run['scrapes'] for run in last['served'])} scrapes); "
+        f"{count(result['records'])} records, {count(result['per_trigger'])} per micro-batch; "
+        f"median of {len(rounds)} rounds [{each}]",
+    )]
+
+
 _OBJECT_STORE_JOURNAL_TARGETS = {1: 0.8, 4: 0.7}
 """Records per second with the journal on S3 against a local journal, by consumer count: every
 segment is a put of its own and, with executor consumers, a conditional one per slot and poll."""
