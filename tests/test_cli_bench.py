@@ -43,7 +43,7 @@ TINY = Sizes(
 # in that tier too (tests/test_bench_delta_spark.py). The object store's two Spark applications
 # and S3 server would take this run past its timeout: a run of its own below (marked full).
 IN_TINY_RUN = [name for name in BENCHMARKS
-               if name not in ("kafka peers", "delta-spark", "object-store")]
+               if name not in ("kafka peers", "delta-spark", "object-store", "metrics")]
 
 SUITE = """
 import json, sys

@@ -156,7 +156,7 @@ QUICK = Sizes(
     peers_rounds=1,
     object_store_records=100_000,
     object_store_rounds=1,
-    left_out=("kafka-topic", "kafka peers", "delta-spark", "object-store"),
+    left_out=("kafka-topic", "kafka peers", "delta-spark", "object-store", "metrics"),
 )
 """Sizes for a run under three minutes on an idle 2-core machine: one round each, a third of
 the full run's source records, half its records for the consumers (with its 40k-record batches,

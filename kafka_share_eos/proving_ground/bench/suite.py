@@ -25,6 +25,7 @@ from kafka_share_eos.proving_ground.bench.ratios import (
     dedup_ratios,
     end_to_end_ratios,
     kafka_topic_ratios,
+    metrics_ratios,
     object_store_ratios,
     source_ratios,
     two_phase_ratios,
@@ -150,6 +151,18 @@ def _run_end_to_end(sizes: Sizes, shared: _Resources) -> dict[str, Any]:
         )
 
 
+def _run_metrics(sizes: Sizes, shared: _Resources) -> dict[str, Any]:
+    from kafka_share_eos.proving_ground.bench import metrics_cost
+
+    with shared.databases.database() as url:
+        return metrics_cost.run(
+            records=sizes.end_to_end_records,
+            per_trigger=sizes.end_to_end_per_trigger,
+            rounds=sizes.end_to_end_rounds,
+            postgres_url=url,
+        )
+
+
 def _run_kafka_topic(sizes: Sizes, shared: _Resources) -> dict[str, Any]:
     from kafka_share_eos.proving_ground.bench import topic_sink as kafka_topic
 
@@ -235,8 +248,9 @@ def _run_delta_spark(_sizes: Sizes, _: _Resources) -> dict[str, Any]:
     return delta_spark.run_in_tier(delta_spark.SIZES)
 
 
-_LEFT_OUT = ("left out of --quick: its Apache Kafka broker, pyspark 4.2 child or two Spark "
-             "applications on an S3 server alone would take most of the quick run's minutes; "
+_LEFT_OUT = ("left out of --quick: its Apache Kafka broker, pyspark 4.2 child, two Spark "
+             "applications on an S3 server or four served and plain pipelines a round alone "
+             "would take most of the quick run's minutes; "
              "`bench --quick --only NAME` runs it")
 
 Runner = Callable[[Sizes, _Resources], dict[str, Any]]
@@ -248,6 +262,7 @@ BENCHMARKS: dict[str, tuple[Runner, Reducer]] = {
     "source": (_run_source, source_ratios),
     "consumers": (_run_consumers, consumers_ratios),
     "end-to-end": (_run_end_to_end, end_to_end_ratios),
+    "metrics": (_run_metrics, metrics_ratios),
     "kafka-topic": (_run_kafka_topic, kafka_topic_ratios),
     "kafka peers": (_run_peers, peers_ratios),
     # Its Spark applications run before its delta-rs tables, on one S3 server of its own.
