@@ -25,16 +25,13 @@ behind. ``stop()`` also runs at interpreter exit.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -53,7 +50,15 @@ from kafka_share_eos.proving_ground.launchers.kafka_dist import (
     kafka_version,
     release_features,
 )
+from kafka_share_eos.proving_ground.launchers.kafka_node import (
+    LOG4J2_PROPERTIES,
+    KafkaNode,
+    cluster_defaults,
+    listens,
+    port_taken,
+)
 from kafka_share_eos.proving_ground.launchers.kafka_security import ADMIN, SaslSsl
+from kafka_share_eos.proving_ground.launchers.ports import free_ports
 from kafka_share_eos.proving_ground.launchers.process_tree import launch
 from kafka_share_eos.proving_ground.launchers.tcp_proxy import CutMode, TcpProxy
 from kafka_share_eos.proving_ground.signals import deferred_signals
@@ -62,82 +67,6 @@ from kafka_share_eos.sharegroup.group_config import ShareGroupSettings, alter_sh
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 10.0
 _START_ATTEMPTS = 3
-
-_LOG4J2 = """\
-status = error
-appender.file.type = File
-appender.file.name = file
-appender.file.fileName = ${sys:kse.kafka.log}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.file.ref = file
-logger.state.name = state.change.logger
-logger.state.level = WARN
-"""
-
-
-def _test_friendly_defaults(brokers: int) -> dict[str, str]:
-    replicas, in_sync = str(min(3, brokers)), str(min(2, brokers))
-    return {
-        "offsets.topic.replication.factor": replicas,
-        "offsets.topic.num.partitions": "5",
-        "transaction.state.log.replication.factor": replicas,
-        "transaction.state.log.min.isr": in_sync,
-        "transaction.state.log.num.partitions": "5",
-        "share.coordinator.state.topic.replication.factor": replicas,
-        "share.coordinator.state.topic.min.isr": in_sync,
-        "share.coordinator.state.topic.num.partitions": "5",
-        "default.replication.factor": replicas,
-        "min.insync.replicas": in_sync,
-        "auto.create.topics.enable": "false",
-        "group.initial.rebalance.delay.ms": "0",
-        "group.share.min.record.lock.duration.ms": "1000",
-        "group.share.min.session.timeout.ms": "1000",
-        "group.share.min.heartbeat.interval.ms": "500",
-        "num.partitions": "1",
-    }
-
-
-@dataclass
-class KafkaNode:
-    """One KRaft node of the cluster: broker and controller in one JVM."""
-
-    node_id: int
-    broker_port: int
-    controller_port: int
-    directory: Path
-    version: str
-    """The Apache Kafka release the node runs (another one after an upgrade)."""
-    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    proxy: TcpProxy | None = field(default=None, repr=False)
-    """With ``proxy=True``: the proxy in front of the node's second listener."""
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.broker_port}"
-
-    @property
-    def log_file(self) -> Path:
-        return self.directory / "server.log"
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-
-def _free_ports(count: int) -> list[int]:
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
 
 class KafkaCluster:
     """Apache Kafka brokers on loopback for tests, benchmarks and the ``broker --kafka`` command.
@@ -187,7 +116,7 @@ class KafkaCluster:
         self.brokers = brokers
         self.version = version or kafka_version()
         self._topics = [t if isinstance(t, TopicSpec) else TopicSpec.parse(t) for t in topics]
-        self._config = {**_test_friendly_defaults(brokers), **(broker_config or {})}
+        self._config = {**cluster_defaults(brokers), **(broker_config or {})}
         self._heap_mb = heap_mb
         self.security = security
         if proxy and security is not None:
@@ -448,14 +377,14 @@ class KafkaCluster:
 
     def _layout(self) -> None:
         assert self._work is not None
-        ports = _free_ports(2 * self.brokers)
+        ports = free_ports(2 * self.brokers)
         self.nodes = [
             KafkaNode(i + 1, ports[2 * i], ports[2 * i + 1], self._work / f"node-{i + 1}",
                       self.version)
             for i in range(self.brokers)
         ]
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
-        (self._work / "log4j2.properties").write_text(_LOG4J2)
+        (self._work / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         listener = "PLAINTEXT" if self.security is None else "SASL_SSL"
         secured: dict[str, str] = {}
         if self.security is not None:
@@ -486,7 +415,7 @@ class KafkaCluster:
         advertised = [f"{listener}://{node.address}"]
         protocols = [f"{listener}:{listener}", "CONTROLLER:PLAINTEXT"]
         if self.proxy:
-            (port,) = _free_ports(1)
+            (port,) = free_ports(1)
             node.proxy = TcpProxy(("127.0.0.1", port))
             listeners.append(f"PROXIED://127.0.0.1:{port}")
             advertised.append(f"PROXIED://{node.proxy.address}")
@@ -542,14 +471,14 @@ class KafkaCluster:
         while True:
             for node in self.nodes:
                 if node.process is not None and not node.running:
-                    if _port_taken(node):
+                    if port_taken(node):
                         return False
                     raise KafkaLauncherError(
                         f"Kafka node {node.node_id} exited with code {node.process.returncode} "
                         f"while starting: see {node.log_file}"
                     )
             # A client started before the brokers listen logs every refused connection.
-            listening = all(_listens(node) for node in self.nodes if node.running)
+            listening = all(listens(node) for node in self.nodes if node.running)
             if listening and wanted <= registered_brokers(self.admin(), timeout_s=2.0):
                 return True
             if time.monotonic() > deadline:
@@ -558,20 +487,6 @@ class KafkaCluster:
                     f"{START_TIMEOUT_S:.0f} s: see {self.nodes[0].log_file}"
                 )
             time.sleep(0.1)
-
-
-def _listens(node: KafkaNode) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", node.broker_port), timeout=1.0).close()
-    except OSError:
-        return False
-    return True
-
-
-def _port_taken(node: KafkaNode) -> bool:
-    with contextlib.suppress(OSError):
-        return "Address already in use" in node.log_file.read_text(errors="replace")
-    return False
 
 
 def _cluster_id() -> str:

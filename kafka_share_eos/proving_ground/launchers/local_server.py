@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import atexit
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from typing import Self
 
 from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
 from kafka_share_eos.proving_ground.launchers.cache import CachedProgram
+from kafka_share_eos.proving_ground.launchers.ports import free_ports
 from kafka_share_eos.proving_ground.launchers.process_tree import launch
 from kafka_share_eos.proving_ground.signals import deferred_signals
 
@@ -59,15 +59,6 @@ def prefetch(fetch: Callable[[], object]) -> None:
     except ObjectStoreServerError as error:
         notice(str(error))
         sys.exit(1)
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports of 127.0.0.1 that were free a moment ago."""
-    sockets = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]
-    ports = [int(sock.getsockname()[1]) for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 class LocalServer(ABC):

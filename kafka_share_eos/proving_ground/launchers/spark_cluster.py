@@ -34,7 +34,7 @@ from typing import Any, Self
 
 from kafka_share_eos._libs import pyspark
 from kafka_share_eos.proving_ground.errors import SparkClusterError
-from kafka_share_eos.proving_ground.launchers.kafka_cluster import _free_ports
+from kafka_share_eos.proving_ground.launchers.ports import free_ports
 from kafka_share_eos.proving_ground.launchers.process_tree import launch
 from kafka_share_eos.proving_ground.launchers.processes import descendants
 
@@ -96,7 +96,7 @@ class SparkCluster:
         self._work = Path(tempfile.mkdtemp(prefix="kse-spark-"))
         atexit.register(self.stop)
         try:
-            self._master_port, self._webui_port = _free_ports(2)
+            self._master_port, self._webui_port = free_ports(2)
             self._master = self._daemon(
                 "master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                 "--port", str(self._master_port), "--webui-port", str(self._webui_port),
@@ -165,7 +165,7 @@ class SparkCluster:
     # -- internals ----------------------------------------------------------------------------
 
     def _start_worker(self, worker: SparkWorker) -> None:
-        worker.port, webui = _free_ports(2)
+        worker.port, webui = free_ports(2)
         worker.directory.mkdir(parents=True, exist_ok=True)
         worker.process = self._daemon(
             f"worker-{worker.index}", "org.apache.spark.deploy.worker.Worker",
