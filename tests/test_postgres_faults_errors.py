@@ -125,6 +125,23 @@ def test_a_refused_connection_names_the_table_being_opened(
     assert_names_database(error, proxied_url, "opening table 'postgresql:t'")
 
 
+def test_a_blackholed_database_fails_a_new_connection_after_connect_timeout(
+    proxied_url: str, proxy: TcpProxy
+) -> None:
+    """Nothing answers (a partition that drops every packet): libpq's ``connect_timeout`` in
+    the URL bounds the wait, and the batch fails naming the database instead of hanging."""
+    url = sa.make_url(proxied_url).update_query_dict({"connect_timeout": "2"})
+    writer = SqlUpsertWriter(url.render_as_string(hide_password=False), "t", key_columns=["id"],
+                             create_table=True)
+    proxy.cut("blackhole")
+    with pytest.raises(DatabaseUnavailableError, match="timeout expired") as error:
+        writer.upsert(rows(0, 3), 0)
+    assert_names_database(error, proxied_url, "opening table 'postgresql:t'")
+    proxy.heal()
+    assert writer.upsert(rows(0, 3), 0).written == 3
+    writer.close()
+
+
 def test_decision_log_when_the_connection_is_cut(proxied_url: str, proxy: TcpProxy) -> None:
     log = PostgresDecisionLog(proxied_url)
     decision = Decision("kse:app:1:abc", 1, Outcome.COMMIT, ())
