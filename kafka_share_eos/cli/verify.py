@@ -98,11 +98,13 @@ CrashPointsOpt = Annotated[
 ]
 FaultsOpt = Annotated[
     list[str],
-    typer.Option(help="Faults run as cells of every strategy, beside the crash points; "
-                 "repeatable or comma-separated; need --broker kafka (a three-node "
-                 "cluster; worker-kill also a Spark standalone cluster; rolling-upgrade one "
-                 "of its own per run, started on the Kafka release before the launcher's): "
-                 f"{', '.join(OUTAGES)}."),
+    typer.Option(help="Faults run as cells of every strategy they fit, beside the crash "
+                 "points; repeatable or comma-separated; Kafka's need --broker kafka (a "
+                 "three-node cluster; worker-kill also a Spark standalone cluster; "
+                 "rolling-upgrade one of its own per run, started on the Kafka release before "
+                 "the launcher's); postgres-kill (strategies with PostgreSQL, a durable server "
+                 "of its own per run) and delta-maintenance (strategies with Delta tables) run "
+                 f"on either broker: {', '.join(OUTAGES)}."),
 ]
 FaultsOnlyOpt = Annotated[bool, typer.Option(help="Run the --faults cells only, no crash point.")]
 RecordsOpt = Annotated[int, typer.Option(min=1, help="Records produced per run.")]

@@ -17,7 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_share_eos._libs import sa
 from kafka_share_eos.proving_ground.launchers.jvm import ensure_archive
-from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases, postgres_for_tests
+from kafka_share_eos.proving_ground.launchers.postgres import (
+    PostgresDatabases,
+    PostgresServer,
+    postgres_for_tests,
+)
 from kafka_share_eos.proving_ground.verify.broker_choice import verify_broker
 from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 from kafka_share_eos.proving_ground.verify.matrix_options import MatrixOptions
@@ -165,7 +169,8 @@ class MatrixResult:
 
 @contextlib.contextmanager
 def _postgres(options: MatrixOptions) -> Iterator[PostgresDatabases | None]:
-    if not any(TARGETS[t].needs_postgres for t, _ in options.cells()):
+    if not any(TARGETS[t].needs_postgres and not (p in OUTAGES and OUTAGES[p].owns_postgres)
+               for t, p in options.cells()):
         yield None
     elif options.postgres_url is not None:
         yield PostgresDatabases(options.postgres_url)
@@ -189,14 +194,17 @@ def _spark(workers: int) -> Iterator[SparkCluster | None]:
 def _fault_environment(env: RunEnvironment, point: str, short_locks: bool
                        ) -> Iterator[RunEnvironment]:
     """Where a fault run runs: on a Kafka cluster of its own, started on the release its outage
-    names, or on the matrix's."""
+    names, or on the matrix's; with a durable PostgreSQL server of its own when its outage
+    kills it, or the matrix's."""
     outage = OUTAGES[point]
-    if outage.kafka_version is None:
+    with contextlib.ExitStack() as stack:
+        if outage.kafka_version is not None:
+            env = dataclasses.replace(env, broker=stack.enter_context(verify_broker(
+                "kafka", short_locks, outage.brokers, outage.proxied, outage.kafka_version)))
+        if outage.owns_postgres:
+            env = dataclasses.replace(
+                env, postgres=stack.enter_context(PostgresServer(durable=True)))
         yield env
-        return
-    with verify_broker("kafka", short_locks, outage.brokers, outage.proxied,
-                       outage.kafka_version) as broker:
-        yield dataclasses.replace(env, broker=broker)
 
 
 def _where(env: RunEnvironment) -> str:

@@ -55,8 +55,9 @@ class MatrixOptions:
 
         Raises:
             ConfigurationError: an unknown broker or storage, session drops asked of Apache Kafka, a
-                Kafka-topic target asked of the embedded broker, an unknown fault, a fault
-                asked of the embedded broker, neither crash points nor faults, or a strategy or
+                Kafka-topic target asked of the embedded broker, an unknown fault, a Kafka
+                fault asked of the embedded broker, a fault that fits none of the strategies,
+                neither crash points nor faults, or a strategy or
                 crash point :meth:`cells` refuses.
         """
         if self.broker not in BROKER_KINDS:
@@ -68,6 +69,14 @@ class MatrixOptions:
         if self.points == () and not self.faults:
             raise ConfigurationError("no crash point and no fault to verify: name --faults")
         named = self._named_targets()
+        unfit = [fault for fault in self.faults
+                 if not any(OUTAGES[fault].fits(TARGETS[t]) for t in named if t in TARGETS)]
+        if unfit:
+            raise ConfigurationError(
+                f"{', '.join(unfit)} strike(s) nothing in runs of {', '.join(named)}: "
+                "postgres-kill needs a strategy with PostgreSQL, delta-maintenance one with "
+                "Delta tables"
+            )
         if spark_workers_for(self.faults) and any(TARGETS[t].delta_spark for t in named
                                                   if t in TARGETS):
             raise ConfigurationError(
@@ -123,7 +132,8 @@ class MatrixOptions:
             raise ConfigurationError(
                 f"crash point(s) {unused} belong to none of the strategies {list(self.targets)}"
             )
-        return cells + [(target, fault) for target in self.targets for fault in self.faults]
+        return cells + [(target, fault) for target in self.targets for fault in self.faults
+                        if OUTAGES[fault].fits(TARGETS[target])]
 
     def specs(self) -> list[RunSpec]:
         """Every run, cell after cell (a fault run crashes nothing, and runs as many consumers

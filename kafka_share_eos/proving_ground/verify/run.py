@@ -13,7 +13,8 @@ handoffs, every start stalls once with a batch at the strategy's hold point (see
 :mod:`kafka_share_eos.proving_ground.verify.stall`), so that the broker hands its records to another
 application while it still holds them. A fault run (its point names an outage of
 :mod:`kafka_share_eos.proving_ground.verify.outages`) crashes nothing: its outage strikes while
-pipeline ``a`` holds its second batch, and that one start must drain the group.
+pipeline ``a`` holds its second batch, and that one start must drain the group (or, for an
+outage the pipeline may fail on, its restarts on the same checkpoint).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_share_eos.errors import ConfigurationError
-from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases
+from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases, PostgresServer
 from kafka_share_eos.proving_ground.verify.broker_choice import VerifyBroker
 from kafka_share_eos.proving_ground.verify.disturb import SessionDropper
 from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
@@ -126,10 +127,15 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
             )
             driver = None
             if outage is not None:
+                scene = Scene(
+                    env.broker.kafka() if outage.needs_kafka else None, topic, topic,
+                    ctx.run_dir, spark=env.spark,
+                    postgres=env.postgres if isinstance(env.postgres, PostgresServer) else None,
+                    delta_tables=[ctx.path(name) for name in target.delta_tables],
+                )
                 driver = FaultDriver(
-                    outage(),
-                    Scene(env.broker.kafka(), topic, topic, ctx.run_dir, spark=env.spark),
-                    supervisor.gate, target.hold_point, lambda: supervisor.progress_lines("a"),
+                    outage(), scene, supervisor.gate, target.hold_point,
+                    lambda: supervisor.progress_lines("a"),
                 ).start()
                 stack.callback(driver.stop)
             result = supervisor.run()

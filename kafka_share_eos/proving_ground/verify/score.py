@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 
 from kafka_share_eos.proving_ground.verify.targets import Coordinates, Landed, Produced
 
+FOREIGN_PARTITION = -1
+"""The partition of rows another writer appended to a run's tables (the ``delta-maintenance``
+fault's): no topic has it, so they are no record's effect, and the count leaves them out."""
+
 
 @dataclass(frozen=True)
 class Score:
@@ -14,7 +18,8 @@ class Score:
 
     ``duplicates`` counts extra applications (a record applied three times in one sink counts
     two), records applied although dead-lettered (handling the letter would apply them again)
-    and rows of records the run never produced; ``losses`` counts records missing from at least
+    and rows of records the run never produced (but another writer's, on
+    :data:`FOREIGN_PARTITION`); ``losses`` counts records missing from at least
     one sink and not dead-lettered. ``per_sink`` breaks both down by sink.
     """
 
@@ -46,7 +51,8 @@ def score(landed: Landed, produced: Produced, dead_lettered: Set[Coordinates]) -
             if counts.get(coords, 0) == 0 and coords not in dead_lettered
         }
         extra = sum(max(0, counts.get(coords, 0) - 1) for coords in produced)
-        extra += sum(n for coords, n in counts.items() if coords not in produced)
+        extra += sum(n for coords, n in counts.items()
+                     if coords not in produced and coords[0] != FOREIGN_PARTITION)
         extra += sum(1 for coords in dead_lettered if counts.get(coords, 0) > 0)
         per_sink[sink] = (extra, len(sink_lost))
         lost |= sink_lost

@@ -78,6 +78,8 @@ class Supervisor:
         # The start barrier: one file per application that arrived at it.
         self._arrivals = ctx.run_dir / "started"
         self.fault = spec.point in OUTAGES
+        # A fault the pipeline may fail on is restarted from as a crash point is.
+        self.one_start = self.fault and not OUTAGES[spec.point].restarts
         self.gate = ctx.run_dir / "fault-gate"
         """Where pipeline ``a`` of a fault run waits while its outage strikes."""
 
@@ -91,7 +93,7 @@ class Supervisor:
                 if outcome in (Exit.CRASHED, Exit.KILLED):
                     result.cycle_seconds.append(seconds)
                     continue
-                if outcome is Exit.FAILED and self.fault:
+                if outcome is Exit.FAILED and self.one_start:
                     result.error = f"the query stopped on the fault:\n{self._tail('a')}"
                     break
                 if outcome is Exit.FAILED:
@@ -103,7 +105,7 @@ class Supervisor:
                 self._drain_others()
                 if self._complete():
                     break
-                if self.fault:
+                if self.one_start:
                     result.error = "the drain ended with records not yet applied"
                     break
                 # Drained with records missing: one more start tells "not yet" from "lost".

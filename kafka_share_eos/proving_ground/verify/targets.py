@@ -145,6 +145,8 @@ class Target(ABC):
     """False only for the control, which the verifier must catch duplicating."""
     delta_spark: ClassVar[bool] = False
     """Whether the pipeline's Spark session needs delta-spark (the delta-spark extra)."""
+    delta_tables: ClassVar[tuple[str, ...]] = ()
+    """The names (:meth:`RunContext.path`) of the Delta tables its strategy writes."""
 
     def setup(self, ctx: RunContext, records: Sequence[PlannedRecord]) -> None:  # noqa: B027
         """Create the tables the run's effects are counted in (before any pipeline starts);
@@ -295,6 +297,7 @@ class SqliteUpsert(SqlUpsert):
 class DeltaUpsert(Target):
     name = "upsert-delta"
     description = "IdempotentUpsertSink into a Delta table (MERGE)"
+    delta_tables = ("effects-delta",)
 
     def build(self, ctx: RunContext, pipeline: str) -> Any:
         from kafka_share_eos.strategies import IdempotentUpsertSink
@@ -335,6 +338,7 @@ class TwoPhase(Target):
     )
     hold_point = faults.TWO_PHASE_AFTER_PREPARE
     needs_postgres = True
+    delta_tables = ("effects-delta",)
 
     def setup(self, ctx: RunContext, records: Sequence[PlannedRecord]) -> None:
         _create_counts(ctx.postgres(), records)
@@ -364,6 +368,7 @@ class DedupDelta(Target):
     description = "CheckpointDedupStore: Delta identity ledger + Delta append sink"
     own_points = (faults.DEDUP_BEFORE_SINK, faults.DEDUP_AFTER_SINK)
     hold_point = faults.DEDUP_BEFORE_CLAIM
+    delta_tables = ("effects-delta", "ledger")
 
     def build(self, ctx: RunContext, pipeline: str) -> Any:
         from kafka_share_eos.sinks.delta_append import DeltaAppendSink

@@ -4,12 +4,13 @@ The pipeline is started with a hold at its strategy's hold point (``KSE_HOLD_AT`
 ``KSE_HOLD_GATE``, see :mod:`kafka_share_eos.faults`): when its batch reaches that point it
 waits at the gate. The driver then strikes the outage, opens the gate, waits until a batch
 after the held one applied records (or, for a restart, not at all; for a network cut, the
-cut's length) and heals the outage.
+cut's length; for maintenance, until the run is over) and heals the outage.
 Stopping the driver heals an outage still in force, so the next run finds the cluster whole.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import traceback
@@ -85,7 +86,7 @@ class FaultDriver:
             while not self._recovered() and not self._done.wait(0.2):
                 pass
         else:
-            self._done.wait(max(0.0, struck + after - time.time()))
+            self._done.wait(None if math.isinf(after) else max(0.0, struck + after - time.time()))
         try:
             self.outage.heal(self.scene)
             self.healed_at = time.time()

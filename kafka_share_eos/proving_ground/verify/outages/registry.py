@@ -20,7 +20,9 @@ from kafka_share_eos.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
+    from kafka_share_eos.proving_ground.launchers.postgres import PostgresServer
     from kafka_share_eos.proving_ground.launchers.spark_cluster import SparkCluster
+    from kafka_share_eos.proving_ground.verify.targets import Target
 
 
 @dataclass
@@ -28,7 +30,8 @@ class Scene:
     """What an outage acts on: the run's cluster, topic and share group, while a batch of the
     run's first pipeline is held."""
 
-    cluster: KafkaCluster
+    kafka: KafkaCluster | None
+    """The run's Apache Kafka cluster; None on the embedded broker."""
     topic: str
     group: str
     run_dir: Path
@@ -41,6 +44,21 @@ class Scene:
     """The held pipeline's progress lines so far (set by the driver)."""
     over: threading.Event = field(default_factory=threading.Event)
     """Set once the run is over: its pipeline drained the group and exited."""
+    postgres: PostgresServer | None = None
+    """The run's own PostgreSQL server, for an outage with :attr:`Outage.owns_postgres`."""
+    delta_tables: list[str] = field(default_factory=list)
+    """Where the run's Delta tables are (its target's, see :attr:`Target.delta_tables`)."""
+
+    @property
+    def cluster(self) -> KafkaCluster:
+        """The run's Apache Kafka cluster.
+
+        Raises:
+            ConfigurationError: the run is on the embedded broker.
+        """
+        if self.kafka is None:
+            raise ConfigurationError("this fault strikes Apache Kafka, and the run has none")
+        return self.kafka
 
     def applied_after(self, batch: int) -> bool:
         """Whether a batch after ``batch`` applied records."""
@@ -60,8 +78,8 @@ class Outage(ABC):
     """Kafka nodes the cluster of its runs needs."""
     heal_after_seconds: ClassVar[float | None] = None
     """Heal this long after the strike (0: right after the held batch is released, as a
-    restart does); None: once the stream applied records again without what the outage took
-    away."""
+    restart does; ``math.inf``: once the run is over); None: once the stream applied records
+    again without what the outage took away."""
     proxied: ClassVar[bool] = False
     """Its run's pipelines reach the brokers only through the cluster's TCP proxies (see
     :class:`~kafka_share_eos.proving_ground.launchers.tcp_proxy.TcpProxy`), which it may cut."""
@@ -75,8 +93,22 @@ class Outage(ABC):
     kafka_version: ClassVar[str | None] = None
     """With one: each of its runs gets a Kafka cluster of its own, started on that release
     (it leaves the cluster changed for good, as an upgrade does); None: the matrix's cluster."""
+    needs_kafka: ClassVar[bool] = True
+    """Whether it strikes Apache Kafka (``--broker kafka``); False: the embedded broker does."""
+    owns_postgres: ClassVar[bool] = False
+    """Each of its runs gets a durable PostgreSQL server of its own (which it may kill) instead
+    of the matrix's."""
+    restarts: ClassVar[bool] = False
+    """Its run's pipeline may fail on it and start again on the same checkpoint, as after a
+    crash point; False: the one start must carry on through it."""
     healed: str = ""
     """What :meth:`heal` did, when it says more than :meth:`strike`'s answer."""
+
+    @classmethod
+    def fits(cls, target: type[Target]) -> bool:
+        """Whether it has something to strike in runs of ``target`` (a fault cell is made only
+        for the targets it fits)."""
+        return True
 
     @abstractmethod
     def strike(self, scene: Scene) -> str:
@@ -98,7 +130,7 @@ def register(outage: type[Outage]) -> type[Outage]:
 
 
 def check_faults(names: Iterable[str], broker: str) -> None:
-    """Refuse fault names no outage has, and faults asked of another broker than Kafka.
+    """Refuse fault names no outage has, and Kafka's faults asked of another broker.
 
     Raises:
         ConfigurationError: naming the unknown faults and every known one, or the broker.
@@ -108,9 +140,10 @@ def check_faults(names: Iterable[str], broker: str) -> None:
     unknown = [name for name in names if name not in OUTAGES]
     if unknown:
         raise ConfigurationError(f"unknown fault {', '.join(unknown)}; known faults: {known}")
-    if names and broker != "kafka":
+    kafka = [name for name in names if OUTAGES[name].needs_kafka]
+    if kafka and broker != "kafka":
         raise ConfigurationError(
-            f"faults ({', '.join(names)}) need --broker kafka: they strike a three-node "
+            f"faults ({', '.join(kafka)}) need --broker kafka: they strike a three-node "
             f"Apache Kafka cluster; known faults: {known}"
         )
 
