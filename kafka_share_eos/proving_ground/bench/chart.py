@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from xml.sax.saxutils import escape
 
 from kafka_share_eos.proving_ground.bench.ratios import Ratio
+from kafka_share_eos.proving_ground.svg import chart_head
 
 ROW_HEIGHT = 22
 LABEL_WIDTH = 560
@@ -40,14 +41,8 @@ def chart_svg(ratios: Sequence[Ratio], title: str) -> str:
     height = top + ROW_HEIGHT * len(rows) + 30
     x_target = LABEL_WIDTH + BAR_WIDTH / SCALE_MAX
     met = sum(1 for ratio in rows if ratio.meets)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'font-family="sans-serif" font-size="12">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="10" y="20" font-size="15" font-weight="bold">{escape(title)}</text>',
-        f'<text x="10" y="38" fill="#555">each bar: the measured value as a share of its '
-        f'target (the line); {met} of {len(rows)} targets met</text>',
-    ]
+    parts = chart_head(width, height, title, "each bar: the measured value as a share of its "
+                       f"target (the line); {met} of {len(rows)} targets met")
     for index, ratio in enumerate(rows):
         y = top + index * ROW_HEIGHT
         share = share_of_target(ratio)
