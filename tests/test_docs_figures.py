@@ -60,6 +60,10 @@ ROWS = {
     "ds1M": "delta-spark upsert (MERGE) vs delta-spark append, 1M rows",
     "rs20k": "delta-rs upsert (driver) vs delta-spark upsert, 20k rows",
     "rs1M": "delta-rs upsert (driver) vs delta-spark upsert, 1M rows",
+    "ms": "end-to-end upsert, Postgres, exactly once: metrics served vs not",
+    "os1": "consumers=1, journal on S3 vs local journal, records per second",
+    "os4": "consumers=4, journal on S3 vs local journal, records per second",
+    "osdd": "dedup store on S3 vs S3 Delta append, 10k-row batches",
 }
 # Rows a range ("0.95–1.03×") spans: it must run from the lowest to the highest of them.
 RANGES = {"e2e": ["e2eP", "e2eD", "e2eDD", "e2e2P"], "tpSD": ["tpD", "tpS"],
@@ -131,6 +135,15 @@ TIED: dict[str, list[str]] = {
         r"on\s+Apache Kafka \({},".format(X.format("v_tpR"), X.format("v_kpQ")),
         r"delta-spark's upsert\s+\({} at 20k rows, {} at 1M\)".format(
             X.format("v_rs20k"), X.format("v_rs1M")),
+        # The rows of a run of their own.
+        r"local journal \({} at `consumers`=1, {} at 4\)".format(
+            X.format("v_os1"), X.format("v_os4")),
+        r"S3 Delta append \({}\)\. Missed".format(X.format("v_osdd")),
+        r"metrics served against without\s+\({};".format(X.format("v_ms")),
+        r"\*\*metrics served vs not\*\* \({}, missed".format(X.format("v_ms")),
+        r"scraped every second\) vs not \| ≥ {} \|".format(X.format("t_ms")),
+        r"`consumers`=1 and 4 \| ≥ {}, ≥ {} \|".format(X.format("t_os1"), X.format("t_os4")),
+        r"at 10k rows a batch \| ≥ {} \|".format(X.format("t_osdd")),
         *(rf"{label} \| [≥≤] {X.format('t_' + key)} \|" for label, key in [
             (r"`afterJournal`, stream rate vs raw ShareConsumer loop", "aJ"),
             (r"`afterCommit`, stream rate vs raw ShareConsumer loop", "aC"),
