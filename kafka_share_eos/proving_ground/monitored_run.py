@@ -25,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
 from kafka_share_eos.proving_ground.monitoring_chart import PANELS, Panel, chart_svg, range_points
 
 TOPIC = "orders"
@@ -104,7 +105,7 @@ def query_range(url: str, promql: str, start: float, end: float) -> list[dict[st
     with urllib.request.urlopen(f"{url}/api/v1/query_range?{query}", timeout=30) as response:
         body = json.load(response)
     if body.get("status") != "success":
-        raise RuntimeError(f"Prometheus refused {promql}: {body}")
+        raise ObjectStoreServerError(f"Prometheus refused {promql}: {body}")
     result: list[dict[str, Any]] = body["data"]["result"]
     return result
 
@@ -184,8 +185,9 @@ def run(orders: int = 400, per_trigger: int = 20, broken_every: int = 50,
                 server.wait_for("every order applied", lambda: query.exception() or (
                     sink.totals.rows_written + sink.totals.dead_lettered >= orders),
                     timeout_s=RUN_TIMEOUT_S)
-                if query.exception() is not None:
-                    raise RuntimeError(f"the pipeline failed: {query.exception()}")
+                failure = query.exception()
+                if failure is not None:
+                    raise failure
                 server.wait_for("the last batch settled", lambda: server.query(
                     f"kafka_share_eos_records_total{{{selector}}} == {sink.totals.rows_in}"))
             finally:
