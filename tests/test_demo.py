@@ -63,7 +63,7 @@ def test_a_failing_demo_prints_its_cause_and_where_the_log_is(tmp_path: Path) ->
     )
 
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "failed: OperationalError" in result.stderr
+    assert "failed: DatabaseUnavailableError" in result.stderr
     assert "Connection refused" in result.stderr
     assert str(tmp_path / "demo" / "spark.log") in result.stderr
     log = quiet_run_log(result.stdout + result.stderr)
