@@ -21,7 +21,8 @@ from rich.console import Console
 from kafka_share_eos.cli.bench import markdown, render
 from kafka_share_eos.proving_ground.bench.suite import BENCHMARKS, Sizes, SuiteResult
 
-pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.kafka, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.kafka,
+              pytest.mark.timeout(1000)]
 
 TINY = Sizes(
     source_records=6_000, source_partitions=4, source_poll_records=1_000, source_rounds=1,
@@ -55,7 +56,7 @@ print(json.dumps(run_suite(sizes, only=json.loads(sys.argv[2])).to_json(), defau
 
 
 def _tiny_suite(only: list[str]) -> dict[str, Any]:
-    result = run_python("-c", SUITE, json.dumps(asdict(TINY)), json.dumps(only), timeout=560)
+    result = run_python("-c", SUITE, json.dumps(asdict(TINY)), json.dumps(only), timeout=960)
     report: dict[str, Any] = json.loads(result.stdout.splitlines()[-1])
     return report
 
