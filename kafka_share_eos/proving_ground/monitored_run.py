@@ -15,18 +15,18 @@ import argparse
 import json
 import tempfile
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
 from kafka_share_eos.proving_ground.monitoring_chart import PANELS, Panel, chart_svg, range_points
+
+if TYPE_CHECKING:
+    from kafka_share_eos.proving_ground.launchers.prometheus import PrometheusServer
 
 TOPIC = "orders"
 QUERY = "orders"
@@ -98,27 +98,15 @@ def _read(rows: Any, _: int) -> None:
     rows.count()
 
 
-def query_range(url: str, promql: str, start: float, end: float) -> list[dict[str, Any]]:
-    """Prometheus's ``/api/v1/query_range`` result for ``promql``, a point a second."""
-    query = urllib.parse.urlencode({"query": promql, "start": f"{start:.3f}",
-                                    "end": f"{end:.3f}", "step": "1"})
-    with urllib.request.urlopen(f"{url}/api/v1/query_range?{query}", timeout=30) as response:
-        body = json.load(response)
-    if body.get("status") != "success":
-        raise ObjectStoreServerError(f"Prometheus refused {promql}: {body}")
-    result: list[dict[str, Any]] = body["data"]["result"]
-    return result
-
-
-def _panels(url: str, selector: str, start: float, end: float) -> list[Panel]:
+def _panels(server: PrometheusServer, selector: str, start: float, end: float) -> list[Panel]:
     """The chart's panels from :data:`LEAD_S` before the first batch settled to ``end``: the
     seconds before it are Spark starting, not the pipeline."""
-    records = range_points(query_range(
-        url, f"kafka_share_eos_records_total{{{selector}}}", start, end))
+    records = range_points(server.query_range(
+        f"kafka_share_eos_records_total{{{selector}}}", start, end))
     first = next((t for t, value in records if value > 0), start)
     start = max(start, first - LEAD_S)
     return [Panel(panel.title, panel.unit, {
-        name: range_points(query_range(url, promql, start, end))
+        name: range_points(server.query_range(promql, start, end))
         for name, promql in panel.promql(selector).items()}) for panel in PANELS]
 
 
@@ -196,7 +184,7 @@ def run(orders: int = 400, per_trigger: int = 20, broken_every: int = 50,
             end = time.time() + TAIL_S
             server.wait_for("a scrape past the end", lambda: server.query(
                 f"timestamp(kafka_share_eos_records_total{{{selector}}}) >= {end}"))
-            panels = _panels(server.url, selector, start - 2, end)
+            panels = _panels(server, selector, start - 2, end)
         spark.stop()
         totals, journaled = sink.totals, journal_status(str(journal)).totals
         letters = dead.read().num_rows

@@ -118,6 +118,15 @@ class PrometheusServer(LocalServer):
         result: list[dict[str, Any]] = data["result"]
         return result
 
+    def query_range(self, promql: str, start: float, end: float) -> list[dict[str, Any]]:
+        """The result matrix of a range query (``/api/v1/query_range``), a point a second from
+        ``start`` to ``end`` (Unix seconds)."""
+        data = self._api("query_range?" + urllib.parse.urlencode(
+            {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": "1"}),
+            timeout_s=30)
+        result: list[dict[str, Any]] = data["result"]
+        return result
+
     def alerts(self) -> list[dict[str, Any]]:
         """The alerts pending or firing now (``/api/v1/alerts``)."""
         alerts: list[dict[str, Any]] = self._api("alerts")["alerts"]
@@ -140,8 +149,8 @@ class PrometheusServer(LocalServer):
                     f"Prometheus did not show {what} within {timeout_s:.0f} s (last: {value!r})")
             time.sleep(0.2)
 
-    def _api(self, path: str) -> dict[str, Any]:
-        with urllib.request.urlopen(f"{self.url}/api/v1/{path}", timeout=10) as response:
+    def _api(self, path: str, timeout_s: float = 10) -> dict[str, Any]:
+        with urllib.request.urlopen(f"{self.url}/api/v1/{path}", timeout=timeout_s) as response:
             body = json.load(response)
         if body.get("status") != "success":
             raise ObjectStoreServerError(f"Prometheus refused /api/v1/{path}: {body}")
