@@ -27,7 +27,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -42,6 +41,7 @@ from kafka_share_eos._libs import sa
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.errors import PostgresNotFoundError as PostgresNotFoundError
 from kafka_share_eos.proving_ground.errors import PostgresServerError as PostgresServerError
+from kafka_share_eos.proving_ground.launchers.ports import free_ports
 from kafka_share_eos.proving_ground.launchers.processes import live_processes
 from kafka_share_eos.proving_ground.signals import deferred_signals
 
@@ -113,12 +113,6 @@ def _unprivileged_user() -> str | None:
         "PostgreSQL refuses to run as root and none of the users "
         f"{', '.join(_UNPRIVILEGED_USERS)} exists to run it as"
     )
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class PostgresDatabases:
@@ -375,7 +369,7 @@ class PostgresServer(PostgresDatabases):
     def _start_on_free_port(self, bindir: Path, data: Path) -> None:
         # Another process may take the port between probing and binding: try a few.
         for attempt in range(1, _START_ATTEMPTS + 1):
-            port = _free_port()
+            (port,) = free_ports(1)
             try:
                 self._run(bindir / "pg_ctl", "-D", str(data), "-l", str(self.log_file),
                           "-o", f"-p {port}", "-w", "-t", "60", "start")
