@@ -40,6 +40,11 @@ AUTO_OFFSET_RESET = "share.auto.offset.reset"
 MAX_RECORD_LOCKS = "share.partition.max.record.locks"
 RENEW_ENABLED = "share.renew.acknowledge.enable"
 ASSIGNMENT_INTERVAL = "share.assignment.interval.ms"
+DLQ_TOPIC = "errors.deadletterqueue.topic.name"
+DLQ_COPY_RECORD = "errors.deadletterqueue.copy.record.enable"
+# Group configs outside the share. namespace: the broker's dead-letter queue (KIP-1191, 4.4);
+# its auto-create switch and topic prefix are broker configs, not group ones.
+_OTHER_GROUP_CONFIGS = frozenset({DLQ_TOPIC, DLQ_COPY_RECORD})
 
 # Settings that make an admin client reach the same cluster as the consumer; the consumer's own
 # settings (max.poll.records, fetch sizes, ...) would only earn warnings from an admin client.
@@ -214,14 +219,16 @@ def alter_share_group(
     admin: AdminClient | None = None,
 ) -> ShareGroupSettings:
     """Set group configs of ``group`` (names as Kafka spells them, e.g.
-    ``share.record.lock.duration.ms``) and wait until the brokers describe them.
+    ``share.record.lock.duration.ms`` or ``errors.deadletterqueue.topic.name``) and wait until
+    the brokers describe them.
 
     Raises:
         ConfigurationError: a name that is not a share-group config, or a value the brokers
             refuse (the message is theirs).
         GroupConfigError: the brokers refused or did not apply the change in ``timeout_s``.
     """
-    unknown = sorted(name for name in configs if not name.startswith("share."))
+    unknown = sorted(name for name in configs
+                     if not name.startswith("share.") and name not in _OTHER_GROUP_CONFIGS)
     if unknown:
         raise ConfigurationError(f"not share-group configs: {', '.join(unknown)}")
     admin = admin if admin is not None else AdminClient(admin_config(client_config))
