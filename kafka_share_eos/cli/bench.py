@@ -14,6 +14,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.table import Table
 
+from kafka_share_eos.proving_ground.bench.agreement import agreements, saved_ratios, summary
 from kafka_share_eos.proving_ground.bench.chart import chart_svg
 from kafka_share_eos.proving_ground.bench.ratios import Ratio
 from kafka_share_eos.proving_ground.bench.suite import (
@@ -125,6 +126,33 @@ def save_results(result: SuiteResult, save: Path) -> None:
     save.with_suffix(".md").write_text(markdown(result, chart.name), encoding="utf-8")
 
 
+def _report(
+    result: SuiteResult, save: Path | None, as_json: bool, reference: list[Ratio] | None
+) -> None:
+    """Save, print, and compare with the ``--against`` run when given (on stderr with --json,
+    so stdout stays one JSON document)."""
+    if save is not None:
+        save_results(result, save)
+    if as_json:
+        print(json.dumps(result.to_json(), indent=2, default=str))
+    else:
+        Console().print(render(result))
+    if reference is not None:
+        Console(stderr=as_json, highlight=False).print(
+            summary(agreements(result.ratios, reference)), soft_wrap=True
+        )
+
+
+def _saved_run(path: Path) -> list[Ratio]:
+    """The rows of the run saved at ``path``; a bad ``--against`` before any benchmark runs."""
+    try:
+        return saved_ratios(path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise typer.BadParameter(
+            f"{path} is not a run saved by `bench --save` ({exc})", param_hint="--against"
+        ) from exc
+
+
 def bench(
     quick: Annotated[
         bool,
@@ -156,6 +184,14 @@ def bench(
             help=f"Run only this benchmark; repeatable: {', '.join(BENCHMARKS)}.",
         ),
     ] = None,
+    against: Annotated[
+        Path | None,
+        typer.Option(
+            help="A run saved with --save (its .json, e.g. docs/results/benchmarks.json): "
+            "after the table, say how far each row both runs have lands from that run's, and "
+            "which are more than 20 % apart.",
+        ),
+    ] = None,
 ) -> None:
     """Run every benchmark and print one table of ratios with their targets.
 
@@ -169,6 +205,7 @@ def bench(
     unknown = unknown_benchmarks(only or ())
     if unknown:
         raise typer.BadParameter(unknown, param_hint="--only")
+    reference = None if against is None else _saved_run(against)
     log = Path(tempfile.mkdtemp(prefix="kafka-share-eos-bench-")) / "bench.log"
     # The terminal, kept before descriptor 2 goes to the log for the run.
     with os.fdopen(os.dup(2), "w", buffering=1) as terminal:
@@ -193,11 +230,6 @@ def bench(
             raise typer.Exit(exit_status(stop)) from None
         progress.print(f"[dim]Spark's, the JVMs' and the clients' logs: {log}[/]",
                        soft_wrap=True)
-    if save is not None:
-        save_results(result, save)
-    if as_json:
-        print(json.dumps(result.to_json(), indent=2, default=str))
-    else:
-        Console().print(render(result))
+    _report(result, save, as_json, reference)
     if result.failures:
         raise typer.Exit(1)
