@@ -1,5 +1,6 @@
 """The source of a delta-spark MERGE: key ranges added to the MERGE's condition match what they
-matched before (nulls included), and a batch of new, higher keys reads none of the older files."""
+matched before (nulls included), a batch of new, higher keys reads none of the older files, and
+only a batch that may hold a key twice goes through the deduplication's shuffle."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from deltalake import DeltaTable
 from helpers.delta_spark_batches import batch, offsets
 
 from kafka_share_eos import IdempotentUpsertSink
+from kafka_share_eos.deltaspark.merge import DeltaSparkMergeWriter
+from kafka_share_eos.deltaspark.merge_source import merge_source
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -61,3 +64,42 @@ def test_a_batch_of_new_higher_keys_reads_none_of_the_older_files(
     for file, away in older.items():
         away.rename(file)
     assert offsets(str(path)) == list(range(200))
+
+
+def plan(frame: DataFrame) -> str:
+    """The plan of ``frame``, the plan its cached rows were made by included."""
+    return str(frame._jdf.queryExecution().optimizedPlan().toString())
+
+
+def test_only_a_batch_that_may_repeat_a_key_is_deduplicated(spark: SparkSession) -> None:
+    keys = ["topic", "partition", "offset"]
+    with merge_source(batch(spark, [0, 1, 2]), keys, "v") as distinct:
+        assert (distinct.rows_in, distinct.distinct, distinct.deduplicated) == (3, 3, False)
+        assert "Window" not in plan(distinct.rows)
+    repeated = batch(spark, [0, 1], version=1).union(batch(spark, [1], version=3))
+    with merge_source(repeated, keys, "v") as deduplicated:
+        assert (deduplicated.rows_in, deduplicated.distinct) == (3, 2)
+        assert deduplicated.deduplicated and "Window" in plan(deduplicated.rows)
+        rows = sorted((r["offset"], r["v"]) for r in deduplicated.rows.collect())
+        assert rows == [(0, 1), (1, 3)]
+
+
+def test_repeated_keys_keep_their_highest_version_through_either_path(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    keys = ["topic", "offset"]
+    # A null key repeated: Spark groups the nulls, so the batch is deduplicated.
+    rows = [(None, 2, 1), (None, 2, 5), ("a", 0, 3), ("a", 0, 4), ("a", 0, 2), ("b", 1, 1)]
+    sink = IdempotentUpsertSink.delta(str(tmp_path / "frame"), engine="spark", app_id="app",
+                                      key_columns=keys, version_column="v")
+    report = sink.apply_dataframe(keyed(spark, rows), 0)
+    assert (report.rows_in, report.duplicates_in_batch, report.rows_written) == (6, 3, 3)
+    # The Arrow path (a batch screened in the driver) checks its keys in Arrow.
+    writer = DeltaSparkMergeWriter(tmp_path / "arrow", key_columns=keys, version_column="v",
+                                   app_id="app")
+    table = keyed(spark, rows).toArrow()
+    assert writer.upsert(table, 0).written == 3
+    for path in ("frame", "arrow"):
+        stored = DeltaTable(str(tmp_path / path)).to_pyarrow_table().sort_by("offset").to_pylist()
+        assert [(r["topic"], r["offset"], r["v"]) for r in stored] == [
+            ("a", 0, 4), ("b", 1, 1), (None, 2, 5)]

@@ -1,9 +1,10 @@
 """Idempotent upserts into a Delta table with delta-spark: one MERGE per batch, on the executors.
 
-The batch never reaches the driver: it is deduplicated on its keys (the highest version of a
-key kept), persisted and counted in one Spark job (:mod:`~kafka_share_eos.deltaspark.merge_source`),
-and merged into the table by delta-spark, which runs the join and writes the files in Spark
-tasks; the join skips the table's files whose keys lie outside the batch's key ranges. The
+The batch never reaches the driver: it is persisted and counted in one Spark job, which also
+proves its keys distinct or sends it through a deduplication on its keys (the highest version of
+a key kept; :mod:`~kafka_share_eos.deltaspark.merge_source`), and merged into the table by
+delta-spark, which runs the join and writes the files in Spark tasks; the join skips the
+table's files whose keys lie outside the batch's key ranges. The
 MERGE carries the Delta application transaction ``(app_id, batch_id)``
 (``spark.databricks.delta.write.txnAppId``/``txnVersion``): Delta commits it with the files and
 skips a MERGE whose version it already recorded, so a batch replayed after a crash between the
@@ -32,7 +33,7 @@ from kafka_share_eos import faults
 from kafka_share_eos._extras import DELTA_SPARK
 from kafka_share_eos._libs import spark_sql
 from kafka_share_eos.delta.transactions import check_batch_order, committed_version
-from kafka_share_eos.deltaspark.merge_source import MergeSource, merge_source
+from kafka_share_eos.deltaspark.merge_source import MergeSource, hash_exact, merge_source
 from kafka_share_eos.errors import BatchIdReusedError, CommitConflictError, SinkConfigurationError
 from kafka_share_eos.sinks.delta_upsert import DeltaMergeWriter
 from kafka_share_eos.sinks.outcome import UpsertOutcome
@@ -83,8 +84,10 @@ class DeltaSparkMergeWriter(DeltaMergeWriter):
         DELTA_SPARK.require("IdempotentUpsertSink.delta(engine='spark')")
         super().__init__(table_uri, **options)
 
-    def upsert_dataframe(self, batch: DataFrame, batch_id: int) -> DeltaSparkCounts:
+    def upsert_dataframe(self, batch: DataFrame, batch_id: int,
+                         keys_distinct: bool = False) -> DeltaSparkCounts:
         """MERGE ``batch`` as batch ``batch_id``; conflicting commits are retried.
+        ``keys_distinct``: the caller has proved that no two rows share a key.
 
         Raises:
             AppIdConflictError: the table holds a later batch of this ``app_id``.
@@ -92,7 +95,8 @@ class DeltaSparkMergeWriter(DeltaMergeWriter):
                 does not hold.
             CommitConflictError: concurrent writers conflicted on every attempt.
         """
-        with merge_source(batch, self.key_columns, self.version_column) as source:
+        with merge_source(batch, self.key_columns, self.version_column,
+                          keys_distinct) as source:
             if source.distinct == 0:
                 return DeltaSparkCounts(0, 0, UpsertOutcome(0, 0, "merge"))
             return DeltaSparkCounts(source.rows_in, source.distinct,
@@ -106,7 +110,16 @@ class DeltaSparkMergeWriter(DeltaMergeWriter):
             raise SinkConfigurationError(
                 f"{self.target} is written with delta-spark: start a Spark session first"
             ) from error
-        return self.upsert_dataframe(session.createDataFrame(table), batch_id).outcome
+        frame = session.createDataFrame(table)
+        return self.upsert_dataframe(frame, batch_id, self._keys_distinct(table, frame)).outcome
+
+    def _keys_distinct(self, table: pa.Table, frame: DataFrame) -> bool:
+        """Whether no two rows of ``table`` share a key, checked in Arrow where the rows are
+        (keys of the types Spark groups by their binary value only, as Arrow does)."""
+        keys = list(self.key_columns)
+        if not all(hash_exact(frame.schema[k].dataType) for k in keys):
+            return False
+        return bool(table.group_by(keys).aggregate([]).num_rows == table.num_rows)
 
     def _merge_retried(self, source: MergeSource, batch_id: int) -> UpsertOutcome:
         delay = self.retry_backoff_seconds
