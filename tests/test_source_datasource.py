@@ -29,7 +29,7 @@ def test_headers_column_only_when_asked(
 @pytest.mark.parametrize(
     ("extra", "named"),
     [
-        ({"startingOffsets": "earliest"}, "startingOffsets"),
+        ({"startingOffsets": "yesterday"}, "startingOffsets"),
         ({"kafka.group.id": "g"}, "kafka.share.group.id"),
         ({"maxRecordsPerTrigger": "many"}, "maxRecordsPerTrigger"),
         ({"acknowledge": "sometimes"}, "acknowledge"),

@@ -74,9 +74,44 @@ def test_after_journal_polls_never_exceed_the_batch_limit() -> None:
 
 
 @pytest.mark.parametrize(
+    ("given", "group_config"),
+    [
+        ("earliest", "earliest"),
+        (" LATEST ", "latest"),
+        ("PT1H", "by_duration:PT1H"),
+        ("p1d", "by_duration:P1D"),
+        ("P2DT12H30M", "by_duration:P2DT12H30M"),
+        ("PT0.5S", "by_duration:PT0.5S"),
+        ("by_duration:PT15M", "by_duration:PT15M"),
+    ],
+)
+def test_starting_offsets_become_the_groups_auto_offset_reset(
+    given: str, group_config: str
+) -> None:
+    options = parse(startingOffsets=given)
+    assert options.starting_offsets == group_config
+    assert "startingOffsets" in options.given
+    assert parse().starting_offsets is None
+
+
+@pytest.mark.parametrize(
+    "given", ["", "earliest,latest", "-PT1H", "PT-1H", "P1W", "P1Y", "P", "PT", "P1DT",
+              "PT1H30", "1h", "by_duration:", "by_duration:-PT1H", "none", "PT1.0000000001S"],
+)
+def test_other_starting_offsets_are_refused_naming_the_accepted_forms(given: str) -> None:
+    with pytest.raises(SourceOptionError) as refused:
+        parse(startingOffsets=given)
+    message = str(refused.value)
+    assert "'startingOffsets'" in message and repr(given) in message
+    assert all(form in message for form in ("'earliest'", "'latest'", "'PT1H'", "by_duration:"))
+
+
+@pytest.mark.parametrize(
     ("extra", "named"),
     [
-        ({"startingOffsets": "earliest"}, "startingOffsets"),
+        ({"startingOffsets": '{"orders":{"0":23}}'}, "startingOffsets"),
+        ({"startingOffsetsByTimestamp": "{}"}, "startingOffsets"),
+        ({"kafka.auto.offset.reset": "earliest"}, "startingOffsets"),
         ({"endingOffsets": "latest"}, "endingOffsets"),
         ({"assign": "{}"}, "assign"),
         ({"subscribePattern": "o.*"}, "subscribePattern"),

@@ -10,11 +10,16 @@ assuming them.
 
 The embedded broker (librdkafka's mock cluster) has no group configs: :func:`describe_share_group`
 returns None there, and the source keeps its options' values.
+
+Some configs only matter before a group has members: Kafka reads ``share.auto.offset.reset`` when
+it first initialises a share-partition of the group. :func:`share_group_exists` tells whether the
+brokers know the group at all, the only sign of its state the pinned client can read.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +90,15 @@ class ShareGroupSettings:
     def reads_committed(self) -> bool:
         """Whether the group hides records of aborted transactions (``read_committed``)."""
         return self.isolation_level == "read_committed"
+
+
+def config_command(client_config: Mapping[str, Any], group: str, name: str, value: str) -> str:
+    """The ``kafka-configs.sh`` command an administrator runs to set ``name`` on ``group``."""
+    servers = str(client_config.get("bootstrap.servers", "<brokers>")).split(",")[0]
+    return (
+        f"kafka-configs.sh --bootstrap-server {servers} --alter --entity-type groups "
+        f"--entity-name {group} --add-config {name}={value}"
+    )
 
 
 def admin_config(client_config: Mapping[str, Any]) -> dict[str, Any]:
@@ -261,3 +275,25 @@ def alter_share_group(
                 f"they were set to {wanted}"
             )
         time.sleep(0.05)
+
+
+def share_group_exists(
+    client_config: Mapping[str, Any], group: str, timeout_s: float = 15.0,
+    admin: AdminClient | None = None,
+) -> bool:
+    """Whether the brokers' group coordinators know ``group``: from the first time a member
+    joined until the group is deleted, whether or not members are connected now.
+
+    Raises:
+        GroupConfigError: the brokers did not answer within ``timeout_s``, or refused.
+    """
+    admin = admin if admin is not None else AdminClient(admin_config(client_config))
+    with warnings.catch_warnings():
+        # confluent-kafka 2.16.1 deprecates list_groups for list_consumer_groups, which leaves
+        # share groups out (its group types stop at CLASSIC); list_groups still names them.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            listed = admin.list_groups(group, timeout=timeout_s)
+        except KafkaException as exc:
+            raise GroupConfigError(f"listing share group {group!r}: {exc}") from exc
+    return any(entry.id == group for entry in listed)

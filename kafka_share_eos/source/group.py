@@ -3,6 +3,9 @@
 At the start of a query the runner describes the group's configs through the admin API
 (:mod:`~kafka_share_eos.sharegroup.group_config`):
 
+- ``share.auto.offset.reset`` takes the ``startingOffsets`` option on a group the brokers do not
+  know yet, before the source's first consumer joins
+  (:mod:`~kafka_share_eos.source.starting_offsets`).
 - ``share.isolation.level`` must be ``read_committed``, or records of aborted transactions would
   reach the strategies as if they were data. A group that inherits Kafka's default
   (``read_uncommitted``) is switched to ``read_committed`` by the source; one whose own config
@@ -38,9 +41,11 @@ from kafka_share_eos.sharegroup.group_config import (
     ISOLATION_LEVEL,
     ShareGroupSettings,
     alter_share_group,
+    config_command,
     describe_share_group,
 )
 from kafka_share_eos.source.options import SourceOptions
+from kafka_share_eos.source.starting_offsets import apply_starting_offsets
 
 log = logging.getLogger("kafka_share_eos.source")
 
@@ -48,23 +53,24 @@ READ_COMMITTED = "read_committed"
 
 
 def _fix_command(options: SourceOptions) -> str:
-    servers = options.consumer_config.get("bootstrap.servers", "<brokers>").split(",")[0]
-    return (
-        f"kafka-configs.sh --bootstrap-server {servers} --alter --entity-type groups "
-        f"--entity-name {options.group_id} --add-config {ISOLATION_LEVEL}={READ_COMMITTED}"
-    )
+    return config_command(options.consumer_config, options.group_id, ISOLATION_LEVEL,
+                          READ_COMMITTED)
 
 
 def resolve_group(options: SourceOptions) -> SourceOptions:
     """``options`` with the share group's lock duration and session timeout, once the group is
-    sure to read committed records only (see the module docstring).
+    sure to read committed records only and a new group starts where ``startingOffsets`` says
+    (see the module docstring).
 
     Raises:
         ShareGroupNotReadCommittedError: the group reads uncommitted records and the source
             may not switch it.
-        GroupConfigError: the brokers refused to describe the group's configs.
+        GroupConfigError: the brokers refused to describe the group's configs, or to set where
+            a new group starts.
     """
-    settings = describe_share_group(options.consumer_config, options.group_id)
+    settings = apply_starting_offsets(
+        options, describe_share_group(options.consumer_config, options.group_id)
+    )
     if settings is None:
         return options
     if not settings.reads_committed:

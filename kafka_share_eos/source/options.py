@@ -3,11 +3,14 @@
 Every ``kafka.*`` option goes to the confluent-kafka ``ShareConsumer`` with the prefix stripped;
 the source owns a few client settings (group id, acknowledgement mode, poll size) and refuses the
 Spark-Kafka options that have no meaning for a share group, naming the option in the error.
+``startingOffsets`` keeps its Spark meaning for a new group only: it becomes the group's
+``share.auto.offset.reset`` (:mod:`~kafka_share_eos.source.starting_offsets`).
 """
 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -67,11 +70,10 @@ _REQUIRED = {
 }
 
 _REFUSED = {
-    "startingOffsets": "share groups track delivery state on the broker; the share group's "
-    "share.auto.offset.reset broker config chooses where a new group starts",
     "endingOffsets": "share groups have no ending offsets; use trigger(availableNow=True) to drain",
-    "startingOffsetsByTimestamp": "share groups start where the broker-side group state says",
-    "startingTimestamp": "share groups start where the broker-side group state says",
+    "startingOffsetsByTimestamp": "a new share group starts at one position for every "
+    "partition; use 'startingOffsets' with a duration back from now (e.g. PT1H)",
+    "startingTimestamp": "use 'startingOffsets' with a duration back from now (e.g. PT1H)",
     "endingOffsetsByTimestamp": "share groups have no ending offsets",
     "endingTimestamp": "share groups have no ending offsets",
     "assign": "share groups assign partitions on the broker; use 'subscribe'",
@@ -82,7 +84,8 @@ _REFUSED = {
     "minPartitions": "each journal segment becomes one Spark partition",
     "kafka.group.id": "use 'kafka.share.group.id' for the share group",
     "kafka.enable.auto.commit": "share consumers acknowledge records instead of committing offsets",
-    "kafka.auto.offset.reset": "set share.auto.offset.reset on the share group (broker side)",
+    "kafka.auto.offset.reset": "use 'startingOffsets' (a share group's start is its "
+    "share.auto.offset.reset group config)",
     "kafka.share.acknowledgement.mode": "the source acknowledges explicitly; choose the policy "
     "with 'acknowledge' (afterCommit or afterJournal)",
 }
@@ -90,7 +93,7 @@ _REFUSED = {
 _OPTIONAL = (
     "consumers", "maxRecordsPerTrigger", "pollTimeoutMs", "availableNowIdleMs", "acknowledge",
     "includeHeaders", "lockDurationMs", "sessionTimeoutMs", "lockBudgetWarnFraction",
-    "lockBudgetAction",
+    "lockBudgetAction", "startingOffsets",
 )
 _KNOWN = {name.lower() for name in (*_REQUIRED, *_OPTIONAL)}
 
@@ -136,6 +139,27 @@ def _choice(name: str, raw: str, choices: type[_Choice]) -> _Choice:
     raise SourceOptionError(f"option {name!r} must be {expected}, got {raw!r}")
 
 
+# Kafka's by_duration takes java.time.Duration's ISO-8601 form, PnDTnHnMn.nS, never negative.
+_DURATION = re.compile(r"P(?=[0-9]|T[0-9])(?:[0-9]+D)?"
+                       r"(?:T(?=[0-9])(?:[0-9]+H)?(?:[0-9]+M)?(?:[0-9]+(?:\.[0-9]{1,9})?S)?)?")
+_BY_DURATION = "by_duration:"
+
+
+def _starting_offsets(name: str, raw: str) -> str:
+    """The ``share.auto.offset.reset`` value ``startingOffsets`` asks for, in Kafka's spelling."""
+    text = raw.strip()
+    if text.lower() in ("earliest", "latest"):
+        return text.lower()
+    duration = text[len(_BY_DURATION):] if text.lower().startswith(_BY_DURATION) else text
+    if _DURATION.fullmatch(duration.upper()):
+        return _BY_DURATION + duration.upper()
+    raise SourceOptionError(
+        f"option {name!r} must be 'earliest', 'latest' or how far back from now a new share "
+        "group starts, as an ISO-8601 duration (PnDTnHnMn.nS: 'PT1H', 'P1D', 'P1DT12H', "
+        f"or Kafka's own 'by_duration:PT1H'), got {raw!r}"
+    )
+
+
 def _topics(raw: str) -> tuple[str, ...]:
     topics = tuple(t.strip() for t in raw.split(",") if t.strip())
     if not topics:
@@ -169,6 +193,9 @@ class SourceOptions:
     """The share group's ``share.delivery.count.limit``, when its brokers told it."""
     join_ms: int = 0
     """How long a new consumer may wait for its first partitions, when its brokers told it."""
+    starting_offsets: str | None = None
+    """Where a new share group starts, as its ``share.auto.offset.reset`` (``earliest``,
+    ``latest`` or ``by_duration:<ISO-8601>``); None leaves the group's setting alone."""
     given: frozenset[str] = frozenset()
     """The optional options the stream set, spelled as in the docs."""
 
@@ -275,6 +302,7 @@ class SourceOptions:
             session_timeout_ms=value(
                 "sessionTimeoutMs", _positive_int, DEFAULT_SESSION_TIMEOUT_MS
             ),
+            starting_offsets=value("startingOffsets", _starting_offsets, None),
             given=frozenset(name for name in _OPTIONAL if name.lower() in given),
         )
 
