@@ -37,7 +37,7 @@ class KafkaTopicSink(BatchStrategy):
     predecessor and aborts what that left open. Each output record carries its source record's
     topic, partition, offset and delivery count in one header, ``kse.source`` =
     ``topic:partition:offset:delivery count`` (e.g. ``orders:3:1207:1``), after the source's own
-    headers.
+    headers, unless ``source_header=False``.
 
     One application: exactly once. Several applications on one share group: put this sink
     behind :class:`~kafka_share_eos.strategies.CheckpointDedupStore` (``CheckpointDedupStore(
@@ -61,6 +61,11 @@ class KafkaTopicSink(BatchStrategy):
             the ``partition`` column of the source's rows is the partition the record came
             from, not where it should go, so records are partitioned by key.
         timeout_s: bound on a transaction, its commit and reading the progress topic.
+        source_header: whether each output record carries the ``kse.source`` header. Off, the
+            sink writes faster (the broker and the client handle no per-record header) and the
+            guarantee is the same, since it rests on the batch's marker; readers then cannot
+            tell which source record an output record came from, nor its delivery count, and
+            an error about a refused record cannot name it.
         **options: :class:`~kafka_share_eos.strategies.StrategyOptions` (``transform``,
             ``dead_letters``, ...). With dead letters, a record the broker refuses (too large,
             a topic that does not exist or the principal may not write) is dead-lettered and
@@ -84,6 +89,7 @@ class KafkaTopicSink(BatchStrategy):
         headers_column: str | None = "headers",
         partition_column: str | None = None,
         timeout_s: float = 60.0,
+        source_header: bool = True,
         **options: Unpack[StrategyOptions],
     ) -> None:
         super().__init__(RecordIdentity.of(None), f"KafkaTopicSink[{topic}]", **options)
@@ -92,7 +98,7 @@ class KafkaTopicSink(BatchStrategy):
             topic, config, app_id=app_id or f"{DEFAULT_APP_ID_PREFIX}:{topic}",
             progress_topic=progress_topic,
             columns=Columns(key_column, value_column, headers_column, partition_column),
-            timeout_s=timeout_s,
+            timeout_s=timeout_s, source_header=source_header,
         )
 
     @property

@@ -1,8 +1,9 @@
 """KafkaTopicSink on the embedded broker: a replayed batch is skipped through its committed
 marker, a batch id with other records is refused, each output record names its source record in
-its headers, and the sink works behind the checkpoint-dedup store. What needs Kafka's
-transaction isolation (the mock shows read_committed readers aborted records and fences no
-writer) is proven on Apache Kafka in tests/test_kafka_topic_sink_kafka.py."""
+its headers (unless that header is off, which leaves the guarantee as it is), and the sink
+works behind the checkpoint-dedup store. What needs Kafka's transaction isolation (the mock
+shows read_committed readers aborted records and fences no writer) is proven on Apache Kafka
+in tests/test_kafka_topic_sink_kafka.py."""
 
 from __future__ import annotations
 
@@ -79,6 +80,22 @@ def test_a_record_delivered_again_in_a_later_batch_is_not_written_twice(
     after_restart = restarted.apply(batch([1, 4, 5, 6, 7]), 2)
     assert (after_restart.rows_written, after_restart.already_applied) == (3, 2)
     assert source_offsets(read_topic(embedded_broker.bootstrap_servers, output)) == list(range(8))
+
+
+def test_without_the_source_header_replays_and_redeliveries_are_still_written_once(
+    embedded_broker: EmbeddedBroker, output: str
+) -> None:
+    config = {"bootstrap.servers": embedded_broker.bootstrap_servers}
+    sink = KafkaTopicSink(output, config, app_id=output, source_header=False)
+    sink.apply(batch([0, 1, 2]), 0)
+    assert sink.apply(batch([2, 1, 0]), 0).write_path == "skipped-batch"
+    sink.close()
+    restarted = KafkaTopicSink(output, config, app_id=output, source_header=False)
+    again = restarted.apply(batch([2, 3]), 1)  # 2's acknowledgement was lost
+    assert (again.rows_written, again.already_applied) == (1, 1)
+    records = read_topic(embedded_broker.bootstrap_servers, output)
+    assert sorted(m.key() for m in records) == [b"k0", b"k1", b"k2", b"k3"]
+    assert {tuple(m.headers() or ()) for m in records} == {tuple(SOURCE_HEADERS)}
 
 
 def test_a_batch_id_with_other_records_or_an_older_one_is_refused(

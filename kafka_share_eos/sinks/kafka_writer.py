@@ -47,11 +47,13 @@ from kafka_share_eos.sinks.sql_refusals import error_chain
 SOURCE_HEADER = "kse.source"
 """The header naming an output record's source record, ``topic:partition:offset:delivery count``
 (the count empty when the batch has none). One header, not one per field: librdkafka and the
-broker handle every header of every record, and four cost the sink a third of its throughput."""
+broker handle every header of every record, and four cost the sink a third of its throughput.
+Left out with ``source_header=False``: exactly once rests on the batch's marker, which lists the
+source records the application committed, never on this header."""
 SOURCE_COLUMNS = (*IDENTITY, "deliveryCount")
 Headers = Mapping[str, Any] | list[tuple[str, Any]]
-Failure = tuple[ck.Message | Headers, ck.KafkaError]
-"""A record the client or the broker refused (the message, or its headers) and why."""
+Failure = tuple[ck.Message | Headers | None, ck.KafkaError]
+"""A record the client or the broker refused (the message, or its headers if any) and why."""
 _PURGED = frozenset({ck.KafkaError._PURGE_QUEUE, ck.KafkaError._PURGE_INFLIGHT})
 _PURGED_ATTEMPTS = 3
 # Errors about a record itself: the rest of the batch can be written without it.
@@ -87,6 +89,7 @@ class KafkaTopicWriter:
         progress_topic: str = DEFAULT_PROGRESS_TOPIC,
         columns: Columns = Columns(),
         timeout_s: float = 60.0,
+        source_header: bool = True,
     ) -> None:
         if "bootstrap.servers" not in config:
             raise ConfigurationError("KafkaTopicSink's config needs 'bootstrap.servers'")
@@ -101,6 +104,7 @@ class KafkaTopicWriter:
         self.progress_topic = progress_topic
         self.columns = columns
         self.timeout_s = timeout_s
+        self.source_header = source_header
         self._producer: ck.Producer | None = None
         self._progress = ProgressTopic(config, progress_topic, timeout_s)
         self._last: Marker | None = None
@@ -166,7 +170,7 @@ class KafkaTopicWriter:
                 raise
             refused = [f for f in failures if f[1].code() not in _PURGED]
             if refused:
-                raise _refused(refused, self.topic)
+                raise _refused(refused, self.topic, self.progress_topic)
             if not failures:
                 return
         raise KafkaTransactionError(
@@ -239,7 +243,7 @@ class KafkaTopicWriter:
         if marker is not None:
             produce(self.progress_topic, marker.to_bytes(self.app_id), self.app_id.encode(),
                     on_delivery=delivered)
-        for key, value, headers, partition in _records(rows, self.columns):
+        for key, value, headers, partition in _records(rows, self.columns, self.source_header):
             while True:
                 try:
                     if partition is None:
@@ -297,18 +301,22 @@ def _source_headers(rows: pa.Table) -> list[bytes]:
     return values
 
 
-def _records(rows: pa.Table, columns: Columns) -> Iterable[tuple[Any, Any, Any, Any]]:
-    """Each row's key, value, headers (the row's own, then its source identity) and partition;
-    columns converted at once, so the loop only assembles them."""
+def _records(
+    rows: pa.Table, columns: Columns, source_header: bool
+) -> Iterable[tuple[Any, Any, Any, Any]]:
+    """Each row's key, value, headers (the row's own, then its source identity unless
+    ``source_header`` is off; None when there are none) and partition; columns converted at
+    once, so the loop only assembles them."""
     # Dicts of bytes, which the garbage collector stops tracking: lists of tuples, one per row,
     # cost several times as much in collections as in building them.
-    headers: list[Any] = [{SOURCE_HEADER: source} for source in _source_headers(rows)]
+    headers: list[Any] = ([{SOURCE_HEADER: source} for source in _source_headers(rows)]
+                          if source_header else [None] * rows.num_rows)
     if columns.headers is not None and columns.headers in rows.column_names:
         # A row's own headers may repeat a key, which only a list keeps.
         for row, own in enumerate(rows[columns.headers].to_pylist()):
             if own:
                 headers[row] = [(h["key"], h["value"]) for h in own] + list(
-                    headers[row].items())
+                    (headers[row] or {}).items())
     partitions = (rows[columns.partition].to_pylist()
                   if columns.partition is not None and columns.partition in rows.column_names
                   else [None] * rows.num_rows)
@@ -333,22 +341,25 @@ def _as_bytes(rows: pa.Table, name: str | None) -> list[bytes | None]:
     return values
 
 
-def _source_of(record: ck.Message | Headers) -> str:
+def _source_of(record: ck.Message | Headers | None, progress_topic: str) -> str:
     """The source record a produced record's headers name, for an error message."""
+    if isinstance(record, ck.Message) and record.topic() == progress_topic:
+        return "the batch's marker"
     source: dict[str, Any] = dict(
         (record.headers() if isinstance(record, ck.Message) else record) or ())
     if SOURCE_HEADER not in source:
-        return "the batch's marker"
+        # Written without the source header (source_header=False).
+        return "a record of the batch"
     topic, partition, offset, _ = source_of_header(bytes(source[SOURCE_HEADER]))
     return f"the record from {topic}[{partition}]@{offset}"
 
 
-def _refused(failures: list[Failure], topic: str) -> Exception:
+def _refused(failures: list[Failure], topic: str, progress_topic: str) -> Exception:
     """The error of a record the broker refused, before any other failure."""
     record, error = min(failures, key=lambda failure: failure[1].code() not in _RECORD_ERRORS)
     if error.code() in _RECORD_ERRORS:
         return ValueNotStorableError(
-            f"Kafka topic {topic!r} refused {_source_of(record)}: {error.str()}"
+            f"Kafka topic {topic!r} refused {_source_of(record, progress_topic)}: {error.str()}"
         )
     return KafkaTransactionError(f"writing to Kafka topic {topic!r} failed: {error.str()}")
 

@@ -1,9 +1,10 @@
 """A Kafka topic as the target, on Apache Kafka: the sink's price and the whole pipeline's.
 
 - Sink: :class:`KafkaTopicSink` writing ``batches`` batches of ``batch_rows`` source rows (each
-  batch one transaction with its marker) against a plain idempotent producer
+  batch one transaction with its marker), with its per-record ``kse.source`` header (the
+  default) and without it (``source_header=False``), against a plain idempotent producer
   (``enable.idempotence=true``, ``acks=all``) producing the same records and flushing after each
-  batch, as a pipeline without the toolkit does. The two take turns batch by batch, after an
+  batch, as a pipeline without the toolkit does. The three take turns batch by batch, after an
   untimed first batch each; the medians of the per-batch times are compared.
 - Pipeline: a ``kafka-share`` query reading the same records on the same cluster and writing
   them with ``foreachBatch`` through the sink (exactly once), against the same query writing
@@ -87,10 +88,11 @@ class IdempotentWriter:
         self._producer.close()
 
 
-def _sink(topic: str, config: dict[str, Any], app_id: str | None = None) -> KafkaTopicSink:
+def _sink(topic: str, config: dict[str, Any], app_id: str | None = None,
+          source_header: bool = True) -> KafkaTopicSink:
     from kafka_share_eos.strategies import KafkaTopicSink
 
-    return KafkaTopicSink(topic, config, app_id=app_id)
+    return KafkaTopicSink(topic, config, app_id=app_id, source_header=source_header)
 
 
 def _committed_count(bootstrap: str, topic: str) -> int:
@@ -100,38 +102,47 @@ def _committed_count(bootstrap: str, topic: str) -> int:
 
 
 def bench_sink(kafka: KafkaCluster, batch_rows: int, batches: int) -> dict[str, float]:
-    """The sink against the idempotent producer, ``batches`` timed batches each, in turns."""
+    """The sink, with its ``kse.source`` header and without, against the idempotent producer,
+    ``batches`` timed batches each, in turns."""
     config = kafka.client_config()
-    for topic in ("bench-sink-out", "bench-plain-out"):
+    outputs = {"sink": "bench-sink-out", "bare": "bench-bare-out", "plain": "bench-plain-out"}
+    for topic in outputs.values():
         kafka.create_topic(topic, PARTITIONS)
-    sink = _sink("bench-sink-out", config, app_id="bench-sink")
-    plain = IdempotentWriter("bench-plain-out", config)
-    times: dict[str, list[float]] = {"sink": [], "plain": []}
+    sinks = {"sink": _sink(outputs["sink"], config, app_id="bench-sink"),
+             "bare": _sink(outputs["bare"], config, app_id="bench-bare", source_header=False)}
+    plain = IdempotentWriter(outputs["plain"], config)
+    times: dict[str, list[float]] = {name: [] for name in outputs}
+    names = list(outputs)
     try:
-        # Batch 0 (untimed) opens both producers, fences and creates the progress topic.
+        # Batch 0 (untimed) opens the producers, fences and creates the progress topic.
         for batch_id in range(batches + 1):
             rows = source_rows(batch_rows, batch_id * batch_rows)
-            order = ("sink", "plain") if batch_id % 2 else ("plain", "sink")
-            for name in order:
+            # Each contender goes first, second and last in turn.
+            for name in names[batch_id % 3:] + names[:batch_id % 3]:
                 started = time.perf_counter()
-                if name == "sink":
-                    sink.apply(rows, batch_id)
+                if name in sinks:
+                    sinks[name].apply(rows, batch_id)
                 else:
                     plain.write(rows)
                 if batch_id:
                     times[name].append(time.perf_counter() - started)
     finally:
-        sink.close()
+        for sink in sinks.values():
+            sink.close()
         plain.close()
-    written = _committed_count(kafka.bootstrap_servers, "bench-sink-out")
-    if written != (batches + 1) * batch_rows:
-        raise RuntimeError(f"the sink's topic holds {written} committed records, "
-                           f"not {(batches + 1) * batch_rows}")
-    sink_s, plain_s = statistics.median(times["sink"]), statistics.median(times["plain"])
+    for name in sinks:
+        written = _committed_count(kafka.bootstrap_servers, outputs[name])
+        if written != (batches + 1) * batch_rows:
+            raise RuntimeError(f"the {name} sink's topic holds {written} committed records, "
+                               f"not {(batches + 1) * batch_rows}")
+    median = {name: statistics.median(seconds) for name, seconds in times.items()}
     return {
         "batch_rows": batch_rows, "batches": batches,
-        "sink_rows_per_s": batch_rows / sink_s, "plain_rows_per_s": batch_rows / plain_s,
-        "sink_vs_plain": plain_s / sink_s,
+        "sink_rows_per_s": batch_rows / median["sink"],
+        "bare_sink_rows_per_s": batch_rows / median["bare"],
+        "plain_rows_per_s": batch_rows / median["plain"],
+        "sink_vs_plain": median["plain"] / median["sink"],
+        "bare_sink_vs_plain": median["plain"] / median["bare"],
     }
 
 
