@@ -17,7 +17,8 @@ touches is importable from here:
 - :class:`DeltaAppendSink`, a sink for the checkpoint-dedup store, and :class:`RetentionPolicy`,
   which bounds its ledger;
 - the dead-letter sinks (:class:`SqlDeadLetters`, :class:`DeltaDeadLetters`,
-  :class:`KafkaDeadLetters`, the :class:`DeadLetterSink` protocol) and
+  :class:`KafkaDeadLetters`, :class:`BrokerDeadLetters` for the share group's own dead-letter
+  queue on Kafka 4.4, the :class:`DeadLetterSink` protocol) and
   :func:`open_dead_letters`;
 - :class:`KafkaShareEosError`, the base of every error the toolkit raises, and the errors a
   pipeline meets (docs/errors.md);

@@ -6,6 +6,7 @@ importing the package loads none of the modules below until a name is first used
 """
 
 from .deadletter import DEAD_LETTER_SCHEMA as DEAD_LETTER_SCHEMA
+from .deadletter import BrokerDeadLetters as BrokerDeadLetters
 from .deadletter import DeadLetterSink as DeadLetterSink
 from .deadletter import DeltaDeadLetters as DeltaDeadLetters
 from .deadletter import KafkaDeadLetters as KafkaDeadLetters

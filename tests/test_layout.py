@@ -76,7 +76,10 @@ COVERED_THROUGH = {
     "deltaspark/prefetch": [],  # runs once per delta-spark tier, before its tests (./dev)
     "ledger/stats": ["test_dedup_ledger"],
     "registration": ["test_extras", "test_public_api"],
+    "sharegroup/dead_letter_queue": ["test_deadletter_broker_dlq"],
+    "sharegroup/features": ["test_deadletter_broker_dlq"],
     "sharegroup/group_config": ["test_source_group", "test_kafka_source"],
+    "sharegroup/rejections": ["test_deadletter_broker_dlq", "test_deadletter_broker_dlq_crash"],
     "sinks/columns": ["test_sinks_sql"],
     "sinks/outcome": ["test_sinks_sql", "test_sinks_delta_upsert"],
     "sinks/sql_schema": ["test_sinks_sql"],

@@ -179,7 +179,7 @@ def test_a_close_whose_release_fails_still_leaves_the_group(
                            Journal(str(tmp_path)))
     assert planner.latest(0, None) == 1
 
-    def broker_unreachable(self: ShareSession, ack_type: Any) -> None:
+    def broker_unreachable(self: ShareSession, *_: Any) -> None:
         raise KafkaException("commit timed out")
 
     monkeypatch.setattr(ShareSession, "_acknowledge_held", broker_unreachable)

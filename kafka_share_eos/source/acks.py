@@ -21,6 +21,8 @@ class AckStats:
 
     accepted: int = 0
     released: int = 0
+    rejected: int = 0
+    """Records REJECTed because a strategy refused them (the broker's dead-letter queue)."""
     refused_locally: int = 0
     failed_records: int = 0
     failed_partitions: int = 0

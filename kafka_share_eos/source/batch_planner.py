@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kafka_share_eos import faults
+from kafka_share_eos.sharegroup.rejections import RecordRejections
 from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.leases import RUNNER, Lease, drain_waits_until
@@ -58,6 +59,9 @@ class BatchPlanner:
         self._session: ShareSession | None = None
         self._budget = LockBudget(options)
         self._metrics = MetricsStore(journal.where)
+        # Records a strategy refused into the broker's dead-letter queue: REJECTed, not
+        # ACCEPTed (None: the pipeline does not route refusals there).
+        self._rejections: RecordRejections | None = None
         # Unknown until the journal was inspected once: it may hold a dead runner's segments.
         self._next_seq: int | None = None
         # The journaled batch whose records await ACCEPT (afterCommit only).
@@ -112,6 +116,8 @@ class BatchPlanner:
             )
             # Left the group (also on SIGTERM): the next run need not wait for its records.
             self._session.on_close = self._lease.release
+            rejections = RecordRejections(self._journal.where)
+            self._rejections = rejections if rejections.routed() else None
             self._assigned_by = time.time() + self._options.join_ms / 1000.0
         return self._session
 
@@ -214,14 +220,18 @@ class BatchPlanner:
         tally.polled(seq, batch)
 
     def _settle(self, session: ShareSession, tally: BatchTally) -> None:
-        tally.settled(self._accept(session))
+        # Read after the batch committed: its strategy's refusals are there by now.
+        refused = frozenset() if self._rejections is None else self._rejections.refused()
+        tally.settled(self._accept(session, refused))
 
     @staticmethod
-    def _accept(session: ShareSession) -> float:
-        """ACCEPT the held records and commit; how long they were held (ms)."""
+    def _accept(session: ShareSession, refused: frozenset[tuple[str, int, int]] = frozenset()
+                ) -> float:
+        """ACCEPT the held records (REJECT the ``refused`` ones) and commit; how long they were
+        held (ms)."""
         faults.maybe_crash(faults.BEFORE_ACK)
         acquired_at = session.acquired_at
-        session.settle(ACCEPT)
+        session.settle(ACCEPT, refused)
         return (time.monotonic() - acquired_at) * 1000
 
     def _finish(self, tally: BatchTally, stats: AckStats) -> None:

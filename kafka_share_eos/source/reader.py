@@ -14,10 +14,11 @@ from typing import Any
 
 from kafka_share_eos._extras import SPARK
 from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.sharegroup.rejections import RecordRejections
 from kafka_share_eos.source.batch_planner import BatchPlanner
 from kafka_share_eos.source.group import resolve_group
 from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.options import SourceOptions
+from kafka_share_eos.source.options import AckPolicy, LockBudgetAction, SourceOptions
 from kafka_share_eos.source.planning import Planner, SegmentPartition
 from kafka_share_eos.source.schema import project
 from kafka_share_eos.source.slot_planner import SlotPlanner
@@ -48,6 +49,28 @@ def _offset(seq: int) -> dict[str, int]:
     return {_SEQ: seq}
 
 
+def _refuse_early_acceptance(options: SourceOptions) -> None:
+    """A pipeline whose strategy REJECTs refused records into the broker's dead-letter queue
+    (:class:`~kafka_share_eos.deadletter.BrokerDeadLetters`) must not ACCEPT a record before
+    its strategy ran: only the runner's consumer under afterCommit acknowledges that late.
+
+    Raises:
+        ConfigurationError: naming the option that ACCEPTs too early.
+    """
+    early = None
+    if options.ack_policy is not AckPolicy.AFTER_COMMIT or options.on_executors:
+        early = f"acknowledge={options.ack_policy.value}, consumers={options.consumers}"
+    elif options.lock_budget_action is LockBudgetAction.SWITCH_TO_AFTER_JOURNAL:
+        early = f"lockBudgetAction={options.lock_budget_action.value}"
+    if early is not None and RecordRejections(options.journal).routed():
+        raise ConfigurationError(
+            f"the journal at {options.journal_path!r} belongs to a pipeline whose refused records "
+            f"go to the broker's dead-letter queue (BrokerDeadLetters), which needs them "
+            f"acknowledged after the batch commits: {early} ACCEPTs them before the strategy "
+            "runs; use acknowledge=afterCommit with one consumer"
+        )
+
+
 class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Plans micro-batches from a share group through the journal, and reads them back."""
 
@@ -66,6 +89,7 @@ class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def _running_planner(self) -> Planner:
         if self._planner is None:
             # In the runner only: the group is described once per query run.
+            _refuse_early_acceptance(self._options)
             options = resolve_group(self._options)
             if options.on_executors:
                 self._planner = SlotPlanner(options, self._journal)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import AcknowledgeType, IllegalStateException, KafkaException, ShareConsumer
@@ -25,6 +25,7 @@ log = logging.getLogger("kafka_share_eos.source")
 
 ACCEPT = AcknowledgeType.ACCEPT
 RELEASE = AcknowledgeType.RELEASE
+REJECT = AcknowledgeType.REJECT
 
 
 class ShareSession:
@@ -108,35 +109,45 @@ class ShareSession:
                 log.warning("share consumer error: %s", error)
         return records
 
-    def settle(self, ack_type: AcknowledgeType) -> None:
-        """Acknowledge every held record with ``ack_type`` and commit synchronously."""
+    def settle(
+        self, ack_type: AcknowledgeType, reject: Collection[tuple[str, int, int]] = frozenset()
+    ) -> None:
+        """Acknowledge every held record with ``ack_type``, but REJECT those whose
+        ``(topic, partition, offset)`` is in ``reject``, and commit synchronously."""
         with self._calls:
-            self._settle(ack_type)
+            self._settle(ack_type, reject)
 
-    def _settle(self, ack_type: AcknowledgeType) -> None:
+    def _settle(
+        self, ack_type: AcknowledgeType, reject: Collection[tuple[str, int, int]] = frozenset()
+    ) -> None:
         # Busy throughout: a SIGTERM handled mid-loop would RELEASE records just ACCEPTed.
         with self._hook.busy():
-            self._acknowledge_held(ack_type)
+            self._acknowledge_held(ack_type, reject)
 
-    def _acknowledge_held(self, ack_type: AcknowledgeType) -> None:
+    def _acknowledge_held(
+        self, ack_type: AcknowledgeType, reject: Collection[tuple[str, int, int]]
+    ) -> None:
         consumer = self._live()
         acknowledge = consumer.acknowledge
         # With the crash point armed, half the batch is acknowledged and committed first, so a
         # crash leaves the batch partly settled.
         crash_after = len(self.held) // 2 if faults.armed(self._during_ack) else -1
+        rejected_before = self.stats.rejected
         for index, message in enumerate(self.held):
             if index == crash_after:
                 consumer.commit_sync()
                 faults.maybe_crash(self._during_ack)
+            rejected = (message.topic(), message.partition(), message.offset()) in reject
+            self.stats.rejected += rejected
             try:
-                acknowledge(message, ack_type)
+                acknowledge(message, REJECT if rejected else ack_type)
             except (IllegalStateException, KafkaException) as error:
                 # The record is no longer in flight (its session was lost): it will be redelivered.
                 self.stats.on_refused_locally(
                     message.topic(), message.partition(), message.offset(), error
                 )
         if ack_type == ACCEPT:
-            self.stats.accepted += len(self.held)
+            self.stats.accepted += len(self.held) - (self.stats.rejected - rejected_before)
         else:
             self.stats.released += len(self.held)
         self.held = []
