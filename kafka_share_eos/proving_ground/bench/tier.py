@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-TIER_PYTHON = Path(__file__).resolve().parents[2] / ".venv-delta-spark" / "bin" / "python"
+TIER_PYTHON = Path(__file__).resolve().parents[3] / ".venv-delta-spark" / "bin" / "python"
 STOP_TIMEOUT_S = 20.0
 """How long a stopped child may take to stop its Spark session before it is killed."""
 
