@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -177,6 +178,31 @@ def test_a_group_without_a_usable_dead_letter_topic_is_refused_up_front(
         BrokerDeadLetters(str(tmp_path / "j"), config, topic="dlq.closed-" + topic)
     with pytest.raises(ConfigurationError, match="may not create it"):
         BrokerDeadLetters(str(tmp_path / "j"), config, topic="dlq.missing-" + topic)
+    kafka_cluster.create_topic("dlq." + topic, 1, config={TOPIC_ENABLE: "true"})
+    elsewhere = BrokerDeadLetters(str(tmp_path / "not-the-journal"), config, topic="dlq." + topic)
+    letter = pa.table({"topic": [topic], "partition": [0], "offset": [3], "batch_id": [0]})
+    with pytest.raises(ConfigurationError, match="pass the source's journalPath"):
+        elsewhere.write(letter)
+
+
+@pytest.mark.kafka
+@pytest.mark.full
+@pytest.mark.timeout(300)
+def test_a_cluster_without_share_version_2_is_refused_with_the_fix(tmp_path: Path) -> None:
+    """Kafka 4.3 runs share groups at share.version=1, where a REJECT archives the record
+    with no DLQ record: refused before anything is REJECTed, naming the feature and the
+    command that raises it."""
+    from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
+
+    with KafkaCluster(version="4.3.1") as cluster:
+        assert cluster.features()["share.version"] == "1"
+        config = {"bootstrap.servers": cluster.bootstrap_servers, "group.id": "g"}
+        with pytest.raises(ConfigurationError, match=re.escape(
+            "this cluster has share.version=1: upgrade the brokers to 4.4 if they are older, "
+            f"then run 'kafka-features.sh --bootstrap-server {cluster.bootstrap_servers} "
+            "upgrade --feature share.version=2'"
+        )):
+            BrokerDeadLetters(str(tmp_path / "j"), config, topic="dlq.t")
 
 
 def test_the_embedded_broker_is_refused(embedded_broker: Any, tmp_path: Path) -> None:

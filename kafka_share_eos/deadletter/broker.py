@@ -85,7 +85,8 @@ class BrokerDeadLetters(DeadLetterSink):
 
         Raises:
             ConfigurationError: a letter without its record's coordinates (a transform dropped
-                ``topic``, ``partition`` or ``offset``): no REJECT could name its record.
+                ``topic``, ``partition`` or ``offset``): no REJECT could name its record; or
+                ``journal_path`` is not the source's journal.
         """
         if letters.num_rows == 0:
             return 0
@@ -99,6 +100,12 @@ class BrokerDeadLetters(DeadLetterSink):
             raise ConfigurationError(
                 f"{len(unnamed)} dead letter(s) have no topic/partition/offset, so the broker's "
                 "dead-letter queue cannot take them: keep those columns in the transform's rows"
+            )
+        if not self.rejections.beside_a_journal():
+            raise ConfigurationError(
+                f"BrokerDeadLetters journal_path {self.rejections.journal.uri!r} holds no "
+                "journal segment while a batch runs: pass the source's journalPath, or the "
+                "source would never see the refusals and would ACCEPT the refused records"
             )
         return self.rejections.add(
             int(rows[0]["batch_id"]),

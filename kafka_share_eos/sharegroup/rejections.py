@@ -35,22 +35,32 @@ class RecordRejections:
     """The REJECT decisions of the pipeline whose journal is at ``journal``."""
 
     def __init__(self, journal: str | Location) -> None:
-        self.where = as_location(journal).child(REJECTIONS_DIR)
+        self.journal = as_location(journal)
+        self.where = self.journal.child(REJECTIONS_DIR)
         # File name -> (batch id, records): files never change once written.
         self._read: dict[str, tuple[int, frozenset[Coordinates]]] = {}
 
-    def _open(self) -> tuple[pafs.FileSystem, str]:
-        return self.where.open(create=True)
+    def _open(self, create: bool = False) -> tuple[pafs.FileSystem, str]:
+        # Only a write creates the directory: a pipeline that never routes refusals here
+        # gets none.
+        return self.where.open(create=create)
 
     def route_here(self) -> None:
         """Say that the pipeline's refusals are REJECTed (see :meth:`routed`)."""
-        fs, root = self._open()
+        fs, root = self._open(create=True)
         write_atomically(fs, f"{root}/{_MARKER}", b"REJECT refused records\n")
 
     def routed(self) -> bool:
         """Whether a dead-letter sink routes the pipeline's refusals here."""
         fs, root = self._open()
         return bool(fs.get_file_info(f"{root}/{_MARKER}").type == pafs.FileType.File)
+
+    def beside_a_journal(self) -> bool:
+        """Whether ``journal`` holds segments (``*.arrow``), as the source's journal does while
+        a batch runs: refusals kept anywhere else would never be read."""
+        fs, root = self.journal.open()
+        selector = pafs.FileSelector(root, allow_not_found=True)
+        return any(info.base_name.endswith(".arrow") for info in fs.get_file_info(selector))
 
     def add(self, batch_id: int, refused: Iterable[Coordinates]) -> int:
         """Durably add ``refused`` as decided in batch ``batch_id``; return how many were new."""
@@ -60,7 +70,7 @@ class RecordRejections:
             return 0
         payload = json.dumps(wanted).encode()
         digest = hashlib.sha256(payload).hexdigest()[:16]
-        fs, root = self._open()
+        fs, root = self._open(create=True)
         write_atomically(fs, f"{root}/{batch_id:020d}-{digest}.json", payload)
         return sum(1 for record in wanted if record not in known)
 
@@ -71,7 +81,7 @@ class RecordRejections:
     def decided(self) -> dict[Coordinates, int]:
         """Every record decided so far, with the first batch that decided it."""
         fs, root = self._open()
-        for info in fs.get_file_info(pafs.FileSelector(root)):
+        for info in fs.get_file_info(pafs.FileSelector(root, allow_not_found=True)):
             if info.base_name.endswith(".json") and info.base_name not in self._read:
                 with fs.open_input_stream(info.path) as stream:
                     rows = json.loads(stream.read())
