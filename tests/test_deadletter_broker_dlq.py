@@ -211,6 +211,23 @@ def test_the_embedded_broker_is_refused(embedded_broker: Any, tmp_path: Path) ->
         BrokerDeadLetters(str(tmp_path / "j"), config, topic="dlq.t")
 
 
+def test_refusals_are_kept_once_per_record_and_seen_by_every_reader(
+    tmp_path: Path,
+) -> None:
+    from kafka_share_eos.sharegroup.rejections import RecordRejections
+
+    writer, reader = RecordRejections(str(tmp_path)), RecordRejections(str(tmp_path))
+    assert not reader.routed() and reader.refused() == frozenset()
+    assert not (tmp_path / "_rejections").exists()
+    writer.route_here()
+    assert writer.add(3, [("t", 0, 5), ("t", 1, 5)]) == 2
+    # A replayed batch and a redelivery refused again add nothing.
+    assert writer.add(3, [("t", 0, 5), ("t", 1, 5)]) == 0
+    assert writer.add(7, [("t", 1, 5), ("t", 0, 9)]) == 1
+    assert reader.routed()
+    assert reader.decided() == {("t", 0, 5): 3, ("t", 1, 5): 3, ("t", 0, 9): 7}
+
+
 def test_a_source_that_accepts_before_the_strategy_is_refused(tmp_path: Path) -> None:
     from kafka_share_eos.sharegroup.rejections import RecordRejections
     from kafka_share_eos.source.options import SourceOptions

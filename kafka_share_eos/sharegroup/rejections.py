@@ -64,15 +64,15 @@ class RecordRejections:
 
     def add(self, batch_id: int, refused: Iterable[Coordinates]) -> int:
         """Durably add ``refused`` as decided in batch ``batch_id``; return how many were new."""
-        wanted = sorted(set(refused))
-        known = self.refused()
-        if not wanted:
+        new = sorted(set(refused) - self.refused())
+        if not new:
+            # A replayed batch, or a redelivery refused again: already durable.
             return 0
-        payload = json.dumps(wanted).encode()
+        payload = json.dumps(new).encode()
         digest = hashlib.sha256(payload).hexdigest()[:16]
         fs, root = self._open(create=True)
         write_atomically(fs, f"{root}/{batch_id:020d}-{digest}.json", payload)
-        return sum(1 for record in wanted if record not in known)
+        return len(new)
 
     def refused(self) -> frozenset[Coordinates]:
         """Every record decided so far."""
