@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pyarrow as pa
 import pytest
 from helpers.messages import messages
@@ -34,3 +37,30 @@ def test_arrow_schema_is_what_spark_expects(include_headers: bool) -> None:
     assert arrow_schema(include_headers).equals(expected)
     projected = project(pa.Table.from_batches([to_record_batch(messages())]), include_headers)
     assert projected.schema.equals(expected)
+
+
+_WARM_UP = """
+import sys, threading
+from kafka_share_eos.source.schema import prepare_conversion
+started = []
+start = threading.Thread.start
+def counting_start(thread):
+    started.append(thread.name)
+    start(thread)
+threading.Thread.start = counting_start
+before = "pandas" in sys.modules
+prepare_conversion()
+prepare_conversion()
+for thread in threading.enumerate():
+    if thread.name == "kafka-share-arrow-warm-up":
+        thread.join()
+print(before, started, "pandas" in sys.modules)
+"""
+
+
+def test_the_conversion_is_prepared_once_on_a_thread_of_its_own() -> None:
+    # A fresh interpreter, as a source runner is: Arrow's one-time set-up for converting
+    # Python objects (its import of pandas) is done by one thread beside the caller.
+    done = subprocess.run([sys.executable, "-c", _WARM_UP], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split("\n")[0] == "False ['kafka-share-arrow-warm-up'] True"

@@ -20,7 +20,7 @@ from kafka_share_eos.source.group import resolve_group
 from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import AckPolicy, LockBudgetAction, SourceOptions
 from kafka_share_eos.source.planning import Planner, SegmentPartition
-from kafka_share_eos.source.schema import project
+from kafka_share_eos.source.schema import prepare_conversion, project
 from kafka_share_eos.source.slot_planner import SlotPlanner
 from kafka_share_eos.source.slots import SlotPartition
 
@@ -94,6 +94,9 @@ class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             if options.on_executors:
                 self._planner = SlotPlanner(options, self._journal)
             else:
+                # Its consumer's first poll waits out the share group's join, while Arrow's
+                # one-time set-up for the conversion of that poll runs beside it.
+                prepare_conversion()
                 self._planner = BatchPlanner(options, self._journal)
         return self._planner
 

@@ -7,7 +7,9 @@ The journal always keeps headers so a replay is faithful whatever ``includeHeade
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -58,6 +60,20 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+@functools.cache
+def prepare_conversion() -> None:
+    """Convert an empty poll on a thread of its own, once per process.
+
+    Arrow's first conversion from Python objects imports pandas (0.5-2 s on a 2-core
+    machine). Left to the first poll, it holds that poll's records and keeps the next fetch
+    waiting; started when the consumer is created, it overlaps the share group's join, which
+    the first poll waits out anyway.
+    """
+    threading.Thread(
+        target=_record_batch, args=([],), name="kafka-share-arrow-warm-up", daemon=True
+    ).start()
 
 
 def to_record_batch(messages: Sequence[Any]) -> pa.RecordBatch:

@@ -101,7 +101,8 @@ def _planner(
     )
     planner = BatchPlanner(options, Journal(options.journal))
     # pyarrow imports pandas on its first conversion from Python objects: a one-time cost of
-    # any process (Spark's runner has pandas loaded already), not a per-record one.
+    # any process, which Spark's runner pays beside the share group's join
+    # (schema.prepare_conversion), not a per-record one.
     to_record_batch([])
     start = 0
     wall, cpu = time.perf_counter(), time.thread_time()
