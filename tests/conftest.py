@@ -7,7 +7,8 @@ and the toolkit imports some modules on first use from threads of its own (the t
 coordinator prepares its participants at the same time). Outside pytest no import hook parses
 them, so the toolkit itself needs nothing of the kind.
 
-It also selects the tests of the run: the delta-spark tier's, or the main run's.
+It also selects the tests of the run: the delta-spark tier's, or the main run's, and tells the
+Kafka version matrix which modules need a newer release.
 """
 
 from __future__ import annotations
@@ -37,6 +38,22 @@ if TYPE_CHECKING:
 # The delta-spark tier (`./dev test` runs it in .venv-delta-spark, docs/development.md) runs the
 # tests marked `delta_spark` and `older_pyspark`; the main run leaves the `delta_spark` ones out.
 DELTA_SPARK_TIER = os.environ.get("KSE_TIER") == "delta-spark"
+
+
+# Kafka-tier modules that need a newer release than the version matrix's oldest: a group's own
+# delivery limit is a group config since 4.3, the brokers' dead-letter queue came with 4.4
+# (share.version=2). The matrix (--kafka-versions) leaves their copies on older releases out.
+KAFKA_SINCE = {
+    "test_kafka_delivery_limit.py": "4.3",
+    "test_deadletter_broker_dlq.py": "4.4",
+    "test_deadletter_broker_dlq_crash.py": "4.4",
+}
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    since = KAFKA_SINCE.get(item.path.name)
+    if since is not None and item.get_closest_marker("kafka_since") is None:
+        item.add_marker(pytest.mark.kafka_since(since))
 
 
 @pytest.hookimpl(tryfirst=True)

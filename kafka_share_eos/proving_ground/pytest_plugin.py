@@ -15,6 +15,11 @@
   records only (``@pytest.mark.record_lock_ms(n)``, ``@pytest.mark.delivery_limit(n)`` and
   ``@pytest.mark.session_timeout_ms(n)`` set the group's own lock, delivery limit and session
   timeout).
+- ``--kafka-versions=all`` (or ``KSE_KAFKA_VERSIONS``, or releases by number, comma-separated):
+  every test on ``kafka_cluster`` runs once per release, on a cluster of that release; the copies
+  on releases other than the launcher's count as ``full``, and a test marked
+  ``kafka_since("4.3")`` (or using ``delivery_limit(n)``, a group config of 4.3) gets none on
+  older releases.
 - ``s3_server``: one S3-compatible server (SeaweedFS, built once with Go) per test session;
   ``azurite_server``: one Azure Blob emulator (Azurite, fetched once with npm) per test session.
   Tests isolate themselves by key prefix.
@@ -91,14 +96,63 @@ def private_share_topic(request: pytest.FixtureRequest) -> Iterator[ShareTopic]:
 
 
 @pytest.fixture(scope="session")
-def kafka_cluster() -> Iterator[KafkaCluster]:
+def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
     """A single-node Apache Kafka shared by the session; tests isolate themselves by topic and
     share group. Its proxied listener lets a test cut its own clients off (and heals at its
-    end)."""
+    end). It runs the launcher's release, or the matrix's (``--kafka-versions``)."""
     from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
 
-    with KafkaCluster(proxy=True) as cluster:
+    with KafkaCluster(proxy=True, version=getattr(request, "param", None)) as cluster:
         yield cluster
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--kafka-versions", default=None, metavar="RELEASES",
+        help="run every test on the kafka_cluster fixture on each of these Apache Kafka "
+             "releases (comma-separated, or 'all' for the supported matrix; default: "
+             "KSE_KAFKA_VERSIONS, else the launcher's release only); copies on releases other "
+             "than the launcher's are marked `full`",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    from kafka_share_eos.proving_ground.launchers.kafka_dist import kafka_versions
+
+    versions = kafka_versions(metafunc.config.getoption("kafka_versions"))
+    if "kafka_cluster" in metafunc.fixturenames and len(versions) > 1:
+        # Session-scoped, so pytest orders the tests by release and starts each cluster once.
+        metafunc.parametrize("kafka_cluster", versions, indirect=True, scope="session",
+                             ids=[f"kafka-{version}" for version in versions])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Before `-m` selects: the other releases' copies are `full`, so CI keeps the launcher's.
+    from kafka_share_eos.proving_ground.launchers.kafka_dist import kafka_version, release_key
+
+    unsupported: set[pytest.Item] = set()
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        version = callspec.params.get("kafka_cluster") if callspec is not None else None
+        if version is None:
+            continue
+        if version != kafka_version():
+            item.add_marker(pytest.mark.full)
+        if release_key(version) < release_key(_kafka_since(item)):
+            unsupported.add(item)
+    if unsupported:
+        config.hook.pytest_deselected(items=list(unsupported))
+        items[:] = [item for item in items if item not in unsupported]
+
+
+def _kafka_since(item: pytest.Item) -> str:
+    """The oldest release with what the test needs of Kafka."""
+    marker = item.get_closest_marker("kafka_since")
+    if marker is not None:
+        return str(marker.args[0])
+    # The kafka_topic fixture sets the group's own delivery limit, a group config since 4.3.
+    return "4.3" if item.get_closest_marker("delivery_limit") is not None else "0"
 
 
 @pytest.fixture
@@ -211,3 +265,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "session_timeout_ms(n): share.session.timeout.ms of the kafka_topic's group"
     )
     config.addinivalue_line("markers", "kafka: starts Apache Kafka (the kafka_cluster fixture)")
+    config.addinivalue_line(
+        "markers", "kafka_since(release): needs Apache Kafka `release` or newer; the version "
+        "matrix (--kafka-versions) runs it on those releases only"
+    )

@@ -7,7 +7,8 @@ archive. The jars of one version go to ``$XDG_CACHE_HOME/kafka-share-eos/kafka-<
 
 Version pinned: :data:`KAFKA_VERSION`. Share groups are production-ready from Kafka 4.2; 4.4.0 is
 the newest release served and its share groups work with the pinned confluent-kafka
-``ShareConsumer`` (librdkafka 2.16): see docs/real-cluster.md for what was run.
+``ShareConsumer`` (librdkafka 2.16). :data:`KAFKA_VERSIONS` is the matrix of supported releases
+the tests run on (see docs/real-cluster.md for what was run on each).
 """
 
 from __future__ import annotations
@@ -28,11 +29,45 @@ KAFKA_VERSION = "4.4.0"
 KAFKA_VERSION_ENV = "KSE_KAFKA_VERSION"
 """Environment variable that picks another Apache Kafka release (4.2.0 or later)."""
 
+KAFKA_VERSIONS = ("4.2.2", "4.3.1", "4.4.0")
+"""The newest patch of every supported minor release, oldest first: CI runs one exactly-once
+cell on each, and the Kafka tier runs on each with ``--kafka-versions=all``."""
+
+KAFKA_VERSIONS_ENV = "KSE_KAFKA_VERSIONS"
+"""Environment variable naming the releases of the test matrix (comma-separated, or ``all``)."""
+
 _LOG4J_VERSION = "2.25.5"
 _KAFKA = CachedProgram("kafka", KAFKA_VERSION, KAFKA_VERSION_ENV)
 
 kafka_version = _KAFKA.version
 """The Apache Kafka release to run: ``KSE_KAFKA_VERSION`` or :data:`KAFKA_VERSION`."""
+
+
+def kafka_versions(names: str | None = None) -> tuple[str, ...]:
+    """The releases of the test matrix, oldest first: ``names`` (comma-separated, ``all`` for
+    :data:`KAFKA_VERSIONS`), else ``KSE_KAFKA_VERSIONS``, else :func:`kafka_version` alone;
+    :func:`kafka_version` is always among them.
+
+    Raises:
+        KafkaLauncherError: a name that is not a release number.
+    """
+    names = names or os.environ.get(KAFKA_VERSIONS_ENV) or ""
+    wanted = {kafka_version()}
+    for name in filter(None, (part.strip() for part in names.split(","))):
+        if name == "all":
+            wanted.update(KAFKA_VERSIONS)
+        elif re.fullmatch(r"\d+\.\d+\.\d+", name):
+            wanted.add(name)
+        else:
+            raise KafkaLauncherError(
+                f"{name!r} is not an Apache Kafka release (write them like 4.2.2, or 'all')"
+            )
+    return tuple(sorted(wanted, key=release_key))
+
+
+def release_key(version: str) -> tuple[int, ...]:
+    """``version`` as numbers, for ordering releases (``"4.10.0"`` after ``"4.9.1"``)."""
+    return tuple(int(part) for part in re.findall(r"\d+", version))
 
 
 def java_binary() -> Path:
@@ -121,14 +156,15 @@ def release_features(version: str, bootstrap_servers: str) -> dict[str, int]:
 
 
 def main() -> None:
-    """``python -m kafka_share_eos.proving_ground.launchers.kafka_dist``: fetch the jars now (the
-    test command does, so that a failed fetch fails it at once with Maven's reason); silent when
-    they are there."""
+    """``python -m kafka_share_eos.proving_ground.launchers.kafka_dist``: fetch the jars of every
+    release the tests run now, the matrix's included (the test command does, so that a failed
+    fetch fails it at once with Maven's reason); silent when they are there."""
     import sys
 
     try:
         java_binary()
-        kafka_jars()
+        for version in {*kafka_versions(), *KAFKA_VERSIONS}:
+            kafka_jars(version)
     except KafkaLauncherError as error:
         print(f"kafka-share-eos: {error}", file=sys.stderr)
         sys.exit(1)
