@@ -1,5 +1,6 @@
 """The Apache Kafka peers at tiny sizes: every comparison runs on one broker and reads every record,
-Spark's Kafka source in the pyspark 4.2 tier when that tier exists, and the rows are well formed.
+Spark's Kafka source and sink in the pyspark 4.2 tier when that tier exists (the Kafka topic
+sink's output holding each record once), and the rows are well formed.
 
 Timings are not asserted. Marked full: a broker, four Spark applications and the tier's.
 """
@@ -21,7 +22,7 @@ pytestmark = [pytest.mark.full, pytest.mark.spark, pytest.mark.kafka, pytest.mar
 def test_every_peer_reads_every_record_and_rows_are_well_formed() -> None:
     result = run(records=4_000, poll_records=1_000, consumers_records=4_000,
                  consumers_per_trigger=1_000, pipeline_records=2_000, pipeline_per_trigger=1_000,
-                 rounds=1)
+                 rounds=1, long_records=3_000)
 
     rows = {row.name: row for row in peers_ratios(result)}
     for row in rows.values():
@@ -29,6 +30,9 @@ def test_every_peer_reads_every_record_and_rows_are_well_formed() -> None:
     assert str(rows["kafka-share source, afterJournal, stream rate vs raw ShareConsumer loop, "
                     "Apache Kafka"].target) == "≥ 0.9"
     assert rows["raw share-group loop vs raw consumer-group loop, Apache Kafka"].target is None
+    join = rows["start() to first record: kafka-share query vs raw ShareConsumer subscribe to "
+                "first record, Apache Kafka"]
+    assert str(join.target) == "≤ 1.1" and result["join_raw_s"] > 0
     for n in (2, 4):
         name = f"consumers={n} vs {n} raw ShareConsumer processes, records per second, Apache Kafka"
         assert str(rows[name].target) == "≥ 0.8"
@@ -41,3 +45,13 @@ def test_every_peer_reads_every_record_and_rows_are_well_formed() -> None:
         row = rows[f"end-to-end {strategy}: kafka-share exactly once vs Spark's Kafka source "
                    "at least once"]
         assert str(row.target) == "≥ 0.8"
+        long = rows[f"end-to-end {strategy}: kafka-share exactly once vs Spark's Kafka source "
+                    "at least once, 3k records"]
+        assert str(long.target) == "≥ 1.0"
+        assert peer["long"][strategy]["rounds"][0]["exactly_once"]["records"] == 3_000
+    sink = rows["Kafka topic sink exactly once vs Spark's Kafka sink at least once, kafka-share "
+                "source"]
+    assert str(sink.target) == "≥ 0.9"
+    for sides in peer["topic_sink"]["rounds"]:
+        assert sides["exactly_once"]["committed_output"] == 2_000
+        assert sides["spark_kafka"]["committed_output"] >= 2_000

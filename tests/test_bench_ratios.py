@@ -10,7 +10,7 @@ from kafka_share_eos.cli.bench import markdown
 from kafka_share_eos.proving_ground.bench.peer_ratios import consumers_ratios, peers_ratios
 from kafka_share_eos.proving_ground.bench.peers import SPARK_KAFKA_ROW
 from kafka_share_eos.proving_ground.bench.ratios import Ratio, two_phase_ratios
-from kafka_share_eos.proving_ground.bench.spark_kafka import run_in_tier
+from kafka_share_eos.proving_ground.bench.spark_kafka import Workload, run_in_tier
 from kafka_share_eos.proving_ground.bench.suite import BENCHMARKS, QUICK, SuiteResult, run_suite
 
 
@@ -83,14 +83,17 @@ def _peers(spark_kafka: dict[str, Any]) -> dict[str, Any]:
             "source_records_per_second": 950.0, "source_vs_raw": 0.95,
             "share_loop_records_per_second": 500.0, "consumer_loop_records_per_second": 1_000.0,
             "share_vs_consumer_group": 0.5, "consumers": _consumers(raw=True),
-            "spark_kafka": spark_kafka}
+            "join_raw_s": 5.0, "join_query_s": 5.2, "join_query_planning_s": 4.9,
+            "join_ratio": 1.04, "spark_kafka": spark_kafka}
 
 
 def test_peers_rows_on_apache_kafka_with_and_without_spark_kafka() -> None:
-    measured = {"spark": "4.2.0", "records": 2_000, "per_trigger": 1_000, "strategies": {
-        "dedup": {"ratio": 0.75, "running_ratio": 0.9, "rounds": [{
-            "exactly_once": {"records_per_second": 750.0, "start_s": 5.0},
-            "spark_kafka": {"records_per_second": 1_000.0, "start_s": 0.2}}]}}}
+    contest = {"ratio": 0.75, "running_ratio": 0.9, "rounds": [{
+        "exactly_once": {"records_per_second": 750.0, "start_s": 5.0},
+        "spark_kafka": {"records_per_second": 1_000.0, "start_s": 0.2}}]}
+    measured = {"spark": "4.2.0", "records": 2_000, "long_records": 1_000_000,
+                "per_trigger": 1_000, "strategies": {"dedup": contest},
+                "long": {"dedup": {**contest, "ratio": 1.05}}, "topic_sink": contest}
     rows = _by_name(peers_ratios(_peers(measured)))
 
     assert rows["kafka-share source, afterJournal, stream rate vs raw ShareConsumer loop, "
@@ -105,6 +108,15 @@ def test_peers_rows_on_apache_kafka_with_and_without_spark_kafka() -> None:
     assert str(pipeline.target) == "≥ 0.8" and pipeline.meets is False
     assert "Spark 4.2.0" in pipeline.detail
     assert "from the first records on 0.90x (start-up 5.0 s against 0.2 s)" in pipeline.detail
+    long = rows["end-to-end dedup: kafka-share exactly once vs Spark's Kafka source at least "
+                "once, 1M records"]
+    assert str(long.target) == "≥ 1" and long.meets and "1M records" in long.detail
+    sink = rows["Kafka topic sink exactly once vs Spark's Kafka sink at least once, kafka-share "
+                "source"]
+    assert str(sink.target) == "≥ 0.9" and sink.meets is False
+    join = rows["start() to first record: kafka-share query vs raw ShareConsumer subscribe to "
+                "first record, Apache Kafka"]
+    assert str(join.target) == "≤ 1.1" and join.meets and "5.20 vs 5.00 s" in join.detail
 
     without = peers_ratios(_peers({"not_run": "no tier"}))
     assert not any("Spark's Kafka source" in row.name for row in without)
@@ -137,7 +149,7 @@ def test_a_failed_benchmark_with_a_multi_line_error_keeps_the_table_to_one_row_e
 def test_spark_kafka_peer_without_the_pyspark_4_2_tier_is_not_run_with_the_reason(
     tmp_path: Path,
 ) -> None:
-    result = run_in_tier("127.0.0.1:9", "t", 10, 10, 1, "postgresql://x",
+    result = run_in_tier(Workload("127.0.0.1:9", "t", 10, 10, 1, "postgresql://x", "long", 20, 1),
                          python=tmp_path / "missing" / "python")
 
     assert set(result) == {"not_run"}

@@ -8,6 +8,9 @@ group of its own reading from the earliest offset:
   sink) against a bare ``ShareConsumer`` loop, as
   :mod:`~kafka_share_eos.proving_ground.bench.source` does on the embedded broker (stream rate
   against the raw loop's rate, medians over rounds);
+- *join*: a ``kafka-share`` query's time from ``start()`` to its first records against a bare
+  ``ShareConsumer``'s from ``subscribe`` (:mod:`~kafka_share_eos.proving_ground.bench.join`):
+  whether a query's start-up is Kafka's or the toolkit's;
 - *queues*: a bare share-group loop against a bare consumer-group loop, one process each
   (:mod:`~kafka_share_eos.proving_ground.bench.raw_group`): the price Kafka itself puts on queues;
 - *consumers*: ``consumers=N`` against N raw ``ShareConsumer`` processes
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_share_eos.errors import ConfigurationError
-from kafka_share_eos.proving_ground.bench import consumers, raw_group, source, spark_kafka
+from kafka_share_eos.proving_ground.bench import consumers, join, raw_group, source, spark_kafka
 from kafka_share_eos.proving_ground.bench.common import (
     kafka_cluster,
     postgres_database,
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
 
 PIPELINE_TOPIC = "bench-peers-pipelines"
+LONG_TOPIC = "bench-peers-long"
 PARTITIONS = 8
 SPARK_KAFKA_ROW = "kafka-share pipelines exactly once vs Spark's Kafka source at least once"
 
@@ -48,8 +52,8 @@ SPARK_KAFKA_ROW = "kafka-share pipelines exactly once vs Spark's Kafka source at
 def _source_and_queues(
     kafka: KafkaCluster, work: Path, records: int, poll_records: int, rounds: int
 ) -> list[dict[str, Any]]:
-    """Rounds of the raw share loop, the ``kafka-share`` query and the raw consumer-group
-    loop, in one Spark session."""
+    """Rounds of the raw share loop, the ``kafka-share`` query, the raw consumer-group loop and
+    the start-up of a query against a raw consumer's, in one Spark session."""
     from kafka_share_eos.proving_ground.launchers.spark import local_spark_session
     from kafka_share_eos.source import register
 
@@ -75,8 +79,11 @@ def _source_and_queues(
                                     f"bench-share-loop-{n}", poll_records)
             group = raw_group.drain("consumer", bootstrap, source.TOPIC, records, 1,
                                     f"bench-consumer-loop-{n}", poll_records)
+            joined = join.measure(spark, bootstrap, source.TOPIC, work, poll_records, str(n),
+                                  earliest)
             raw_rate = raw["records"] / raw["seconds"]
             measured.append({
+                **{f"join_{key}": value for key, value in joined.items()},
                 "raw_records_per_second": raw_rate,
                 "source_records_per_second": query["stream_records_per_second"],
                 "source_vs_raw": query["stream_records_per_second"] / raw_rate,
@@ -98,6 +105,8 @@ def run(
     pipeline_records: int = 100_000,
     pipeline_per_trigger: int = 10_000,
     rounds: int = 3,
+    long_records: int = 1_000_000,
+    long_rounds: int = 1,
     drain_idle_ms: int = consumers.DRAIN_IDLE_MS,
     kafka: KafkaCluster | None = None,
     postgres_url: str | None = None,
@@ -112,6 +121,8 @@ def run(
         pipeline_records: records each pipeline of the Spark Kafka comparison reads.
         pipeline_per_trigger: records per micro-batch of those pipelines.
         rounds: rounds of every comparison; ratios are medians over them.
+        long_records: records each pipeline of the Spark Kafka comparison's long runs reads.
+        long_rounds: rounds of those long runs.
         drain_idle_ms: ``availableNowIdleMs`` of the consumers drains.
         kafka: a running broker to share with the run's other Kafka benchmarks.
         postgres_url: a database for the pipelines' Postgres sinks (default: a throwaway
@@ -123,7 +134,7 @@ def run(
         RuntimeError: a contender did not read every record.
     """
     if min(records, poll_records, consumers_records, consumers_per_trigger, pipeline_records,
-           pipeline_per_trigger, rounds) < 1:
+           pipeline_per_trigger, rounds, long_records, long_rounds) < 1:
         raise ConfigurationError("every size of the peers benchmark must be at least 1")
     with kafka_cluster(kafka) as cluster, \
             tempfile.TemporaryDirectory(prefix="kse-bench-peers-") as tmp:
@@ -131,13 +142,16 @@ def run(
         for topic, partitions in ((source.TOPIC, 32), (source.WARM_UP_TOPIC, 1),
                                   (consumers.TOPIC, PARTITIONS),
                                   (consumers.WARM_UP_TOPIC, max(consumers.CONSUMER_COUNTS)),
-                                  (PIPELINE_TOPIC, PARTITIONS)):
+                                  (PIPELINE_TOPIC, PARTITIONS), (LONG_TOPIC, PARTITIONS),
+                                  *((out, PARTITIONS)
+                                    for out in spark_kafka.sink_outputs(rounds))):
             cluster.create_topic(topic, partitions)
         produce(bootstrap, source.TOPIC, records, 32, 100)
         produce(bootstrap, consumers.TOPIC, consumers_records, PARTITIONS, 100)
         produce(bootstrap, consumers.WARM_UP_TOPIC, consumers.WARM_UP_RECORDS,
                 max(consumers.CONSUMER_COUNTS), 100)
         produce(bootstrap, PIPELINE_TOPIC, pipeline_records, PARTITIONS, 100)
+        produce(bootstrap, LONG_TOPIC, long_records, PARTITIONS, 100)
 
         def earliest(group: str) -> None:
             cluster.set_group_config(group, {"share.auto.offset.reset": "earliest"})
@@ -146,8 +160,10 @@ def run(
         on_kafka = consumers.measure(bootstrap, work, consumers_records, consumers_per_trigger,
                                      rounds, drain_idle_ms, earliest)
         with postgres_database(postgres_url) as url:
-            peer = spark_kafka.run_in_tier(bootstrap, PIPELINE_TOPIC, pipeline_records,
-                                           pipeline_per_trigger, rounds, url)
+            peer = spark_kafka.run_in_tier(
+                spark_kafka.Workload(bootstrap, PIPELINE_TOPIC, pipeline_records,
+                                     pipeline_per_trigger, rounds, url, LONG_TOPIC,
+                                     long_records, long_rounds))
     result: dict[str, Any] = {"records": records, "rounds": measured,
                               "consumers": {**on_kafka, "partitions": PARTITIONS},
                               "spark_kafka": peer}
@@ -161,11 +177,12 @@ def run(
 def main() -> None:
     sizes = {"records": 600_000, "poll_records": 50_000, "consumers_records": 200_000,
              "consumers_per_trigger": 40_000, "pipeline_records": 100_000,
-             "pipeline_per_trigger": 10_000, "rounds": 3}
+             "pipeline_per_trigger": 10_000, "rounds": 3, "long_records": 1_000_000,
+             "long_rounds": 1}
     args = script_parser(__doc__, sizes).parse_args()
     result = run(args.records, args.poll_records, args.consumers_records,
                  args.consumers_per_trigger, args.pipeline_records, args.pipeline_per_trigger,
-                 args.rounds)
+                 args.rounds, args.long_records, args.long_rounds)
     print(json.dumps(result, indent=2))
 
 

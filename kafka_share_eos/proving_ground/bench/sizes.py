@@ -50,6 +50,10 @@ class Sizes:
     """The Apache Kafka peers: the source's and raw loops' records and polls, the consumers'
     records (with the consumers' batches), the Spark Kafka comparison's records (with the
     end-to-end batches), and their rounds."""
+    peers_long_records: int = 1_000_000
+    peers_long_rounds: int = 1
+    """The Spark Kafka comparison at a length where the share group's join no longer outweighs
+    the work: its records (with the end-to-end batches) and rounds."""
     object_store_records: int = 200_000
     object_store_rounds: int = 3
     object_store_dedup_batches: int = 15
@@ -84,7 +88,9 @@ class Sizes:
             f"{self.kafka_topic_batches} x {count(self.kafka_topic_batch_rows)} records; "
             f"Kafka peers source {count(self.peers_records)}, consumers "
             f"{count(self.peers_consumers_records)}, pipelines "
-            f"{count(self.peers_pipeline_records)} records, {self.peers_rounds} round(s); "
+            f"{count(self.peers_pipeline_records)} records, {self.peers_rounds} round(s), "
+            f"long pipelines {count(self.peers_long_records)} records, "
+            f"{self.peers_long_rounds} round(s); "
             f"object store {count(self.object_store_records)} records, "
             f"{self.object_store_rounds} round(s), {self.object_store_dedup_batches} x "
             f"{count(self.dedup_batch_rows)}-row dedup batches"
@@ -154,6 +160,7 @@ QUICK = Sizes(
     peers_consumers_records=100_000,
     peers_pipeline_records=30_000,
     peers_rounds=1,
+    peers_long_records=200_000,
     object_store_records=100_000,
     object_store_rounds=1,
     left_out=("kafka-topic", "kafka peers", "delta-spark", "object-store", "metrics"),

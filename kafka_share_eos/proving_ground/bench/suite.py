@@ -186,6 +186,8 @@ def _run_peers(sizes: Sizes, shared: _Resources) -> dict[str, Any]:
             consumers_records=sizes.peers_consumers_records,
             consumers_per_trigger=sizes.consumers_per_trigger,
             pipeline_records=sizes.peers_pipeline_records,
+            long_records=sizes.peers_long_records,
+            long_rounds=sizes.peers_long_rounds,
             pipeline_per_trigger=sizes.end_to_end_per_trigger,
             rounds=sizes.peers_rounds,
             drain_idle_ms=sizes.consumers_drain_idle_ms or consumers.DRAIN_IDLE_MS,
