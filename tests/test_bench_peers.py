@@ -47,7 +47,7 @@ def test_every_peer_reads_every_record_and_rows_are_well_formed() -> None:
         assert str(row.target) == "≥ 0.8"
         long = rows[f"end-to-end {strategy}: kafka-share exactly once vs Spark's Kafka source "
                     "at least once, 3k records"]
-        assert str(long.target) == "≥ 1.0"
+        assert str(long.target) == "≥ 1"
         assert peer["long"][strategy]["rounds"][0]["exactly_once"]["records"] == 3_000
     sink = rows["Kafka topic sink exactly once vs Spark's Kafka sink at least once, kafka-share "
                 "source"]
