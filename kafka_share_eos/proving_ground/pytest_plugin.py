@@ -39,6 +39,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from kafka_share_eos.proving_ground.broker import EmbeddedBroker
+from kafka_share_eos.proving_ground.launchers.kafka_dist import (
+    KAFKA_VERSIONS,
+    kafka_version,
+    kafka_versions,
+    release_key,
+)
 from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases, postgres_for_tests
 
 if TYPE_CHECKING:
@@ -117,8 +123,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    from kafka_share_eos.proving_ground.launchers.kafka_dist import kafka_versions
-
     versions = kafka_versions(metafunc.config.getoption("kafka_versions"))
     if "kafka_cluster" in metafunc.fixturenames and len(versions) > 1:
         # Session-scoped, so pytest orders the tests by release and starts each cluster once.
@@ -129,8 +133,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Before `-m` selects: the other releases' copies are `full`, so CI keeps the launcher's.
-    from kafka_share_eos.proving_ground.launchers.kafka_dist import kafka_version, release_key
-
     unsupported: set[pytest.Item] = set()
     for item in items:
         callspec = getattr(item, "callspec", None)
@@ -152,7 +154,7 @@ def _kafka_since(item: pytest.Item) -> str:
     if marker is not None:
         return str(marker.args[0])
     # The kafka_topic fixture sets the group's own delivery limit, a group config since 4.3.
-    return "4.3" if item.get_closest_marker("delivery_limit") is not None else "0"
+    return "4.3" if item.get_closest_marker("delivery_limit") is not None else KAFKA_VERSIONS[0]
 
 
 @pytest.fixture

@@ -163,7 +163,7 @@ def main() -> None:
 
     try:
         java_binary()
-        for version in {*kafka_versions(), *KAFKA_VERSIONS}:
+        for version in sorted({*kafka_versions(), *KAFKA_VERSIONS}, key=release_key):
             kafka_jars(version)
     except KafkaLauncherError as error:
         print(f"kafka-share-eos: {error}", file=sys.stderr)
