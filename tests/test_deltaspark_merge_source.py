@@ -82,6 +82,11 @@ def test_only_a_batch_that_may_repeat_a_key_is_deduplicated(spark: SparkSession)
         assert deduplicated.deduplicated and "Window" in plan(deduplicated.rows)
         rows = sorted((r["offset"], r["v"]) for r in deduplicated.rows.collect())
         assert rows == [(0, 1), (1, 3)]
+    # A batch the caller cached is used as it is, and left cached.
+    cached = batch(spark, [0, 1]).persist()
+    with merge_source(cached, keys, "v") as source:
+        assert source.rows is cached and not source.deduplicated
+    assert cached.storageLevel.useMemory
 
 
 def test_repeated_keys_keep_their_highest_version_through_either_path(

@@ -1,7 +1,8 @@
 """A batch made into the source of one delta-spark MERGE: counted, deduplicated when it must be,
 bounded.
 
-The batch is persisted and one Spark job over it gives, besides filling the cache:
+The batch is persisted (unless the caller cached it) and one Spark job over it gives, besides
+filling the cache:
 
 - its rows, and whether two of them may share a key: the number of distinct ``xxhash64`` values
   of the keys (a set of 8-byte hashes merged from every task, no shuffle of the rows). Equal keys
@@ -77,7 +78,10 @@ def merge_source(batch: DataFrame, key_columns: Sequence[str], version_column: s
         aggregates += [f.count(k), f.min(k), f.max(k)]
     if checked:
         aggregates.append(f.size(f.collect_set(f.xxhash64(*key_columns))))
-    persisted = batch.persist()
+    # A batch the caller cached is already read once and kept: a second copy would only cost.
+    level = batch.storageLevel
+    cached = bool(level.useMemory or level.useDisk or level.useOffHeap)
+    persisted = batch if cached else batch.persist()
     try:
         counted = persisted.agg(*aggregates).first()
         assert counted is not None  # an aggregate without grouping has one row
@@ -90,8 +94,9 @@ def merge_source(batch: DataFrame, key_columns: Sequence[str], version_column: s
         with _deduplicated(persisted, key_columns, version_column) as (rows, distinct):
             yield MergeSource(rows, rows_in, distinct, bounds, deduplicated=True)
     finally:
-        # Blocking: the next batch's jobs find the memory free, not held by this one's rows.
-        persisted.unpersist(blocking=True)
+        if not cached:
+            # Blocking: the next batch's jobs find the memory free, not held by this one's rows.
+            persisted.unpersist(blocking=True)
 
 
 @contextmanager
