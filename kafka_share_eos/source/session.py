@@ -137,10 +137,14 @@ class ShareSession:
             if index == crash_after:
                 consumer.commit_sync()
                 faults.maybe_crash(self._during_ack)
-            rejected = (message.topic(), message.partition(), message.offset()) in reject
-            self.stats.rejected += rejected
+            kind = ack_type
+            # Tested only when the pipeline refuses into the broker's queue: a tuple per
+            # record would cost every other pipeline's hot loop.
+            if reject and (message.topic(), message.partition(), message.offset()) in reject:
+                kind = REJECT
+                self.stats.rejected += 1
             try:
-                acknowledge(message, REJECT if rejected else ack_type)
+                acknowledge(message, kind)
             except (IllegalStateException, KafkaException) as error:
                 # The record is no longer in flight (its session was lost): it will be redelivered.
                 self.stats.on_refused_locally(
