@@ -2,7 +2,8 @@
 
 pyproject.toml's extras install ``spark`` -> pyspark, ``delta`` -> deltalake, ``delta-spark`` ->
 delta-spark (module ``delta``), ``sqlite`` -> SQLAlchemy, ``postgres`` -> SQLAlchemy and psycopg,
-``metrics`` -> prometheus-client (module ``prometheus_client``).
+``metrics`` -> prometheus-client (module ``prometheus_client``), ``broker-dlq`` -> kafka-python
+(module ``kafka``).
 :mod:`kafka_share_eos._libs` holds each library as a module that loads on first use
 (:meth:`Extra.lazy`); the toolkit's modules import it from there at their top and use it by
 attribute (``sa.text(...)``, ``deltalake.write_deltalake(...)``). So importing the toolkit loads
@@ -73,6 +74,7 @@ DELTA_SPARK = Extra("delta-spark", ("delta", "pyspark"))
 SQLITE = Extra("sqlite", ("sqlalchemy",))
 POSTGRES = Extra("postgres", ("sqlalchemy", "psycopg"))
 METRICS = Extra("metrics", ("prometheus_client",))
+BROKER_DLQ = Extra("broker-dlq", ("kafka",))
 # A PostgreSQL URL with another driver than psycopg needs SQLAlchemy (and that driver).
 _POSTGRES_OTHER_DRIVER = Extra("postgres", ("sqlalchemy",))
 
