@@ -213,6 +213,17 @@ TIED: dict[str, list[str]] = {
         r"\(\*kafka peers\*, (?P<lo_kpP>\d\.\d+)-{},".format(X.format("hi_kpP")),
         r"its own append\*\* \({} at 20k rows and {} at 1M".format(
             X.format("v_ds20k"), X.format("v_ds1M")),
+        r"\*\*The join, measured\*\* \({} in the latest full run".format(X.format("v_kpJ")),
+        r"the sink with `source_header=False` 51\.1 ms \({} too\)".format(X.format("v_ktS0")),
+        r"check can reach {};".format(X.format("t_ds1M")),
+        r"`txnAppId`/`txnVersion`; target {}\): met".format(X.format("t_dsU20k")),
+        r"met in the latest full run, {} its rate at 20k rows \(11 615 against 9 488 rows/s\) and "
+        r"{} at 1M".format(X.format("v_dsU20k"), X.format("v_dsU1M")),
+        r"vs Spark's Kafka sink\*\* \(\*kafka peers\*, {} in the latest full run".format(
+            X.format("v_kpK")),
+        r"at {} \(upsert, Postgres: 30 362 against 52 392 records/s\), {} \(upsert, Delta: 30 128 "
+        r"against 56 383\), {} \(dedup\) and {} \(two-phase\)".format(
+            *(X.format(f"v_kpL{key}") for key in ("P", "D", "DD", "2P"))),
     ],
     "source.md": [
         r"planning path without Spark \| {} \| ≥ {}".format(X.format("v_plan"), X.format("t_plan")),
