@@ -128,12 +128,12 @@ def test_a_failed_fetch_gives_mavens_reason(tmp_path: Path) -> None:
 
 
 def test_a_cluster_id_that_starts_with_a_dash_formats(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kafka_share_eos.proving_ground.launchers import kafka_cluster
+    from kafka_share_eos.proving_ground.launchers import kafka_cluster, kafka_jvm
 
     # URL-safe base64 of a first byte 0xF8 starts with "-": one random id in 64 does.
     dashed = base64.urlsafe_b64encode(b"\xf8" + bytes(15)).decode().rstrip("=")
     assert dashed.startswith("-")
-    monkeypatch.setattr(kafka_cluster, "_cluster_id", lambda: dashed)
+    monkeypatch.setattr(kafka_jvm, "new_cluster_id", lambda: dashed)
     with kafka_cluster.KafkaCluster() as cluster:
         cluster.create_topic("dashed", 1)
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})

@@ -170,11 +170,11 @@ QUICK = Sizes(
     object_store_rounds=1,
     left_out=("kafka-topic", "kafka peers", "delta-spark", "object-store", "metrics"),
 )
-"""Sizes for a run under three minutes on an idle 2-core machine: one round each, a third of
-the full run's source records (over as many records per partition), half its records for the consumers (with its 40k-record batches,
-so each contender's Spark application start does not dominate), ``consumers`` = 1 and 4 only
-(each contender is a Spark application of its own, whose start is most of its time) and a 2 s
-idle end to their drains, fewer end-to-end records, smaller ledgers (no 10M one), a memory run
-of 20 batches; batches and polls as large as the full run's where a ratio depends on them. The
-benchmarks that start Apache Kafka or the pyspark 4.2 child are left out: their JVMs' start
-alone takes about a minute."""
+"""Sizes for a run under three minutes on an idle 2-core machine: one round each, a third of the
+full run's source records (over as many records per partition), half its records for the
+consumers (with its 40k-record batches, so each contender's Spark application start does not
+dominate), ``consumers`` = 1 and 4 only (each contender is a Spark application of its own, whose
+start is most of its time) and a 2 s idle end to their drains, fewer end-to-end records, smaller
+ledgers (no 10M one), a memory run of 20 batches; batches and polls as large as the full run's
+where a ratio depends on them. The benchmarks that start Apache Kafka or the pyspark 4.2 child
+are left out: their JVMs' start alone takes about a minute."""

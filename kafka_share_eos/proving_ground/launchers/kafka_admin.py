@@ -1,9 +1,10 @@
-"""Admin calls the Kafka launcher makes: which brokers registered, topic creation."""
+"""Admin calls the Kafka launcher makes: which brokers registered, topic creation, users
+and ACLs."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -59,3 +60,38 @@ def create_topic(
                 "its creation"
             )
         time.sleep(0.05)
+
+
+def add_scram_user(admin: AdminClient, user: str, password: str) -> None:
+    """Create (or update) the SCRAM-SHA-512 user ``user``."""
+    from confluent_kafka.admin import (
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    upsert = UserScramCredentialUpsertion(
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password.encode()
+    )
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(30)
+
+
+def allow_acl(admin: AdminClient, user: str, resource: str, name: str,
+              operations: Iterable[str]) -> None:
+    """Let ``user`` do ``operations`` on the ``resource`` named ``name``, by an ACL each."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    bindings = [
+        AclBinding(ResourceType[resource], name, ResourcePatternType.LITERAL, f"User:{user}",
+                   "*", AclOperation[operation], AclPermissionType.ALLOW)
+        for operation in operations
+    ]
+    for future in admin.create_acls(bindings).values():
+        future.result(30)

@@ -30,7 +30,6 @@ import signal
 import subprocess
 import tempfile
 import time
-import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -41,7 +40,11 @@ from confluent_kafka.admin import AdminClient
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.broker.embedded import TopicSpec
 from kafka_share_eos.proving_ground.errors import KafkaLauncherError
-from kafka_share_eos.proving_ground.launchers.kafka_admin import create_topic, registered_brokers
+from kafka_share_eos.proving_ground.launchers.kafka_admin import (
+    add_scram_user,
+    allow_acl,
+    create_topic,
+)
 from kafka_share_eos.proving_ground.launchers.kafka_dist import (
     feature_command,
     finalized_features,
@@ -50,21 +53,25 @@ from kafka_share_eos.proving_ground.launchers.kafka_dist import (
     kafka_version,
     release_features,
 )
+from kafka_share_eos.proving_ground.launchers.kafka_jvm import (
+    START_TIMEOUT_S,
+    NodeJvm,
+    wait_until_registered,
+)
 from kafka_share_eos.proving_ground.launchers.kafka_node import (
     LOG4J2_PROPERTIES,
     KafkaNode,
     cluster_defaults,
-    listens,
-    port_taken,
+    listeners,
 )
 from kafka_share_eos.proving_ground.launchers.kafka_security import ADMIN, SaslSsl
 from kafka_share_eos.proving_ground.launchers.ports import free_ports
-from kafka_share_eos.proving_ground.launchers.process_tree import launch
 from kafka_share_eos.proving_ground.launchers.tcp_proxy import CutMode, TcpProxy
 from kafka_share_eos.proving_ground.signals import deferred_signals
 from kafka_share_eos.sharegroup.group_config import ShareGroupSettings, alter_share_group
 
-START_TIMEOUT_S = 120.0
+__all__ = ["START_TIMEOUT_S", "STOP_GRACE_S", "KafkaCluster"]
+
 STOP_GRACE_S = 10.0
 _START_ATTEMPTS = 3
 
@@ -138,6 +145,7 @@ class KafkaCluster:
         """
         if self.nodes:
             return self
+        # Java first: without it the jars' fetch fails with a message that does not name it.
         java = java_binary()
         jars = kafka_jars(self.version)
         for attempt in range(_START_ATTEMPTS):
@@ -146,10 +154,12 @@ class KafkaCluster:
                 atexit.register(self.stop)
                 self._layout()
             try:
-                self._format(java, jars)
+                jvm = self._jvm(java)
+                jvm.format_storage(self.nodes, jars,
+                                   self.security.format_arguments() if self.security else ())
                 for node in self.nodes:
-                    self._launch(java, node)
-                ready = self._wait_until_ready()
+                    jvm.start(node)
+                ready = wait_until_registered(self.nodes, self.admin)
             except BaseException:
                 self.stop()
                 raise
@@ -233,36 +243,12 @@ class KafkaCluster:
 
     def add_user(self, user: str, password: str) -> None:
         """Create a SCRAM-SHA-512 user on the secured cluster."""
-        from confluent_kafka.admin import (
-            ScramCredentialInfo,
-            ScramMechanism,
-            UserScramCredentialUpsertion,
-        )
-
-        upsert = UserScramCredentialUpsertion(
-            user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password.encode()
-        )
-        for future in self.admin().alter_user_scram_credentials([upsert]).values():
-            future.result(30)
+        add_scram_user(self.admin(), user, password)
 
     def allow(self, user: str, resource: str, name: str, *operations: str) -> None:
         """Let ``user`` do ``operations`` (``"READ"``, ``"WRITE"``, ...) on the ``resource``
         (``"TOPIC"``, ``"GROUP"``, ...) named ``name``, by an ACL."""
-        from confluent_kafka.admin import (
-            AclBinding,
-            AclOperation,
-            AclPermissionType,
-            ResourcePatternType,
-            ResourceType,
-        )
-
-        bindings = [
-            AclBinding(ResourceType[resource], name, ResourcePatternType.LITERAL, f"User:{user}",
-                       "*", AclOperation[operation], AclPermissionType.ALLOW)
-            for operation in operations
-        ]
-        for future in self.admin().create_acls(bindings).values():
-            future.result(30)
+        allow_acl(self.admin(), user, resource, name, operations)
 
     def create_topic(
         self,
@@ -323,8 +309,8 @@ class KafkaCluster:
         if node.running:
             return
         node.version = version or node.version
-        self._launch(java_binary(), node)
-        if not self._wait_until_ready():
+        self._jvm(java_binary()).start(node)
+        if not wait_until_registered(self.nodes, self.admin):
             raise KafkaLauncherError(f"Kafka node {node_id}'s port was taken while it was down")
 
     def features(self) -> dict[str, str]:
@@ -393,7 +379,7 @@ class KafkaCluster:
         for node in self.nodes:
             node.directory.mkdir()
             properties = {
-                **self._listeners(node, listener),
+                **listeners(node, listener, proxied=self.proxy),
                 "process.roles": "broker,controller",
                 "node.id": str(node.node_id),
                 "controller.quorum.voters": voters,
@@ -407,91 +393,6 @@ class KafkaCluster:
                 "".join(f"{key}={value}\n" for key, value in properties.items())
             )
 
-    def _listeners(self, node: KafkaNode, listener: str) -> dict[str, str]:
-        """The node's listeners: its own, the controller's and, with ``proxy``, a second one
-        advertised at its proxy's address."""
-        listeners = [f"{listener}://{node.address}",
-                     f"CONTROLLER://127.0.0.1:{node.controller_port}"]
-        advertised = [f"{listener}://{node.address}"]
-        protocols = [f"{listener}:{listener}", "CONTROLLER:PLAINTEXT"]
-        if self.proxy:
-            (port,) = free_ports(1)
-            node.proxy = TcpProxy(("127.0.0.1", port))
-            listeners.append(f"PROXIED://127.0.0.1:{port}")
-            advertised.append(f"PROXIED://{node.proxy.address}")
-            protocols.append(f"PROXIED:{listener}")
-        return {"listeners": ",".join(listeners), "advertised.listeners": ",".join(advertised),
-                "listener.security.protocol.map": ",".join(protocols)}
-
-    def _format(self, java: Path, jars: Path) -> None:
-        cluster_id = _cluster_id()
-        formats = {
-            node.node_id: launch(
-                [str(java), *self._jvm_options(node), "-cp", f"{jars}/*",
-                 "kafka.tools.StorageTool", "format", "--ignore-formatted",
-                 # One argument: an id starting with "-" (1 in 64) would read as an option.
-                 f"--cluster-id={cluster_id}",
-                 "--config", str(node.directory / "server.properties"),
-                 *(self.security.format_arguments() if self.security else [])],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            )
-            for node in self.nodes
-        }
-        for node_id, process in formats.items():
-            output, _ = process.communicate()
-            if process.returncode != 0:
-                last = output.strip().splitlines()[-1:] or ["no output"]
-                raise KafkaLauncherError(
-                    f"formatting the storage of Kafka node {node_id} failed: {last[0]}"
-                )
-
-    def _jvm_options(self, node: KafkaNode) -> list[str]:
+    def _jvm(self, java: Path) -> NodeJvm:
         assert self._work is not None
-        return [
-            f"-Xmx{self._heap_mb}m", "-Xms128m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-            "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={self._work / 'log4j2.properties'}",
-            f"-Dkse.kafka.log={node.log_file}",
-        ]
-
-    def _launch(self, java: Path, node: KafkaNode) -> None:
-        jars = kafka_jars(node.version)
-        with deferred_signals(), open(node.directory / "stdout.log", "ab") as out:
-            node.process = launch(
-                [str(java), *self._jvm_options(node), "-cp", f"{jars}/*", "kafka.Kafka",
-                 str(node.directory / "server.properties")],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            )
-
-    def _wait_until_ready(self) -> bool:
-        """Whether every running node registered; False when one exited because another
-        process took its port."""
-        wanted = {node.node_id for node in self.nodes if node.running}
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            for node in self.nodes:
-                if node.process is not None and not node.running:
-                    if port_taken(node):
-                        return False
-                    raise KafkaLauncherError(
-                        f"Kafka node {node.node_id} exited with code {node.process.returncode} "
-                        f"while starting: see {node.log_file}"
-                    )
-            # A client started before the brokers listen logs every refused connection.
-            listening = all(listens(node) for node in self.nodes if node.running)
-            if listening and wanted <= registered_brokers(self.admin(), timeout_s=2.0):
-                return True
-            if time.monotonic() > deadline:
-                raise KafkaLauncherError(
-                    f"Kafka brokers {sorted(wanted)} did not all register within "
-                    f"{START_TIMEOUT_S:.0f} s: see {self.nodes[0].log_file}"
-                )
-            time.sleep(0.1)
-
-
-def _cluster_id() -> str:
-    """A random KRaft cluster id: 16 random bytes in URL-safe base64 without padding."""
-    import base64
-
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
+        return NodeJvm(java, self._heap_mb, self._work / "log4j2.properties")

@@ -9,6 +9,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafka_share_eos.proving_ground.launchers.ports import free_ports
 from kafka_share_eos.proving_ground.launchers.tcp_proxy import TcpProxy
 
 LOG4J2_PROPERTIES = """\
@@ -74,6 +75,22 @@ class KafkaNode:
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+
+def listeners(node: KafkaNode, listener: str, *, proxied: bool) -> dict[str, str]:
+    """The node's listener properties: its own, the controller's and, when ``proxied``, a
+    second one advertised at the address of a proxy made for it (kept as ``node.proxy``)."""
+    own = [f"{listener}://{node.address}", f"CONTROLLER://127.0.0.1:{node.controller_port}"]
+    advertised = [f"{listener}://{node.address}"]
+    protocols = [f"{listener}:{listener}", "CONTROLLER:PLAINTEXT"]
+    if proxied:
+        (port,) = free_ports(1)
+        node.proxy = TcpProxy(("127.0.0.1", port))
+        own.append(f"PROXIED://127.0.0.1:{port}")
+        advertised.append(f"PROXIED://{node.proxy.address}")
+        protocols.append(f"PROXIED:{listener}")
+    return {"listeners": ",".join(own), "advertised.listeners": ",".join(advertised),
+            "listener.security.protocol.map": ",".join(protocols)}
 
 
 def listens(node: KafkaNode) -> bool:
