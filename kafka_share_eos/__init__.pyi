@@ -7,6 +7,7 @@ importing the package loads none of the modules below until a name is first used
 
 from .deadletter import DEAD_LETTER_SCHEMA as DEAD_LETTER_SCHEMA
 from .deadletter import BrokerDeadLetters as BrokerDeadLetters
+from .deadletter import DeadLetterPolicy as DeadLetterPolicy
 from .deadletter import DeadLetterSink as DeadLetterSink
 from .deadletter import DeltaDeadLetters as DeltaDeadLetters
 from .deadletter import KafkaDeadLetters as KafkaDeadLetters
@@ -21,13 +22,11 @@ from .errors import ConfigurationError as ConfigurationError
 from .errors import DatabaseUnavailableError as DatabaseUnavailableError
 from .errors import DecisionOverruledError as DecisionOverruledError
 from .errors import DeliveryLimitReached as DeliveryLimitReached
-from .errors import EmbeddedBrokerError as EmbeddedBrokerError
 from .errors import GroupConfigError as GroupConfigError
 from .errors import JournalError as JournalError
 from .errors import KafkaAccessError as KafkaAccessError
 from .errors import KafkaShareEosError as KafkaShareEosError
 from .errors import KafkaTransactionError as KafkaTransactionError
-from .errors import LibrdkafkaNotFoundError as LibrdkafkaNotFoundError
 from .errors import LocationNotFoundError as LocationNotFoundError
 from .errors import MissingColumnsError as MissingColumnsError
 from .errors import MissingExtraError as MissingExtraError
@@ -46,19 +45,20 @@ from .errors import TransformShapeError as TransformShapeError
 from .errors import TwoPhaseCommitError as TwoPhaseCommitError
 from .errors import UnsupportedFormatError as UnsupportedFormatError
 from .errors import ValueNotStorableError as ValueNotStorableError
-from .ledger import DeltaAppendSink as DeltaAppendSink
 from .ledger import RetentionPolicy as RetentionPolicy
 from .monitoring import MetricsServer as MetricsServer
 from .monitoring import PipelineMetrics as PipelineMetrics
 from .monitoring import serve_metrics as serve_metrics
+from .pipeline_status import journal_status as journal_status
 from .proving_ground.broker import EmbeddedBroker as EmbeddedBroker
+from .proving_ground.broker import EmbeddedBrokerError as EmbeddedBrokerError
+from .proving_ground.broker import LibrdkafkaNotFoundError as LibrdkafkaNotFoundError
 from .proving_ground.broker import TopicSpec as TopicSpec
 from .registration import register as register
+from .sinks import DeltaAppendSink as DeltaAppendSink
 from .sinks.sql_values import postgres_array as postgres_array
-from .source.status import journal_status as journal_status
 from .strategies import BatchReport as BatchReport
 from .strategies import CheckpointDedupStore as CheckpointDedupStore
-from .strategies import DeadLetterPolicy as DeadLetterPolicy
 from .strategies import IdempotentUpsertSink as IdempotentUpsertSink
 from .strategies import KafkaTopicSink as KafkaTopicSink
 from .strategies import RecordIdentity as RecordIdentity

@@ -21,13 +21,11 @@ __all__ = [
     "DatabaseUnavailableError",
     "DecisionOverruledError",
     "DeliveryLimitReached",
-    "EmbeddedBrokerError",
     "GroupConfigError",
     "JournalError",
     "KafkaAccessError",
     "KafkaShareEosError",
     "KafkaTransactionError",
-    "LibrdkafkaNotFoundError",
     "LocationNotFoundError",
     "MissingColumnsError",
     "MissingExtraError",
@@ -217,13 +215,3 @@ class DeliveryLimitReached(KafkaShareEosError):
 class NullIdentityError(KafkaShareEosError, ValueError):
     """A row's identity column is null, so its redeliveries could never be recognised."""
 
-
-# -- The brokers and servers the toolkit runs itself, and the verifier
-
-
-class EmbeddedBrokerError(KafkaShareEosError, RuntimeError):
-    """The embedded broker could not start, create a topic, or is not running."""
-
-
-class LibrdkafkaNotFoundError(EmbeddedBrokerError):
-    """The librdkafka shared library bundled with confluent-kafka could not be located."""

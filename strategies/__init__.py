@@ -7,6 +7,7 @@ a :class:`BatchReport` per batch.
 
 from __future__ import annotations
 
+from kafka_share_eos.deadletter import DeadLetterPolicy
 from kafka_share_eos.errors import (
     CommitConflictError,
     MissingColumnsError,
@@ -18,7 +19,6 @@ from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
 from kafka_share_eos.strategies.idempotent_upsert import IdempotentUpsertSink
 from kafka_share_eos.strategies.identity import SOURCE_IDENTITY, RecordIdentity
 from kafka_share_eos.strategies.kafka_topic import KafkaTopicSink
-from kafka_share_eos.strategies.quarantine import DeadLetterPolicy
 from kafka_share_eos.strategies.report import BatchReport, ReportTotals
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
 

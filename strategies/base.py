@@ -21,13 +21,16 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 import pyarrow as pa
 
 from kafka_share_eos import faults
-from kafka_share_eos.deadletter import DeadLetterSink, open_dead_letters
+from kafka_share_eos.deadletter import (
+    DeadLetterPolicy,
+    DeadLetterSink,
+    Screening,
+    open_dead_letters,
+)
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.sinks import RowChecker, UpsertOutcome
 from kafka_share_eos.strategies.identity import SOURCE_IDENTITY, RecordIdentity
-from kafka_share_eos.strategies.quarantine import DeadLetterPolicy
 from kafka_share_eos.strategies.report import BatchReport, ReportLog, ReportTotals
-from kafka_share_eos.strategies.screening import Screening
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

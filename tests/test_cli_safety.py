@@ -15,8 +15,8 @@ import sqlalchemy as sa
 from helpers.batches import source_rows
 
 from kafka_share_eos import IdempotentUpsertSink, JournalError, SqlDeadLetters
-from kafka_share_eos.source.journal import segment_name
-from kafka_share_eos.source.status import journal_status
+from kafka_share_eos.journal.segments import segment_name
+from kafka_share_eos.pipeline_status import journal_status
 
 ROWS = source_rows(topic="t", partition=0, offset=[0])
 

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from kafka_share_eos import EmbeddedBroker
 from kafka_share_eos.cli.main import app
 from kafka_share_eos.deadletter import Rejection, letters, open_dead_letters
+from kafka_share_eos.journal import Journal
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.source.batch_planner import BatchPlanner
-from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
 
 if TYPE_CHECKING:

@@ -214,7 +214,7 @@ def test_the_embedded_broker_is_refused(embedded_broker: Any, tmp_path: Path) ->
 def test_refusals_are_kept_once_per_record_and_seen_by_every_reader(
     tmp_path: Path,
 ) -> None:
-    from kafka_share_eos.sharegroup.rejections import RecordRejections
+    from kafka_share_eos.journal.rejections import RecordRejections
 
     writer, reader = RecordRejections(str(tmp_path)), RecordRejections(str(tmp_path))
     assert not reader.routed() and reader.refused() == frozenset()
@@ -229,7 +229,7 @@ def test_refusals_are_kept_once_per_record_and_seen_by_every_reader(
 
 
 def test_a_source_that_accepts_before_the_strategy_is_refused(tmp_path: Path) -> None:
-    from kafka_share_eos.sharegroup.rejections import RecordRejections
+    from kafka_share_eos.journal.rejections import RecordRejections
     from kafka_share_eos.source.options import SourceOptions
     from kafka_share_eos.source.reader import KafkaShareStreamReader
 

@@ -24,7 +24,7 @@ from kafka_share_eos import (
 from kafka_share_eos.deadletter import SqlDeadLetters
 from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
 from kafka_share_eos.ledger import IdentityLedger, RetentionPolicy
-from kafka_share_eos.source.status import journal_status
+from kafka_share_eos.pipeline_status import journal_status
 from kafka_share_eos.spark_checkpoint import diagnose
 from kafka_share_eos.twophase import FileDecisionLog, TransactionCoordinator
 
@@ -45,8 +45,8 @@ BUILT_IN_BASES = {
     "kafka_share_eos.errors.DeliveryLimitReached": Exception,
     "kafka_share_eos.errors.NullIdentityError": ValueError,
     "kafka_share_eos.errors.TransformShapeError": ValueError,
-    "kafka_share_eos.errors.EmbeddedBrokerError": RuntimeError,
-    "kafka_share_eos.errors.LibrdkafkaNotFoundError": RuntimeError,
+    "kafka_share_eos.proving_ground.broker.errors.EmbeddedBrokerError": RuntimeError,
+    "kafka_share_eos.proving_ground.broker.errors.LibrdkafkaNotFoundError": RuntimeError,
     "kafka_share_eos.proving_ground.errors.PostgresServerError": RuntimeError,
     "kafka_share_eos.proving_ground.errors.PostgresNotFoundError": RuntimeError,
     "kafka_share_eos.proving_ground.errors.Stopped": RuntimeError,

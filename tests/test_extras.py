@@ -97,7 +97,7 @@ def test_every_public_package_imports_with_no_optional_library_installed() -> No
                 "kafka_share_eos.twophase", "kafka_share_eos.sharegroup", "kafka_share_eos.delta",
                 "kafka_share_eos.proving_ground", "kafka_share_eos.proving_ground.bench",
                 "kafka_share_eos.cli", "kafka_share_eos.errors", "kafka_share_eos.source",
-                "kafka_share_eos.source.status"]
+                "kafka_share_eos.pipeline_status"]
     for name in packages:
         importlib.import_module(name)
     from kafka_share_eos import *

@@ -19,13 +19,14 @@ from pyarrow import fs
 
 from kafka_share_eos import formats
 from kafka_share_eos.errors import KafkaShareEosError, UnsupportedFormatError
+from kafka_share_eos.journal import Journal
+from kafka_share_eos.journal.leases import RUNNER, Leases
+from kafka_share_eos.journal.metrics import BatchMetrics
+from kafka_share_eos.journal.metrics_store import MetricsStore, entry_name
+from kafka_share_eos.journal.schema import JOURNAL_SCHEMA
+from kafka_share_eos.journal.segments import segment_name
 from kafka_share_eos.ledger import RECORD_IDENTITY, IdentityLedger
 from kafka_share_eos.sinks.kafka_progress import Marker
-from kafka_share_eos.source.journal import Journal, segment_name
-from kafka_share_eos.source.leases import RUNNER, Lease, locks_of_other_runs_expire_at
-from kafka_share_eos.source.metrics import BatchMetrics
-from kafka_share_eos.source.metrics_store import MetricsStore, entry_name
-from kafka_share_eos.source.schema import JOURNAL_SCHEMA
 from kafka_share_eos.twophase import Decision, FileDecisionLog, Outcome, Token
 from kafka_share_eos.twophase.delta_staging import StagingArea
 
@@ -113,15 +114,15 @@ def test_a_lease_of_v0_is_weighed_and_a_newer_one_refused(tmp_path: Path) -> Non
     shutil.copy(V0 / "lease.json", tmp_path / "_leases" / "123-abc.json")
     until = json.loads((V0 / "lease.json").read_text())["until"]
     hold_ms = int((time.time() - until + 3600) * 1000)
-    assert locks_of_other_runs_expire_at(str(tmp_path), "run-b", hold_ms) == pytest.approx(
+    assert Leases(str(tmp_path)).locks_of_other_runs_expire_at("run-b", hold_ms) == pytest.approx(
         until + hold_ms / 1000)
 
-    lease = Lease(str(tmp_path), RUNNER)
+    lease = Leases(str(tmp_path)).lease(RUNNER)
     lease.renew("run-b", 1.0)
     path = tmp_path / "_leases" / f"{lease.member}.json"
     _bump(path)
     with pytest.raises(UnsupportedFormatError, match=_refusal(path)):
-        locks_of_other_runs_expire_at(str(tmp_path), "run-c", 1000)
+        Leases(str(tmp_path)).locks_of_other_runs_expire_at("run-c", 1000)
 
 
 def test_batch_metrics_of_v0_are_read_and_newer_ones_refused(tmp_path: Path) -> None:

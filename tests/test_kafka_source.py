@@ -9,8 +9,8 @@ import pytest
 from helpers import produce
 from helpers.streaming import Offsets, run_available_now, share_stream
 
+from kafka_share_eos.pipeline_status import journal_status
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
-from kafka_share_eos.source.status import journal_status
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers.ledgers import records
 
-from kafka_share_eos.ledger.identity_ledger import offset_ranges
+from kafka_share_eos.ledger.rows import offset_ranges
 
 pytestmark = pytest.mark.timeout(120)
 

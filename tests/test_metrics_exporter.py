@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from kafka_share_eos import ConfigurationError, PipelineMetrics, serve_metrics
-from kafka_share_eos.source.metrics_store import MetricsStore
+from kafka_share_eos.journal.metrics_store import MetricsStore
 from kafka_share_eos.strategies import IdempotentUpsertSink
 
 

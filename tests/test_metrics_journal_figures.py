@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 from helpers.metrics import batch_metrics
 
+from kafka_share_eos.journal import Journal
+from kafka_share_eos.journal.metrics_store import MetricsStore
 from kafka_share_eos.monitoring.journal_figures import JournalFigures
-from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.metrics_store import MetricsStore
 from kafka_share_eos.storage import Location
 
 SEGMENT = pa.record_batch({"offset": pa.array([1, 2], pa.int64())})

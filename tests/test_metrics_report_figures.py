@@ -11,8 +11,8 @@ import pyarrow as pa
 from helpers.batches import source_rows
 
 from kafka_share_eos.deadletter import SqlDeadLetters
-from kafka_share_eos.ledger import DeltaAppendSink
 from kafka_share_eos.monitoring.report_figures import ReportFigures
+from kafka_share_eos.sinks import DeltaAppendSink
 from kafka_share_eos.strategies import (
     CheckpointDedupStore,
     DeadLetterPolicy,

@@ -18,7 +18,7 @@ from helpers import produce
 from helpers.readme_pipeline import LOCK_MS, SESSION_TIMEOUT_MS, orders
 
 from kafka_share_eos import EmbeddedBroker
-from kafka_share_eos.source.status import journal_status
+from kafka_share_eos.pipeline_status import journal_status
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.timeout(600)]
 

@@ -24,8 +24,8 @@ from helpers.planned_orders import (
 from helpers.planning import broker_fixture, planner_options
 
 from kafka_share_eos import EmbeddedBroker
+from kafka_share_eos.journal import Journal
 from kafka_share_eos.source.batch_planner import BatchPlanner
-from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.source.session import ShareSession
 

@@ -12,9 +12,9 @@ from helpers import accounts, produce
 from helpers.streaming import run_available_now, share_stream
 from test_two_phase_spark import produce_payments
 
+from kafka_share_eos.journal import Journal
+from kafka_share_eos.pipeline_status import journal_status
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
-from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.status import journal_status
 from kafka_share_eos.strategies import IdempotentUpsertSink, TwoPhaseCommitCoordinator
 from kafka_share_eos.twophase.postgres import PostgresParticipant
 

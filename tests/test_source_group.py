@@ -14,6 +14,8 @@ import pytest
 from helpers import produce
 from helpers.streaming import run_available_now, share_stream
 
+from kafka_share_eos.journal import Journal
+from kafka_share_eos.journal.metrics_store import MetricsStore
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.sharegroup.group_config import (
     AUTO_OFFSET_RESET,
@@ -22,8 +24,6 @@ from kafka_share_eos.sharegroup.group_config import (
 )
 from kafka_share_eos.source.batch_planner import BatchPlanner
 from kafka_share_eos.source.group import resolve_group
-from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.metrics_store import MetricsStore
 from kafka_share_eos.source.options import SourceOptions
 
 if TYPE_CHECKING:

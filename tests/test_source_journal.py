@@ -10,9 +10,11 @@ import pytest
 from helpers.messages import messages
 from helpers.metrics import batch_metrics
 
-from kafka_share_eos.source.journal import Journal, JournalError, segment_name
-from kafka_share_eos.source.metrics_store import METRICS_DIR, MetricsStore
-from kafka_share_eos.source.schema import JOURNAL_SCHEMA, to_record_batch
+from kafka_share_eos.journal import Journal, JournalError
+from kafka_share_eos.journal.metrics_store import METRICS_DIR, MetricsStore
+from kafka_share_eos.journal.schema import JOURNAL_SCHEMA
+from kafka_share_eos.journal.segments import segment_name
+from kafka_share_eos.source.conversion import to_record_batch
 
 
 def test_journal_round_trip_and_listing(tmp_path: Path) -> None:

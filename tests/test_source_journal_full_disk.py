@@ -21,16 +21,16 @@ import pytest
 from helpers.messages import messages
 
 from kafka_share_eos import EmbeddedBroker
+from kafka_share_eos.journal import Journal, JournalError
+from kafka_share_eos.journal.leases import LEASES_DIR, RUNNER, Leases
+from kafka_share_eos.journal.metrics_store import METRICS_DIR
 from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 from kafka_share_eos.proving_ground.verify.pipeline import PipelineConfig
 from kafka_share_eos.proving_ground.verify.process import Exit, PipelineProcess
 from kafka_share_eos.proving_ground.verify.records import plan_records, produce
 from kafka_share_eos.proving_ground.verify.score import score
 from kafka_share_eos.proving_ground.verify.targets import RunContext, dead_lettered
-from kafka_share_eos.source.journal import Journal, JournalError
-from kafka_share_eos.source.leases import LEASES_DIR, RUNNER, Lease
-from kafka_share_eos.source.metrics_store import METRICS_DIR
-from kafka_share_eos.source.schema import to_record_batch
+from kafka_share_eos.source.conversion import to_record_batch
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -153,7 +153,7 @@ def test_a_lease_write_on_a_full_disk_names_its_path(tmp_path: Path) -> None:
     journal_dir = tmp_path / "journal"
     with full_disk(journal_dir, tmp_path / "beside", elsewhere=(METRICS_DIR,)) as disk:
         with pytest.raises(JournalError, match="could not write lease") as failed:
-            Lease(str(journal_dir), RUNNER).renew("run", 1.0)
+            Leases(str(journal_dir)).lease(RUNNER).renew("run", 1.0)
         assert f"{journal_dir}/{LEASES_DIR}/" in str(failed.value)
         assert disk.os_error in str(failed.value)
         assert list((journal_dir / LEASES_DIR).iterdir()) == []

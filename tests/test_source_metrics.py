@@ -14,8 +14,8 @@ from helpers.planned_payments import RECORDS, TOPIC, metrics, planner_for
 from helpers.planning import broker_fixture
 
 from kafka_share_eos import EmbeddedBroker
-from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.metrics_store import MetricsStore
+from kafka_share_eos.journal import Journal
+from kafka_share_eos.journal.metrics_store import MetricsStore
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from helpers.metrics import batch_metrics
 
-from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.metrics_store import METRICS_DIR, MetricsStore, entry_name
+from kafka_share_eos.journal import Journal
+from kafka_share_eos.journal.metrics_store import METRICS_DIR, MetricsStore, entry_name
 
 
 @pytest.mark.parametrize("uri", [False, True], ids=["path", "file-uri"])

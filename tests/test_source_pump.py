@@ -10,9 +10,9 @@ from typing import Any
 from helpers.messages import FakeMessage
 
 from kafka_share_eos.source.acks import AckStats
-from kafka_share_eos.source.metrics import BatchTally
+from kafka_share_eos.source.conversion import to_record_batch
 from kafka_share_eos.source.pump import JournalPump
-from kafka_share_eos.source.schema import to_record_batch
+from kafka_share_eos.source.tally import BatchTally
 
 
 def test_a_cancelled_take_hands_out_nothing_and_the_next_take_gets_it() -> None:

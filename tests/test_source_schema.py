@@ -10,8 +10,9 @@ import pyarrow as pa
 import pytest
 from helpers.messages import messages
 
+from kafka_share_eos.journal.schema import arrow_schema, project
+from kafka_share_eos.source.conversion import to_record_batch
 from kafka_share_eos.source.datasource import spark_schema
-from kafka_share_eos.source.schema import arrow_schema, project, to_record_batch
 
 
 def test_record_batch_keeps_malformed_input_unchanged() -> None:
@@ -41,7 +42,7 @@ def test_arrow_schema_is_what_spark_expects(include_headers: bool) -> None:
 
 _WARM_UP = """
 import sys, threading
-from kafka_share_eos.source.schema import prepare_conversion
+from kafka_share_eos.source.conversion import prepare_conversion
 started = []
 start = threading.Thread.start
 def counting_start(thread):

@@ -28,7 +28,7 @@ from helpers.planned_orders import (
 from helpers.planning import broker_fixture
 
 from kafka_share_eos import EmbeddedBroker
-from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.journal import Journal
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -38,7 +38,7 @@ broker = broker_fixture(TOPIC, RECORDS)
 
 RUNNER = """
 import json, logging, signal, sys, time
-from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.source.batch_planner import BatchPlanner
 

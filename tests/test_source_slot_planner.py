@@ -16,12 +16,12 @@ from helpers.slots import options
 from typer.testing import CliRunner
 
 from kafka_share_eos.cli.main import app
-from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.leases import EXECUTOR, LEASES_DIR
-from kafka_share_eos.source.metrics import BatchMetrics
+from kafka_share_eos.journal import Journal
+from kafka_share_eos.journal.leases import EXECUTOR, LEASES_DIR
+from kafka_share_eos.journal.metrics import BatchMetrics
+from kafka_share_eos.pipeline_status import journal_status
 from kafka_share_eos.source.slot_planner import SlotPlanner
 from kafka_share_eos.source.slots import SlotPartition
-from kafka_share_eos.source.status import journal_status
 
 pytestmark = pytest.mark.timeout(120)
 

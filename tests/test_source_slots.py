@@ -20,8 +20,8 @@ from helpers.batches import source_record_batch
 from helpers.slots import GROUP, TOPIC, options
 
 from kafka_share_eos import EmbeddedBroker
-from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.leases import LEASES_DIR
+from kafka_share_eos.journal import Journal
+from kafka_share_eos.journal.leases import LEASES_DIR
 from kafka_share_eos.source.options import AckPolicy, SourceOptionError
 from kafka_share_eos.source.slots import (
     SlotConsumer,

@@ -12,8 +12,8 @@ from helpers import consume, count_at_least, produce, share_consumer
 from helpers.source_streams import stream
 from helpers.streaming import run_available_now
 
+from kafka_share_eos.journal import Journal
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
-from kafka_share_eos.source.journal import Journal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -15,9 +15,9 @@ from helpers.streaming import run_available_now, share_stream
 from typer.testing import CliRunner
 
 from kafka_share_eos.cli.main import app
+from kafka_share_eos.journal import Journal
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.source.batch_planner import BatchPlanner
-from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.strategies import IdempotentUpsertSink
 

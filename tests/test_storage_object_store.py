@@ -13,11 +13,11 @@ import pyarrow as pa
 import pytest
 
 from kafka_share_eos.errors import ObjectStoreError, SourceOptionError
+from kafka_share_eos.journal import Journal
+from kafka_share_eos.journal.schema import JOURNAL_SCHEMA
 from kafka_share_eos.proving_ground.launchers.azurite import AzuriteServer
 from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
-from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
-from kafka_share_eos.source.schema import JOURNAL_SCHEMA
 from kafka_share_eos.storage import (
     Location,
     open_location,

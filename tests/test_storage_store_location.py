@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pickle
 
-from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.storage import Location
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from kafka_share_eos.strategies.quarantine import isolate
+from kafka_share_eos.deadletter.quarantine import isolate
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -11,8 +11,8 @@ import sqlalchemy as sa
 from helpers.delivery_limit import LIMIT, deliveries
 
 from kafka_share_eos.deadletter import SqlDeadLetters
+from kafka_share_eos.deadletter.screening import Screening
 from kafka_share_eos.strategies import DeadLetterPolicy
-from kafka_share_eos.strategies.screening import Screening
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -11,9 +11,11 @@ from rich.console import Console
 from rich.table import Table
 
 from kafka_share_eos.cli.options import StorageOpt, storage_options
+from kafka_share_eos.deadletter import count_dead_letters
 from kafka_share_eos.deadletter.sql import DEFAULT_TABLE
 from kafka_share_eos.errors import LocationNotFoundError
-from kafka_share_eos.source.status import JournalStatus, count_dead_letters, journal_status
+from kafka_share_eos.journal import JournalStatus
+from kafka_share_eos.pipeline_status import journal_status
 
 
 def render(status: JournalStatus, console: Console) -> None:

@@ -4,7 +4,7 @@ The broker writes a record to the group's DLQ topic when the consumer holding it
 Only the source's consumer holds a batch's records, and it acknowledges them after the batch
 committed, so this sink does not write letters anywhere itself: it records the refused
 records' coordinates beside the source's journal
-(:class:`~kafka_share_eos.sharegroup.rejections.RecordRejections`) before the batch commits,
+(:class:`~kafka_share_eos.journal.rejections.RecordRejections`) before the batch commits,
 and the source REJECTs them instead of ACCEPTing them.
 
 The broker's DLQ record carries the record's topic, partition, offset, group and delivery count
@@ -26,8 +26,8 @@ from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA
 from kafka_share_eos.deadletter.open import open_dead_letters
 from kafka_share_eos.deadletter.sink import DeadLetterSink
 from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.journal import Journal
 from kafka_share_eos.sharegroup.dead_letter_queue import prepare_dead_letter_queue
-from kafka_share_eos.sharegroup.rejections import RecordRejections
 from kafka_share_eos.storage import Location
 
 
@@ -71,7 +71,7 @@ class BrokerDeadLetters(DeadLetterSink):
         if missing:
             raise ConfigurationError(f"BrokerDeadLetters config needs {', '.join(missing)}")
         self.topic = prepare_dead_letter_queue(config, topic, copy_records)
-        self.rejections = RecordRejections(Location(journal_path, dict(storage_options or {})))
+        self.rejections = Journal(Location(journal_path, dict(storage_options or {}))).rejections
         self.rejections.route_here()
         self.reasons = open_dead_letters(reasons) if isinstance(reasons, str) else reasons
 

@@ -13,7 +13,7 @@ from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA
 from kafka_share_eos.deadletter.sink import DeadLetterSink
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.sharegroup.access import SignInWatch, access_error
-from kafka_share_eos.sinks.sql_refusals import error_chain
+from kafka_share_eos.sinks import error_chain
 
 HEADER_PREFIX = "kse."
 _HEADER_COLUMNS = tuple(

@@ -1,4 +1,4 @@
-"""One function from a location string to the matching dead-letter sink."""
+"""From a location string to the matching dead-letter sink, and to the count of its letters."""
 
 from __future__ import annotations
 
@@ -53,3 +53,16 @@ def open_dead_letters(
     from kafka_share_eos.deadletter.delta import DeltaDeadLetters
 
     return DeltaDeadLetters(uri)
+
+
+def count_dead_letters(uri: str, table: str | None = None) -> int:
+    """The records in the dead-letter sink at ``uri`` (SQL table ``table``); creates nothing.
+
+    Raises:
+        LocationNotFoundError: no such SQL table, or no SQLite file.
+    """
+    sink = open_dead_letters(uri, table=table, create=False)
+    try:
+        return sink.count()
+    finally:
+        sink.close()

@@ -13,7 +13,7 @@ from kafka_share_eos._libs import sa, sa_postgresql, sa_sqlite
 from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA
 from kafka_share_eos.deadletter.sink import DeadLetterSink
 from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
-from kafka_share_eos.sinks.sql_engine import create_sql_engine, database_errors
+from kafka_share_eos.sinks import create_sql_engine, database_errors
 
 DEFAULT_TABLE = "kafka_share_dead_letters"
 

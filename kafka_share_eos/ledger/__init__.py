@@ -11,12 +11,10 @@ from kafka_share_eos.ledger.identity_ledger import IdentityLedger
 from kafka_share_eos.ledger.retention import PruneResult, RetentionPolicy, prune
 from kafka_share_eos.ledger.rows import RECORD_IDENTITY
 from kafka_share_eos.ledger.stats import LedgerStats, ledger_stats
-from kafka_share_eos.sinks.delta_append import DeltaAppendSink
 
 __all__ = [
     "RECORD_IDENTITY",
     "CompactResult",
-    "DeltaAppendSink",
     "IdentityLedger",
     "LedgerStats",
     "PruneResult",

@@ -24,7 +24,6 @@ import datetime as dt
 import random
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,6 +36,7 @@ from kafka_share_eos.delta.types import table_schema
 from kafka_share_eos.errors import BatchIdReusedError
 from kafka_share_eos.errors import ClaimConflictError as ClaimConflictError
 from kafka_share_eos.faults import DEDUP_BEFORE_CLAIM as BEFORE_CLAIM
+from kafka_share_eos.ledger.lookup import LedgerLookup
 from kafka_share_eos.ledger.rows import (
     APP_COLUMN,
     APPLIED_AT_COLUMN,
@@ -44,10 +44,6 @@ from kafka_share_eos.ledger.rows import (
     LEDGER_TABLE_CONFIGURATION,
     select_in_order,
 )
-
-if TYPE_CHECKING:
-    from kafka_share_eos.ledger.identity_ledger import IdentityLedger
-
 
 DEFAULT_CLAIM_ATTEMPTS = 30
 
@@ -71,7 +67,7 @@ class Claim:
 
 
 def claim(
-    ledger: IdentityLedger,
+    ledger: LedgerLookup,
     batch: pa.Table,
     batch_id: int,
     *,
@@ -135,7 +131,7 @@ def claim(
 
 
 def _decide(
-    ledger: IdentityLedger, table: deltalake.DeltaTable, batch: pa.Table, batch_id: int
+    ledger: LedgerLookup, table: deltalake.DeltaTable, batch: pa.Table, batch_id: int
 ) -> tuple[pa.Table, pa.Table]:
     """As of ``table``'s snapshot: the identities this batch claimed in an earlier attempt, and
     the batch's rows nobody claimed (from what this process knows, else from a read)."""
@@ -150,7 +146,7 @@ def _decide(
     return _split(ledger, batch, seen, batch_id)
 
 
-def _open(ledger: IdentityLedger, batch: pa.Table, *, fresh: bool) -> deltalake.DeltaTable:
+def _open(ledger: LedgerLookup, batch: pa.Table, *, fresh: bool) -> deltalake.DeltaTable:
     """The ledger at its latest snapshot (``fresh``), or as this process last saw it unless
     other writers were seen lately; created (empty) or given the application column when it
     lacks them.
@@ -177,7 +173,7 @@ def _open(ledger: IdentityLedger, batch: pa.Table, *, fresh: bool) -> deltalake.
 
 
 def _split(
-    ledger: IdentityLedger, batch: pa.Table, seen: pa.Table | None, batch_id: int
+    ledger: LedgerLookup, batch: pa.Table, seen: pa.Table | None, batch_id: int
 ) -> tuple[pa.Table, pa.Table]:
     """The identities this batch claimed in an earlier attempt, and the batch's rows no one
     claimed yet."""
@@ -201,7 +197,7 @@ def _stored_schema(schema: pa.Schema) -> pa.Schema:
     )
 
 
-def claim_rows(ledger: IdentityLedger, rows: pa.Table, batch_id: int) -> pa.Table:
+def claim_rows(ledger: LedgerLookup, rows: pa.Table, batch_id: int) -> pa.Table:
     """Ledger rows claiming the identities of ``rows`` for ``batch_id`` of the ledger's app."""
     claims = rows.select(list(ledger.identity))
     n = claims.num_rows
@@ -216,7 +212,7 @@ def claim_rows(ledger: IdentityLedger, rows: pa.Table, batch_id: int) -> pa.Tabl
 
 
 def _commit_claims(
-    ledger: IdentityLedger, table: deltalake.DeltaTable, fresh: pa.Table, batch_id: int
+    ledger: LedgerLookup, table: deltalake.DeltaTable, fresh: pa.Table, batch_id: int
 ) -> None:
     """Append claims for ``fresh`` unless another commit got in since ``table``'s snapshot
     (then ``CommitFailedError``)."""

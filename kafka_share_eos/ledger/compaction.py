@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from kafka_share_eos.errors import ConfigurationError
-from kafka_share_eos.ledger.identity_ledger import IdentityLedger
+from kafka_share_eos.ledger.lookup import LedgerLookup
 
 # Files replaced by compaction stay readable this long, so a lookup that started on the previous
 # snapshot (in this or another process) does not find its files gone.
@@ -24,7 +24,7 @@ class CompactResult:
 
 
 def compact(
-    ledger: IdentityLedger,
+    ledger: LedgerLookup,
     *,
     target_size: int | None = None,
     vacuum_retention: dt.timedelta = DEFAULT_VACUUM_RETENTION,

@@ -1,11 +1,9 @@
 """Pruning of ledger identities that can no longer come back.
 
-A share-partition redelivers only records at or above its start offset (SPSO); everything below is
-ACKNOWLEDGED or ARCHIVED for good. The broker acquires new records only while
-``end offset - SPSO + 1`` is below ``group.share.partition.max.record.locks``, and one fetch
-acquires at most one fetch's worth beyond that. So once a record at offset ``M`` was delivered,
-the SPSO was already above ``M - (record locks + one fetch)``: any identity below
-``M - offset_window``, with ``offset_window`` at least that large, is final and can be dropped.
+A share-partition never delivers again a record far enough below the highest offset it delivered
+(:mod:`kafka_share_eos.sharegroup.redelivery` gives the argument): any identity below
+``M - offset_window``, ``M`` the partition's highest applied offset and ``offset_window`` at
+least the broker's record locks plus one fetch, is final and can be dropped.
 
 ``min_age`` adds a time guard on top (both conditions must hold). It is the only rule available to
 business-key ledgers, where it sets how far back duplicates are caught rather than a safety bound.
@@ -19,8 +17,9 @@ from dataclasses import dataclass, field
 
 from kafka_share_eos.delta.predicates import quote_identifier, sql_literal
 from kafka_share_eos.errors import ConfigurationError
-from kafka_share_eos.ledger.identity_ledger import IdentityLedger
+from kafka_share_eos.ledger.lookup import LedgerLookup
 from kafka_share_eos.ledger.rows import APPLIED_AT_COLUMN, file_highest_offsets
+from kafka_share_eos.sharegroup.redelivery import REDELIVERY_WINDOW
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,7 @@ class RetentionPolicy:
             negative.
     """
 
-    offset_window: int | None = 100_000
+    offset_window: int | None = REDELIVERY_WINDOW
     min_age: dt.timedelta | None = dt.timedelta(hours=1)
 
     def __post_init__(self) -> None:
@@ -62,7 +61,7 @@ class PruneResult:
     cutoffs: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
-def max_offsets(ledger: IdentityLedger) -> dict[tuple[str, int], int]:
+def max_offsets(ledger: LedgerLookup) -> dict[tuple[str, int], int]:
     """Highest recorded offset per (topic, partition), read from file statistics only."""
     import pyarrow as pa
 
@@ -81,7 +80,7 @@ def max_offsets(ledger: IdentityLedger) -> dict[tuple[str, int], int]:
 
 
 def prune_predicate(
-    ledger: IdentityLedger, policy: RetentionPolicy, now: dt.datetime
+    ledger: LedgerLookup, policy: RetentionPolicy, now: dt.datetime
 ) -> tuple[str | None, dict[tuple[str, int], int]]:
     """The SQL delete predicate for ``policy`` at time ``now``, and the offset cutoffs it uses."""
     age_rule = None
@@ -112,7 +111,7 @@ def prune_predicate(
 
 
 def prune(
-    ledger: IdentityLedger, policy: RetentionPolicy, *, now: dt.datetime | None = None
+    ledger: LedgerLookup, policy: RetentionPolicy, *, now: dt.datetime | None = None
 ) -> PruneResult:
     """Delete the identities ``policy`` allows to go; the ledger's batch marker is untouched."""
     predicate, cutoffs = prune_predicate(ledger, policy, now or dt.datetime.now(dt.UTC))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafka_share_eos.errors import LocationNotFoundError
-from kafka_share_eos.ledger.identity_ledger import IdentityLedger
+from kafka_share_eos.ledger.lookup import LedgerLookup
 
 
 @dataclass(frozen=True, order=True)
@@ -33,7 +33,7 @@ class LedgerStats:
     partitions: list[PartitionCoverage] = field(default_factory=list)
 
 
-def ledger_stats(ledger: IdentityLedger) -> LedgerStats:
+def ledger_stats(ledger: LedgerLookup) -> LedgerStats:
     """Describe ``ledger``; per-partition coverage only for the record identity layout.
 
     Raises:

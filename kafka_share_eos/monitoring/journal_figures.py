@@ -14,11 +14,14 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from kafka_share_eos.errors import LocationNotFoundError
+from kafka_share_eos.journal import (
+    DEFAULT_KEPT,
+    RUNNER_MEMBER,
+    BatchMetrics,
+    Journal,
+    MetricsStore,
+)
 from kafka_share_eos.monitoring.histogram import Histogram
-from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.metrics import BatchMetrics
-from kafka_share_eos.source.metrics_store import DEFAULT_KEPT, MetricsStore
-from kafka_share_eos.source.status import RUNNER_MEMBER
 from kafka_share_eos.storage import Location
 
 log = logging.getLogger("kafka_share_eos.monitoring")
@@ -49,9 +52,8 @@ class JournalFigures:
     """
 
     def __init__(self, journal: Location) -> None:
-        self._where = journal
+        self._journal = Journal(journal)
         self._store: MetricsStore | None = None
-        self._journal: Journal | None = None
         self._last_seq = -1
         # Sequence ranges of the batches seen, to tell settled segments from pending ones; the
         # store keeps as many files, and older segments are purged long before.
@@ -73,16 +75,15 @@ class JournalFigures:
         except (LocationNotFoundError, FileNotFoundError):
             return
         except OSError:
-            log.warning("could not read the journal at %s", self._where.uri, exc_info=True)
+            log.warning("could not read the journal at %s", self._journal.location, exc_info=True)
             return
         self.totals.pending_segments = sum(1 for seq in segments if not self._is_settled(seq))
 
     def _opened(self) -> tuple[MetricsStore, Journal]:
-        if self._store is None or self._journal is None:
+        if self._store is None:
             # Never create the journal: the exporter may start before the query does.
-            self._where.open_existing()
-            self._store = MetricsStore(self._where, create=False)
-            self._journal = Journal(self._where)
+            self._journal.where.open_existing()
+            self._store = self._journal.metrics(create=False)
         return self._store, self._journal
 
     def _add(self, batch: BatchMetrics) -> None:

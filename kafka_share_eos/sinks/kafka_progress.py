@@ -5,9 +5,9 @@ when the batch's records are committed. It names the batch (id, record count, di
 records' source identities) and every source record the application committed so far, as
 offset ranges per partition: a record the broker delivers again in a later batch (its
 acknowledgement was lost in a crash) is found there. One application's offsets are mostly
-contiguous, so the ranges stay few; ranges that end more than the identity ledger's offset
-window below a partition's highest committed offset are dropped, since the broker can no longer
-redeliver them (the argument is in :mod:`kafka_share_eos.ledger.retention`), so several
+contiguous, so the ranges stay few; ranges that end more than the redelivery window below a
+partition's highest committed offset are dropped, since the broker can no longer redeliver
+them (the argument is in :mod:`kafka_share_eos.sharegroup.redelivery`), so several
 applications' interleaved offsets stay bounded too. The topic is compacted: only each
 application's last marker is kept, which is all a restarted writer needs.
 """
@@ -27,13 +27,11 @@ import pyarrow as pa
 
 from kafka_share_eos import formats
 from kafka_share_eos.errors import KafkaTransactionError
-from kafka_share_eos.ledger.retention import RetentionPolicy
 from kafka_share_eos.sharegroup.group_config import admin_config
+from kafka_share_eos.sharegroup.redelivery import REDELIVERY_WINDOW
 
 DEFAULT_PROGRESS_TOPIC = "kafka-share-eos-progress"
 IDENTITY = ("topic", "partition", "offset")
-REDELIVERY_WINDOW: int = RetentionPolicy.offset_window or 100_000
-"""Offsets this far below a partition's highest committed one cannot be delivered again."""
 
 
 Identity = tuple[str, int, int]

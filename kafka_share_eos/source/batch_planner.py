@@ -6,7 +6,7 @@ deleted. Under afterJournal a :class:`~kafka_share_eos.source.pump.JournalPump` 
 journal while Spark runs batch N, and the planning hands out what it journaled. Nothing is
 acknowledged before it is in the journal. Every settled batch is measured
 against the record lock (:mod:`~kafka_share_eos.source.lock_budget`) and leaves a metrics entry
-next to the journal (:mod:`~kafka_share_eos.source.metrics_store`).
+next to the journal (:mod:`~kafka_share_eos.journal.metrics_store`).
 """
 
 from __future__ import annotations
@@ -19,19 +19,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kafka_share_eos import faults
-from kafka_share_eos.sharegroup.rejections import RecordRejections
+from kafka_share_eos.journal import RUNNER, Journal, RecordRejections
 from kafka_share_eos.source.acks import AckStats
-from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.leases import RUNNER, Lease, drain_waits_until
+from kafka_share_eos.source.conversion import to_record_batch
 from kafka_share_eos.source.lock_budget import LockBudget
-from kafka_share_eos.source.metrics import BatchTally
-from kafka_share_eos.source.metrics_store import MetricsStore
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
 from kafka_share_eos.source.planning import SegmentPartition
 from kafka_share_eos.source.pump import JournalPump
-from kafka_share_eos.source.schema import to_record_batch
 from kafka_share_eos.source.session import ACCEPT, RELEASE, ShareSession
 from kafka_share_eos.source.shutdown import SigtermHook
+from kafka_share_eos.source.tally import BatchTally
 
 log = logging.getLogger("kafka_share_eos.source")
 
@@ -58,7 +55,7 @@ class BatchPlanner:
         self._session_factory = session_factory
         self._session: ShareSession | None = None
         self._budget = LockBudget(options)
-        self._metrics = MetricsStore(journal.where)
+        self._metrics = journal.metrics()
         # Records a strategy refused into the broker's dead-letter queue: REJECTed, not
         # ACCEPTed (None: the pipeline does not route refusals there).
         self._rejections: RecordRejections | None = None
@@ -71,7 +68,7 @@ class BatchPlanner:
         self._purged_through = -1
         self._draining = False
         self._run = uuid.uuid4().hex[:12]
-        self._lease = Lease(journal.where, RUNNER)
+        self._lease = journal.leases.lease(RUNNER)
         # Wall-clock time before which records a crashed earlier run held may still be locked.
         self._unlocked_at = 0.0
         # Wall-clock time before which the consumer may still wait for its first partitions.
@@ -81,10 +78,10 @@ class BatchPlanner:
         """Switch to ``availableNow`` draining: an empty planning ends the query for good, so
         only report one after the group delivered nothing for ``availableNowIdleMs``, counted
         from when the records an earlier run's dead consumer held are unlocked
-        (:mod:`~kafka_share_eos.source.leases`)."""
+        (:mod:`~kafka_share_eos.journal.leases`)."""
         self._draining = True
-        self._unlocked_at = drain_waits_until(
-            self._journal.where, self._run, self._options.dead_member_holds_ms
+        self._unlocked_at = self._journal.leases.drain_waits_until(
+            self._run, self._options.dead_member_holds_ms
         )
 
     def _idle_ms(self) -> int:
@@ -116,7 +113,7 @@ class BatchPlanner:
             )
             # Left the group (also on SIGTERM): the next run need not wait for its records.
             self._session.on_close = self._lease.release
-            rejections = RecordRejections(self._journal.where)
+            rejections = self._journal.rejections
             self._rejections = rejections if rejections.routed() else None
             self._assigned_by = time.time() + self._options.join_ms / 1000.0
         return self._session

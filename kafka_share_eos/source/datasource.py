@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 
 from kafka_share_eos._extras import SPARK
+from kafka_share_eos.journal.schema import DELIVERY_COUNT, DELIVERY_COUNT_LIMIT_KEY, HEADERS
 from kafka_share_eos.source.group import delivery_count_limit
 from kafka_share_eos.source.options import FORMAT, SourceOptions
-from kafka_share_eos.source.schema import DELIVERY_COUNT, DELIVERY_COUNT_LIMIT_KEY, HEADERS
 
 with SPARK.needed_by("the kafka-share Spark source"):
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader

@@ -11,7 +11,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from kafka_share_eos._extras import SPARK
-from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.journal import Journal
 from kafka_share_eos.source.options import SourceOptions
 
 with SPARK.needed_by("the kafka-share Spark source"):

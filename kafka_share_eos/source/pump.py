@@ -27,8 +27,8 @@ from typing import Any
 
 from kafka_share_eos.errors import SessionClosed
 from kafka_share_eos.source.acks import AckStats
-from kafka_share_eos.source.metrics import BatchTally
 from kafka_share_eos.source.options import AckPolicy
+from kafka_share_eos.source.tally import BatchTally
 
 log = logging.getLogger("kafka_share_eos.source")
 

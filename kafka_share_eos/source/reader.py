@@ -14,13 +14,13 @@ from typing import Any
 
 from kafka_share_eos._extras import SPARK
 from kafka_share_eos.errors import ConfigurationError
-from kafka_share_eos.sharegroup.rejections import RecordRejections
+from kafka_share_eos.journal import Journal
+from kafka_share_eos.journal.schema import project
 from kafka_share_eos.source.batch_planner import BatchPlanner
+from kafka_share_eos.source.conversion import prepare_conversion
 from kafka_share_eos.source.group import resolve_group
-from kafka_share_eos.source.journal import Journal
 from kafka_share_eos.source.options import AckPolicy, LockBudgetAction, SourceOptions
 from kafka_share_eos.source.planning import Planner, SegmentPartition
-from kafka_share_eos.source.schema import prepare_conversion, project
 from kafka_share_eos.source.slot_planner import SlotPlanner
 from kafka_share_eos.source.slots import SlotPartition
 
@@ -62,7 +62,7 @@ def _refuse_early_acceptance(options: SourceOptions) -> None:
         early = f"acknowledge={options.ack_policy.value}, consumers={options.consumers}"
     elif options.lock_budget_action is LockBudgetAction.SWITCH_TO_AFTER_JOURNAL:
         early = f"lockBudgetAction={options.lock_budget_action.value}"
-    if early is not None and RecordRejections(options.journal).routed():
+    if early is not None and Journal(options.journal).rejections.routed():
         raise ConfigurationError(
             f"the journal at {options.journal_path!r} belongs to a pipeline whose refused records "
             f"go to the broker's dead-letter queue (BrokerDeadLetters), which needs them "

@@ -9,7 +9,7 @@ for records. The drain ends once every slot of a listening batch found nothing, 
 consumer still in the group found nothing in its last poll (with more Python workers than slots
 the workers take turns, and one that got no slot keeps its partitions from the others until it
 polls again or leaves), and no consumer of a previous run may still hold records locked
-(:mod:`~kafka_share_eos.source.leases`). An idle query runs an empty micro-batch per
+(:mod:`~kafka_share_eos.journal.leases`). An idle query runs an empty micro-batch per
 ``pollTimeoutMs``, the time its slots wait for records.
 
 Batch N's metrics are gathered from its slots' reports when the next batch is planned (Spark has
@@ -19,23 +19,17 @@ the records each slot took under ``consumers``.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 import uuid
 from collections import defaultdict
 
-import pyarrow.fs as pafs
-
-from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.leases import drain_waits_until, log_wait, members_in_group
+from kafka_share_eos.journal import BatchMetrics, Journal
+from kafka_share_eos.journal.leases import log_wait
 from kafka_share_eos.source.lock_budget import LockBudget
-from kafka_share_eos.source.metrics import BatchMetrics
-from kafka_share_eos.source.metrics_store import MetricsStore
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
 from kafka_share_eos.source.planning import SegmentPartition
-from kafka_share_eos.source.slots import SLOT_METRICS_DIR, SlotPartition
-from kafka_share_eos.storage import delete_if_present
+from kafka_share_eos.source.slots import SlotPartition
 
 log = logging.getLogger("kafka_share_eos.source")
 
@@ -53,7 +47,7 @@ class SlotPlanner:
         self._journal = journal
         self.run = uuid.uuid4().hex[:12]
         self._budget = LockBudget(options)
-        self._metrics = MetricsStore(journal.where)
+        self._metrics = journal.metrics()
         self._draining = False
         self._unlocked_at = 0.0
         # Batches planned in this run, with when (a drain ends only on an empty batch planned
@@ -72,8 +66,8 @@ class SlotPlanner:
     def drain(self) -> None:
         """Switch to ``availableNow`` draining (see the module docstring)."""
         self._draining = True
-        self._unlocked_at = drain_waits_until(
-            self._journal.where, self.run, self._options.dead_member_holds_ms
+        self._unlocked_at = self._journal.leases.drain_waits_until(
+            self.run, self._options.dead_member_holds_ms
         )
 
     def latest(self, start: int, max_rows: int | None = None) -> int:
@@ -90,7 +84,7 @@ class SlotPlanner:
             # from a run with one consumer): the journal is the records' only copy.
             return present[-1]
         if self._draining and start in self._empty and start in self._listening:
-            unknown = [member for member in members_in_group(self._journal.where)
+            unknown = [member for member in self._journal.leases.members_in_group()
                        if self._last_found.get(member) != 0]
             if unknown:
                 self._log_unknown_members(len(unknown))
@@ -133,18 +127,7 @@ class SlotPlanner:
 
     def _settle(self, committed: int) -> None:
         """Write the metrics of every batch up to ``committed`` from its slots' reports."""
-        fs, root = self._journal.where.child(SLOT_METRICS_DIR).open(create=True)
-        reports: dict[int, list[tuple[str, BatchMetrics]]] = defaultdict(list)
-        for info in fs.get_file_info(pafs.FileSelector(root)):
-            if not info.base_name.endswith(".json"):
-                continue
-            try:
-                with fs.open_input_stream(info.path) as source:
-                    report = BatchMetrics.from_json(source.read(), where=info.path)
-            except (OSError, ValueError, TypeError):
-                continue
-            if report.seq <= committed:
-                reports[report.seq].append((info.path, report))
+        reports = self._metrics.slot_reports(committed)
         for seq, slots in sorted(reports.items()):
             batch = self._combine([report for _, report in slots])
             found: dict[str, int] = defaultdict(int)
@@ -157,8 +140,7 @@ class SlotPlanner:
             if seq in self._planned and len(empty) == self._options.consumers:
                 self._empty.add(seq)
             for path, _ in slots:
-                with contextlib.suppress(OSError):
-                    delete_if_present(fs, path)
+                self._metrics.delete_slot_report(path)
         self._planned = {seq: at for seq, at in self._planned.items() if seq >= committed}
         self._empty = {seq for seq in self._empty if seq >= committed}
         self._listening = {seq for seq in self._listening if seq >= committed}

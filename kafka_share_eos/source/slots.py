@@ -35,20 +35,17 @@ import pyarrow as pa
 from kafka_share_eos import faults
 from kafka_share_eos._extras import SPARK
 from kafka_share_eos.errors import JournalError
-from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.leases import EXECUTOR, Lease
-from kafka_share_eos.source.metrics import BatchMetrics, BatchTally
+from kafka_share_eos.journal import EXECUTOR, BatchMetrics, Journal
+from kafka_share_eos.source.conversion import to_record_batch
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
-from kafka_share_eos.source.schema import to_record_batch
 from kafka_share_eos.source.session import ACCEPT, RELEASE, ShareSession
-from kafka_share_eos.storage import write_atomically
+from kafka_share_eos.source.tally import BatchTally
 
 with SPARK.needed_by("the kafka-share Spark source"):
     from pyspark.sql.datasource import InputPartition
 
 log = logging.getLogger("kafka_share_eos.source")
 
-SLOT_METRICS_DIR = "_metrics/slots"
 IDLE_CHECK_S = 0.5
 # A poll after the first that carries on a slot only takes what the fetches in flight bring.
 FOLLOW_UP_POLL_MS = 200
@@ -72,11 +69,6 @@ class SlotPartition(InputPartition):
         return read_slot(options, journal, self)
 
 
-def slot_metrics_name(seq: int, slot: int) -> str:
-    """The file name of one slot's metrics under ``_metrics/slots``."""
-    return f"{seq:020d}-{slot:04d}.json"
-
-
 class SlotConsumer:
     """One share-group member in an executor's Python worker, with its lease."""
 
@@ -85,7 +77,8 @@ class SlotConsumer:
         self.session = ShareSession(
             options.consumer_config, options.topics, during_ack=faults.SLOT_DURING_ACK
         )
-        self.lease = Lease(options.journal, EXECUTOR)
+        self.journal = Journal(options.journal)
+        self.lease = self.journal.leases.lease(EXECUTOR)
         self.session.on_close = self.lease.release
         self.busy = False
         self.created = self.last_used = time.monotonic()
@@ -179,9 +172,7 @@ class SlotConsumer:
             {"slot": part.slot, "records": metrics.records, "member": self.lease.member}
         ])
         try:
-            fs, root = self.options.journal.child(SLOT_METRICS_DIR).open(create=True)
-            path = f"{root}/{slot_metrics_name(part.seq, part.slot)}"
-            write_atomically(fs, path, report.to_json().encode())
+            self.journal.metrics().write_slot_report(part.slot, report)
         except OSError:
             # Metrics are not data: the batch's entry then lacks this slot.
             log.warning("could not write the metrics of slot %d of batch %d", part.slot, part.seq)

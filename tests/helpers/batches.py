@@ -7,7 +7,7 @@ from typing import TypeGuard
 
 import pyarrow as pa
 
-from kafka_share_eos.source.schema import JOURNAL_SCHEMA
+from kafka_share_eos.journal.schema import JOURNAL_SCHEMA
 
 
 def source_record_batch(**columns: object) -> pa.RecordBatch:

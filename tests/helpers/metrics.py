@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafka_share_eos.source.metrics import BatchMetrics
+from kafka_share_eos.journal.metrics import BatchMetrics
 
 
 def batch_metrics(seq: int) -> BatchMetrics:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from helpers import consume, count_at_least, share_consumer
 from kafka_share_eos import EmbeddedBroker
-from kafka_share_eos.source.journal import Journal
+from kafka_share_eos.journal import Journal
 
 TOPIC = "orders"
 GROUP = "orders-eos"

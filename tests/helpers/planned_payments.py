@@ -7,10 +7,10 @@ from pathlib import Path
 
 from helpers.planning import planner_options
 from kafka_share_eos import EmbeddedBroker
+from kafka_share_eos.journal import Journal
+from kafka_share_eos.journal.metrics import BatchMetrics
+from kafka_share_eos.journal.metrics_store import MetricsStore
 from kafka_share_eos.source.batch_planner import BatchPlanner
-from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.metrics import BatchMetrics
-from kafka_share_eos.source.metrics_store import MetricsStore
 
 TOPIC = "payments"
 GROUP = "payments-eos"

@@ -52,9 +52,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import pyarrow.fs as pafs
-
 from kafka_share_eos._libs import spark_home
+from kafka_share_eos.journal import Journal
+from kafka_share_eos.pipeline_status import journal_status
 from kafka_share_eos.proving_ground.bench import raw_group
 from kafka_share_eos.proving_ground.bench.common import script_parser
 from kafka_share_eos.proving_ground.bench.cpu import driver_seconds
@@ -72,8 +72,6 @@ from kafka_share_eos.proving_ground.launchers.spark import (
 )
 from kafka_share_eos.proving_ground.streams import source_options
 from kafka_share_eos.source import register
-from kafka_share_eos.source.leases import LEASES_DIR
-from kafka_share_eos.source.status import journal_status
 from kafka_share_eos.storage import Location
 
 TOPIC = "bench-consumers"
@@ -116,9 +114,7 @@ def broker(topics: Sequence[str], work: Path) -> Iterator[str]:
 def _executor_members(journal: Location) -> int:
     """Executor consumers that polled for this journal and are still in the group (each keeps
     a lease until it leaves, at its Python worker's exit)."""
-    fs, root = journal.child(LEASES_DIR).open()
-    leases = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
-    return sum(1 for lease in leases if lease.base_name.endswith(".json"))
+    return len(Journal(journal).leases.present())
 
 
 PrepareGroup = Callable[[str], object]

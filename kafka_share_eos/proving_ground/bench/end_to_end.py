@@ -82,7 +82,7 @@ def _drained(query: Any, journal: Path, records: int) -> bool:
     Counted from the journal: Spark's ``numInputRows`` counts a record once per action on the
     batch, and the Postgres upsert sink's first action only counts it.
     """
-    from kafka_share_eos.source.status import journal_status
+    from kafka_share_eos.pipeline_status import journal_status
 
     if not journal.is_dir():
         return False  # the runner has not planned anything yet

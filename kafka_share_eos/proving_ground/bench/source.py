@@ -39,6 +39,7 @@ from typing import Any
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
 from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.journal import Journal
 from kafka_share_eos.proving_ground.bench.common import script_parser
 from kafka_share_eos.proving_ground.bench.streams import (
     batches_with_data,
@@ -55,8 +56,7 @@ from kafka_share_eos.proving_ground.launchers.spark import (
 from kafka_share_eos.proving_ground.streams import source_options
 from kafka_share_eos.source import SourceOptions, register
 from kafka_share_eos.source.batch_planner import BatchPlanner
-from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.schema import to_record_batch
+from kafka_share_eos.source.conversion import to_record_batch
 
 TOPIC = "bench"
 WARM_UP_TOPIC = "bench-warm-up"

@@ -2,5 +2,9 @@
 development, tests, demos and benchmarks."""
 
 from kafka_share_eos.proving_ground.broker.embedded import EmbeddedBroker, TopicSpec
+from kafka_share_eos.proving_ground.broker.errors import (
+    EmbeddedBrokerError,
+    LibrdkafkaNotFoundError,
+)
 
-__all__ = ["EmbeddedBroker", "TopicSpec"]
+__all__ = ["EmbeddedBroker", "EmbeddedBrokerError", "LibrdkafkaNotFoundError", "TopicSpec"]

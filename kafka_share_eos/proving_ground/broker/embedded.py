@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Literal, Self
 
-from kafka_share_eos.errors import ConfigurationError, EmbeddedBrokerError
+from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.proving_ground.broker.errors import EmbeddedBrokerError
 from kafka_share_eos.proving_ground.broker.librdkafka_mock import MockCluster
 
 AutoOffsetReset = Literal["earliest", "latest"]

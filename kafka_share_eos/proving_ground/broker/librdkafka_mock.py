@@ -14,8 +14,10 @@ from functools import cache
 import confluent_kafka
 
 from kafka_share_eos.errors import ConfigurationError
-from kafka_share_eos.errors import EmbeddedBrokerError as EmbeddedBrokerError
-from kafka_share_eos.errors import LibrdkafkaNotFoundError as LibrdkafkaNotFoundError
+from kafka_share_eos.proving_ground.broker.errors import (
+    EmbeddedBrokerError,
+    LibrdkafkaNotFoundError,
+)
 
 _RD_KAFKA_PRODUCER = 0
 _ERRSTR_SIZE = 512

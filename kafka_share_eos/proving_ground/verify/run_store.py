@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.pipeline_status import journal_status
 from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
 from kafka_share_eos.proving_ground.launchers.azurite import AzuriteServer
 from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
-from kafka_share_eos.source.status import journal_status
 
 StorageKind = Literal["local", "s3", "abfs"]
 STORAGE_KINDS: tuple[StorageKind, ...] = ("local", "s3", "abfs")

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 import pyarrow as pa
 
-from kafka_share_eos.deadletter import Rejection, letters
-from kafka_share_eos.errors import TransformShapeError as TransformShapeError
-from kafka_share_eos.sinks import RowChecker
-from kafka_share_eos.sinks.sql_refusals import database_unavailable
-from kafka_share_eos.strategies.identity import RecordIdentity
-from kafka_share_eos.strategies.quarantine import (
+from kafka_share_eos.deadletter.letters import Rejection, letters
+from kafka_share_eos.deadletter.quarantine import (
     STAGE_TRANSFORM,
     STAGE_WRITE,
     DeadLetterPolicy,
@@ -29,10 +26,26 @@ from kafka_share_eos.strategies.quarantine import (
     null_identity,
     without,
 )
+from kafka_share_eos.errors import TransformShapeError as TransformShapeError
+from kafka_share_eos.sinks import RowChecker, database_unavailable
 
 logger = logging.getLogger("kafka_share_eos.strategies")
 
 _ORIGIN = "__kafka_share_eos_row"
+
+
+class Identity(Protocol):
+    """What screening needs of a strategy's record identity
+    (:class:`~kafka_share_eos.strategies.RecordIdentity`)."""
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        """The columns that identify a record."""
+        ...
+
+    def unique_rows(self, table: pa.Table, batch_id: int) -> pa.Table:
+        """The rows of batch ``batch_id`` to apply, one per identity."""
+        ...
 
 
 class Screening:
@@ -85,7 +98,7 @@ class Screening:
         self._rows, self._origin = rows, origin
         return rows
 
-    def unique(self, identity: RecordIdentity) -> pa.Table:
+    def unique(self, identity: Identity) -> pa.Table:
         """The transformed rows, one per identity; null identities dead-lettered."""
         assert self._rows is not None, "transformed() comes first"
         rows, origin = self._rows, self._origin

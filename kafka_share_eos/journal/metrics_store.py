@@ -3,6 +3,9 @@
 One file per batch, named like the batch's journal segment (``<seq, 20 digits>.json``), rather
 than one appended file: object stores cannot append, and a whole-file put is atomic everywhere.
 The journal's segment listing ignores the directory. Only the newest ``keep`` files are kept.
+
+With ``consumers=N`` each slot's task reports its part under ``_metrics/slots`` first; the
+planner combines a batch's reports into its entry once Spark committed it, and deletes them.
 """
 
 from __future__ import annotations
@@ -14,12 +17,13 @@ import re
 
 import pyarrow.fs as pafs
 
-from kafka_share_eos.source.metrics import BatchMetrics
-from kafka_share_eos.storage import Location, as_location, write_atomically
+from kafka_share_eos.journal.metrics import BatchMetrics
+from kafka_share_eos.storage import Location, as_location, delete_if_present, write_atomically
 
 log = logging.getLogger("kafka_share_eos.source")
 
 METRICS_DIR = "_metrics"
+SLOT_METRICS_DIR = f"{METRICS_DIR}/slots"
 DEFAULT_KEPT = 1000
 
 _ENTRY = re.compile(r"^(\d{20})\.json$")
@@ -28,6 +32,11 @@ _ENTRY = re.compile(r"^(\d{20})\.json$")
 def entry_name(seq: int) -> str:
     """The file name of batch ``seq``'s metrics."""
     return f"{seq:020d}.json"
+
+
+def slot_report_name(seq: int, slot: int) -> str:
+    """The file name of one slot's report under ``_metrics/slots``."""
+    return f"{seq:020d}-{slot:04d}.json"
 
 
 class MetricsStore:
@@ -123,6 +132,39 @@ class MetricsStore:
             return []
         del present[: len(doomed)]
         return doomed
+
+    def write_slot_report(self, slot: int, report: BatchMetrics) -> None:
+        """Store what slot ``slot`` of batch ``report.seq`` polled and acknowledged.
+
+        Raises:
+            OSError: the write failed.
+        """
+        fs, root = self._where.child(SLOT_METRICS_DIR).open(create=True)
+        write_atomically(fs, f"{root}/{slot_report_name(report.seq, slot)}",
+                         report.to_json().encode())
+
+    def slot_reports(self, through: int) -> dict[int, list[tuple[str, BatchMetrics]]]:
+        """The slots' reports of the batches up to ``through``, each with its path, by batch;
+        a report being replaced or unreadable is left for a later call."""
+        fs, root = self._where.child(SLOT_METRICS_DIR).open(create=True)
+        reports: dict[int, list[tuple[str, BatchMetrics]]] = {}
+        for info in fs.get_file_info(pafs.FileSelector(root)):
+            if not info.base_name.endswith(".json"):
+                continue
+            try:
+                with fs.open_input_stream(info.path) as source:
+                    report = BatchMetrics.from_json(source.read(), where=info.path)
+            except (OSError, ValueError, TypeError):
+                continue
+            if report.seq <= through:
+                reports.setdefault(report.seq, []).append((info.path, report))
+        return reports
+
+    def delete_slot_report(self, path: str) -> None:
+        """Delete a report :meth:`slot_reports` returned, once its batch's entry is written."""
+        fs, _ = self._where.child(SLOT_METRICS_DIR).open(create=True)
+        with contextlib.suppress(OSError):
+            delete_if_present(fs, path)
 
     def _known(self) -> list[int]:
         if self._present is None:

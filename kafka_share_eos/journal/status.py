@@ -6,15 +6,12 @@ Read-only: inspecting a journal (running or stopped) never creates, changes or d
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kafka_share_eos.errors import LocationNotFoundError
-from kafka_share_eos.source.journal import Journal
-from kafka_share_eos.source.metrics import BatchMetrics
-from kafka_share_eos.source.metrics_store import MetricsStore
-from kafka_share_eos.storage import Location
+from kafka_share_eos.journal.metrics import BatchMetrics
+from kafka_share_eos.journal.segments import Journal
 
 
 @dataclass(frozen=True)
@@ -115,29 +112,18 @@ class JournalStatus:
 RUNNER_MEMBER = "runner"
 
 
-def journal_status(
-    location: str,
-    dead_letters: str | None = None,
-    dead_letter_table: str | None = None,
-    storage_options: Mapping[str, str] | None = None,
-) -> JournalStatus:
-    """Inspect the journal at ``location`` (and count the dead letters at ``dead_letters``, in
-    table ``dead_letter_table`` of a SQL database: the sinks' default table otherwise).
-    ``storage_options`` are the settings of the object store holding it, as the source's
-    ``storage.*`` options give them.
+def inspect_journal(journal: Journal) -> JournalStatus:
+    """What ``journal`` holds (its :attr:`JournalStatus.dead_letters` unknown).
 
     Raises:
-        LocationNotFoundError: no journal directory at ``location``, or no dead-letter table
-            in the SQL database at ``dead_letters``.
+        LocationNotFoundError: no journal directory where ``journal`` is.
         JournalError: a segment is damaged (truncated, empty, another schema, unreadable).
     """
-    where = Location(location, storage_options or {})
     try:
-        where.open_existing()
+        journal.where.open_existing()
     except LocationNotFoundError as error:
-        raise LocationNotFoundError(f"no journal at {location!r}") from error
-    batches = tuple(MetricsStore(where, create=False).read_all())
-    journal = Journal(where)
+        raise LocationNotFoundError(f"no journal at {journal.location!r}") from error
+    batches = tuple(journal.metrics(create=False).read_all())
     rows: dict[int, int] = {}
     for seq, slot in journal.entries():
         # None: purged by the running query since the listing, or a slot still being written.
@@ -145,25 +131,8 @@ def journal_status(
         if table is not None:
             rows[seq] = rows.get(seq, 0) + table.num_rows
     segments = [Segment(seq, n, _settled(seq, batches)) for seq, n in sorted(rows.items())]
-    counted = None if dead_letters is None else count_dead_letters(dead_letters, dead_letter_table)
-    return JournalStatus(location, tuple(segments), batches, counted)
+    return JournalStatus(journal.location, tuple(segments), batches)
 
 
 def _settled(seq: int, batches: tuple[BatchMetrics, ...]) -> bool:
     return any(m.first_seq <= seq <= m.seq for m in batches)
-
-
-def count_dead_letters(uri: str, table: str | None = None) -> int:
-    """The records in the dead-letter sink at ``uri`` (SQL table ``table``); creates nothing.
-
-    Raises:
-        LocationNotFoundError: no such SQL table, or no SQLite file.
-    """
-    # Imported here: the dead-letter sinks pull in database and Delta clients.
-    from kafka_share_eos.deadletter import open_dead_letters
-
-    sink = open_dead_letters(uri, table=table, create=False)
-    try:
-        return sink.count()
-    finally:
-        sink.close()

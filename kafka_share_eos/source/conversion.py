@@ -1,7 +1,6 @@
-"""The rows the source produces: Spark's Kafka source schema plus ``deliveryCount``.
-
-The journal always keeps headers so a replay is faithful whatever ``includeHeaders`` says;
-:func:`project` drops them on the way out when they were not asked for.
+"""Polled records into journal rows: ``confluent_kafka.Message`` objects to one Arrow batch of
+the journal's schema (:mod:`kafka_share_eos.journal.schema`), at about half a microsecond a
+record.
 """
 
 from __future__ import annotations
@@ -15,37 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-HEADERS = "headers"
-DELIVERY_COUNT = "deliveryCount"
-DELIVERY_COUNT_LIMIT_KEY = "share.delivery.count.limit"
-"""Metadata of the ``deliveryCount`` column: the share group's delivery limit, when the
-brokers told it. Spark carries it to ``foreachBatch``'s DataFrame and into ``toArrow()``, so
-a strategy knows which records are on their last delivery."""
-
-_HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
-_TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
-
-# Field order follows Spark's Kafka source; deliveryCount is the share-group addition.
-JOURNAL_SCHEMA = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", _TIMESTAMP_TYPE),
-        ("timestampType", pa.int32()),
-        (HEADERS, _HEADER_TYPE),
-        ("deliveryCount", pa.int32()),
-    ]
-)
-
-
-def arrow_schema(include_headers: bool) -> pa.Schema:
-    """The Arrow schema of the rows handed to Spark."""
-    if include_headers:
-        return JOURNAL_SCHEMA
-    return JOURNAL_SCHEMA.remove(JOURNAL_SCHEMA.get_field_index(HEADERS))
+from kafka_share_eos.journal.schema import HEADER_TYPE, JOURNAL_SCHEMA, TIMESTAMP_TYPE
 
 
 @contextlib.contextmanager
@@ -96,16 +65,10 @@ def _record_batch(messages: Sequence[Any]) -> pa.RecordBatch:
             pa.array([m.topic() for m in messages], pa.string()),
             pa.array([m.partition() for m in messages], pa.int32()),
             pa.array([m.offset() for m in messages], pa.int64()),
-            pa.array([ms * 1000 if kind else None for kind, ms in stamps], _TIMESTAMP_TYPE),
+            pa.array([ms * 1000 if kind else None for kind, ms in stamps], TIMESTAMP_TYPE),
             pa.array([kind - 1 if kind else None for kind, _ in stamps], pa.int32()),
-            pa.array([m.headers() for m in messages], _HEADER_TYPE),
+            pa.array([m.headers() for m in messages], HEADER_TYPE),
             pa.array([m.delivery_count() for m in messages], pa.int32()),
         ],
         schema=JOURNAL_SCHEMA,
     )
-
-
-def project(table: pa.Table, include_headers: bool) -> pa.Table:
-    """Shape a journal table into the rows Spark expects."""
-    target = arrow_schema(include_headers)
-    return table.select(target.names).cast(target)

@@ -1,5 +1,9 @@
 """The batch journal: the source's durable copy of every record it fetched.
 
+:class:`Journal` is the one way in to a journal's files: its segments, and beside them the
+consumers' leases, the batch metrics and the records to REJECT (``journal.leases``,
+``journal.metrics()``, ``journal.rejections``), all under the location given once.
+
 Each planned micro-batch is one or more *segments*, numbered by a sequence that is also the
 stream's offset. A segment is an Arrow IPC file named ``<seq, 20 digits>.arrow``; it appears
 atomically (temp file + fsync + rename on a local disk, temp + move on HDFS-like stores, a single
@@ -21,6 +25,7 @@ instead of polling, and a task that finds it unfinished (its writer died) carrie
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -29,7 +34,10 @@ import pyarrow.fs as pafs
 
 from kafka_share_eos import formats
 from kafka_share_eos.errors import JournalError as JournalError
-from kafka_share_eos.source.schema import JOURNAL_SCHEMA
+from kafka_share_eos.journal.leases import Leases
+from kafka_share_eos.journal.metrics_store import DEFAULT_KEPT, MetricsStore
+from kafka_share_eos.journal.rejections import RecordRejections
+from kafka_share_eos.journal.schema import JOURNAL_SCHEMA
 from kafka_share_eos.storage import Location, as_location, write_atomically, write_if_absent
 
 _SEGMENT = re.compile(r"^(\d{20})(?:-(\d{4})(?:-(\d{4}))?)?\.arrow$")
@@ -87,6 +95,21 @@ class Journal:
 
     def __getstate__(self) -> dict[str, Any]:
         return {"where": self.where, "location": self.location, "_fs": None, "_root": ""}
+
+    @functools.cached_property
+    def leases(self) -> Leases:
+        """The leases of the journal's consumers on their record locks."""
+        return Leases(self.where)
+
+    @functools.cached_property
+    def rejections(self) -> RecordRejections:
+        """The records a strategy refused, for the source to REJECT."""
+        return RecordRejections(self.where)
+
+    def metrics(self, keep: int = DEFAULT_KEPT, *, create: bool = True) -> MetricsStore:
+        """The batch metrics kept beside the segments (the newest ``keep``); without
+        ``create`` nothing is created, for inspecting a journal without changing it."""
+        return MetricsStore(self.where, keep, create=create)
 
     def _filesystem(self) -> tuple[pafs.FileSystem, str]:
         if self._fs is None:

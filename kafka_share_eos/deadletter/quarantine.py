@@ -24,12 +24,13 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_share_eos.deadletter import DeadLetterSink, Rejection
+from kafka_share_eos.deadletter.letters import Rejection
+from kafka_share_eos.deadletter.sink import DeadLetterSink
 from kafka_share_eos.errors import ConfigurationError, ValueNotStorableError
 from kafka_share_eos.errors import DeliveryLimitReached as DeliveryLimitReached
 from kafka_share_eos.errors import NullIdentityError as NullIdentityError
-from kafka_share_eos.sinks.sql_refusals import database_unavailable, error_chain, refused_row
-from kafka_share_eos.source.schema import DELIVERY_COUNT_LIMIT_KEY
+from kafka_share_eos.journal.schema import DELIVERY_COUNT_LIMIT_KEY
+from kafka_share_eos.sinks import database_unavailable, error_chain, refused_row
 
 T = TypeVar("T")
 

@@ -22,7 +22,7 @@ until it has left the group keeps part of the partitions from the new member, so
 waits for it to go.
 
 The executor consumers' leases also tell a drain which members are in the group
-(:func:`members_in_group`): a member that did not poll lately (a Python worker that got no
+(:meth:`Leases.members_in_group`): a member that did not poll lately (a Python worker that got no
 slot) keeps its partitions from the others, so a drain ends only once each one polled empty.
 """
 
@@ -56,21 +56,17 @@ EXECUTOR = "executor"
 _DEPARTURE_CHECK_S = 0.05
 
 
-def _directory(journal_location: str | Location) -> tuple[pafs.FileSystem, str]:
-    return as_location(journal_location).child(LEASES_DIR).open(create=True)
-
-
 class Lease:
     """The lease of one consumer.
 
     Args:
-        journal_location: the stream's ``journalPath``.
+        leases: the journal's leases.
         kind: :data:`RUNNER` (the source runner's consumer) or :data:`EXECUTOR` (a slot
             consumer in an executor's Python worker).
     """
 
-    def __init__(self, journal_location: str | Location, kind: str) -> None:
-        self._location = journal_location
+    def __init__(self, leases: Leases, kind: str) -> None:
+        self._leases = leases
         self._kind = kind
         self.member = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self._name = f"{self.member}.json"
@@ -88,7 +84,7 @@ class Lease:
         if run == self._run and now + polling_for_s + _RENEW_MARGIN_S <= self._until:
             return
         until = now + polling_for_s + LEASE_S
-        fs, root = _directory(self._location)
+        fs, root = self._leases.directory()
         lease = {formats.FIELD: formats.LEASE, "run": run, "until": until, "kind": self._kind,
                  "host": socket.gethostname(), "pid": os.getpid()}
         path = f"{root}/{self._name}"
@@ -108,78 +104,103 @@ class Lease:
         """The consumer left the group, handing its records back: nothing to wait for."""
         if self._until:
             with contextlib.suppress(OSError):
-                fs, root = _directory(self._location)
+                fs, root = self._leases.directory()
                 delete_if_present(fs, f"{root}/{self._name}")
             self._until = 0.0
 
 
-def _leases(journal_location: str | Location) -> list[tuple[str, dict[str, Any]]]:
-    fs, root = _directory(journal_location)
-    found = []
-    for info in fs.get_file_info(pafs.FileSelector(root)):
-        if not info.base_name.endswith(".json"):
-            continue
-        try:
-            with fs.open_input_stream(info.path) as source:
-                lease = json.loads(source.read())
-        except (OSError, ValueError):
-            continue  # released meanwhile, or being replaced
-        # A lease of a newer release cannot be weighed: its consumer may still hold records.
-        formats.check_format("lease", lease.get(formats.FIELD), formats.LEASE, info.path)
-        found.append((info.path, lease))
-    return found
+class Leases:
+    """The leases of the consumers of the journal at ``journal``, under ``<journal>/_leases``."""
 
+    def __init__(self, journal: str | Location) -> None:
+        self._where = as_location(journal).child(LEASES_DIR)
 
-def _leases_of_other_runs(
-    journal_location: str | Location, run: str
-) -> list[tuple[str, dict[str, Any]]]:
-    return [(path, lease) for path, lease in _leases(journal_location) if lease.get("run") != run]
+    def directory(self) -> tuple[pafs.FileSystem, str]:
+        """The leases' filesystem and directory, created when missing."""
+        return self._where.open(create=True)
 
+    def lease(self, kind: str) -> Lease:
+        """A new lease for one consumer of ``kind`` (:data:`RUNNER` or :data:`EXECUTOR`)."""
+        return Lease(self, kind)
 
-def members_in_group(journal_location: str | Location) -> list[str]:
-    """The :attr:`Lease.member` names of this journal's executor consumers that may still be
-    members of the share group: alive on this host, or on another host with a lease still
-    running (a member whose process died is the dead-lease wait's business)."""
-    now = time.time()
+    def present(self) -> list[str]:
+        """The :attr:`Lease.member` names of every lease there, running or not."""
+        fs, root = self.directory()
+        return [info.base_name.removesuffix(".json")
+                for info in fs.get_file_info(pafs.FileSelector(root))
+                if info.base_name.endswith(".json")]
 
-    def may_be_member(lease: dict[str, Any]) -> bool:
-        if lease.get("host") == socket.gethostname():
-            return _alive_here(lease)
-        return float(lease.get("until", 0.0)) > now
+    def _all(self) -> list[tuple[str, dict[str, Any]]]:
+        fs, root = self.directory()
+        found = []
+        for info in fs.get_file_info(pafs.FileSelector(root)):
+            if not info.base_name.endswith(".json"):
+                continue
+            try:
+                with fs.open_input_stream(info.path) as source:
+                    lease = json.loads(source.read())
+            except (OSError, ValueError):
+                continue  # released meanwhile, or being replaced
+            # A lease of a newer release cannot be weighed: its consumer may still hold records.
+            formats.check_format("lease", lease.get(formats.FIELD), formats.LEASE, info.path)
+            found.append((info.path, lease))
+        return found
 
-    return [
-        path.rsplit("/", 1)[-1].removesuffix(".json")
-        for path, lease in _leases(journal_location)
-        if lease.get("kind") == EXECUTOR and may_be_member(lease)
-    ]
+    def _of_other_runs(self, run: str) -> list[tuple[str, dict[str, Any]]]:
+        return [(path, lease) for path, lease in self._all() if lease.get("run") != run]
 
+    def members_in_group(self) -> list[str]:
+        """The :attr:`Lease.member` names of this journal's executor consumers that may still
+        be members of the share group: alive on this host, or on another host with a lease
+        still running (a member whose process died is the dead-lease wait's business)."""
+        now = time.time()
 
-def _departing(journal_location: str | Location, run: str) -> bool:
-    return any(
-        lease.get("kind") == RUNNER and _alive_here(lease)
-        for _, lease in _leases_of_other_runs(journal_location, run)
-    )
+        def may_be_member(lease: dict[str, Any]) -> bool:
+            if lease.get("host") == socket.gethostname():
+                return _alive_here(lease)
+            return float(lease.get("until", 0.0)) > now
 
+        return [
+            path.rsplit("/", 1)[-1].removesuffix(".json")
+            for path, lease in self._all()
+            if lease.get("kind") == EXECUTOR and may_be_member(lease)
+        ]
 
-def locks_of_other_runs_expire_at(
-    journal_location: str | Location, run: str, hold_ms: int
-) -> float:
-    """The wall-clock time by which every record a dead consumer of another run than ``run``
-    held is within reach again, ``hold_ms`` after its last poll (0 when none may still be
-    held); deletes the leases that are past it."""
-    now = time.time()
-    latest = 0.0
-    fs, _ = _directory(journal_location)
-    for path, lease in _leases_of_other_runs(journal_location, run):
-        if lease.get("kind") == EXECUTOR and _alive_here(lease):
-            continue
-        unlocked_at = min(float(lease["until"]), now) + hold_ms / 1000.0
-        if unlocked_at <= now:
-            with contextlib.suppress(OSError):
-                delete_if_present(fs, path)
-            continue
-        latest = max(latest, unlocked_at)
-    return latest
+    def _departing(self, run: str) -> bool:
+        return any(
+            lease.get("kind") == RUNNER and _alive_here(lease)
+            for _, lease in self._of_other_runs(run)
+        )
+
+    def locks_of_other_runs_expire_at(self, run: str, hold_ms: int) -> float:
+        """The wall-clock time by which every record a dead consumer of another run than
+        ``run`` held is within reach again, ``hold_ms`` after its last poll (0 when none may
+        still be held); deletes the leases that are past it."""
+        now = time.time()
+        latest = 0.0
+        fs, _ = self.directory()
+        for path, lease in self._of_other_runs(run):
+            if lease.get("kind") == EXECUTOR and _alive_here(lease):
+                continue
+            unlocked_at = min(float(lease["until"]), now) + hold_ms / 1000.0
+            if unlocked_at <= now:
+                with contextlib.suppress(OSError):
+                    delete_if_present(fs, path)
+                continue
+            latest = max(latest, unlocked_at)
+        return latest
+
+    def drain_waits_until(self, run: str, hold_ms: int) -> float:
+        """When a drain of run ``run`` starts: wait (at most ``hold_ms``) for source runners
+        of other runs still leaving the group on this host, then
+        :meth:`locks_of_other_runs_expire_at`, logged when the drain has to wait for it."""
+        deadline = time.monotonic() + hold_ms / 1000.0
+        while self._departing(run) and time.monotonic() < deadline:
+            time.sleep(_DEPARTURE_CHECK_S)
+        unlocked_at = self.locks_of_other_runs_expire_at(run, hold_ms)
+        if unlocked_at > time.time():
+            log_wait(unlocked_at)
+        return unlocked_at
 
 
 def _alive_here(lease: dict[str, Any]) -> bool:
@@ -198,19 +219,6 @@ def _alive_here(lease: dict[str, Any]) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
-
-
-def drain_waits_until(journal_location: str | Location, run: str, hold_ms: int) -> float:
-    """When a drain of run ``run`` starts: wait (at most ``hold_ms``) for source runners of
-    other runs still leaving the group on this host, then :func:`locks_of_other_runs_expire_at`,
-    logged when the drain has to wait for it."""
-    deadline = time.monotonic() + hold_ms / 1000.0
-    while _departing(journal_location, run) and time.monotonic() < deadline:
-        time.sleep(_DEPARTURE_CHECK_S)
-    unlocked_at = locks_of_other_runs_expire_at(journal_location, run, hold_ms)
-    if unlocked_at > time.time():
-        log_wait(unlocked_at)
-    return unlocked_at
 
 
 def log_wait(unlocked_at: float) -> None:
