@@ -3,7 +3,7 @@
 pyproject.toml's extras install ``spark`` -> pyspark, ``delta`` -> deltalake, ``delta-spark`` ->
 delta-spark (module ``delta``), ``sqlite`` -> SQLAlchemy, ``postgres`` -> SQLAlchemy and psycopg,
 ``metrics`` -> prometheus-client (module ``prometheus_client``), ``broker-dlq`` -> kafka-python
-(module ``kafka``).
+(module ``kafka``), ``charts`` -> matplotlib (the proving ground's charts, never a pipeline).
 :mod:`kafka_share_eos._libs` holds each library as a module that loads on first use
 (:meth:`Extra.lazy`); the toolkit's modules import it from there at their top and use it by
 attribute (``sa.text(...)``, ``deltalake.write_deltalake(...)``). So importing the toolkit loads
@@ -75,6 +75,7 @@ SQLITE = Extra("sqlite", ("sqlalchemy",))
 POSTGRES = Extra("postgres", ("sqlalchemy", "psycopg"))
 METRICS = Extra("metrics", ("prometheus_client",))
 BROKER_DLQ = Extra("broker-dlq", ("kafka",))
+CHARTS = Extra("charts", ("matplotlib",))
 # A PostgreSQL URL with another driver than psycopg needs SQLAlchemy (and that driver).
 _POSTGRES_OTHER_DRIVER = Extra("postgres", ("sqlalchemy",))
 

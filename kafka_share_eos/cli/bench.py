@@ -14,6 +14,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.table import Table
 
+from kafka_share_eos._extras import CHARTS
 from kafka_share_eos.proving_ground.bench.agreement import agreements, saved_ratios, summary
 from kafka_share_eos.proving_ground.bench.chart import chart_svg
 from kafka_share_eos.proving_ground.bench.ratios import Ratio
@@ -23,6 +24,7 @@ from kafka_share_eos.proving_ground.bench.suite import (
     QUICK,
     SuiteResult,
     run_suite,
+    run_title,
     unknown_benchmarks,
 )
 from kafka_share_eos.proving_ground.console.logfile import StderrToFile
@@ -36,8 +38,7 @@ def _verdict(ratio: Ratio) -> str:
 
 
 def _title(result: SuiteResult) -> str:
-    quick = " (--quick)" if result.sizes == QUICK else ""
-    return f"kafka-share-eos benchmarks{quick}"
+    return run_title(result.sizes == QUICK)
 
 
 def _caption(result: SuiteResult) -> str:
@@ -153,6 +154,17 @@ def _saved_run(path: Path) -> list[Ratio]:
         ) from exc
 
 
+def _checked(only: list[str] | None, against: Path | None, save: Path | None) -> list[Ratio] | None:
+    """Check the options before any benchmark runs; the rows of the ``--against`` run."""
+    unknown = unknown_benchmarks(only or ())
+    if unknown:
+        raise typer.BadParameter(unknown, param_hint="--only")
+    if save is not None:
+        # --save draws a chart: a missing matplotlib is said now, not after the run.
+        CHARTS.require("bench --save")
+    return None if against is None else _saved_run(against)
+
+
 def bench(
     quick: Annotated[
         bool,
@@ -202,10 +214,7 @@ def bench(
     in one line and exits with 130 or 143. Spark's, the JVMs' and the clients' logs go to a
     file, named on the last line.
     """
-    unknown = unknown_benchmarks(only or ())
-    if unknown:
-        raise typer.BadParameter(unknown, param_hint="--only")
-    reference = None if against is None else _saved_run(against)
+    reference = _checked(only, against, save)
     log = Path(tempfile.mkdtemp(prefix="kafka-share-eos-bench-")) / "bench.log"
     # The terminal, kept before descriptor 2 goes to the log for the run.
     with os.fdopen(os.dup(2), "w", buffering=1) as terminal:

@@ -5,8 +5,9 @@ starts the embedded broker, produces orders (some not JSON, so dead-lettered), a
 ``kafka-share`` source in local Spark into an SQLite upsert with its metrics served
 (:func:`~kafka_share_eos.serve_metrics`) and scraped every second by Debian's Prometheus
 (fetched once); two batches pause their write. After the run it reads the dashboard's main
-panels over Prometheus's HTTP API (``/api/v1/query_range``, one point a second) and draws them
-with :mod:`~kafka_share_eos.proving_ground.monitoring_chart`.
+panels over Prometheus's HTTP API (``/api/v1/query_range``, one point a second), saves their
+series beside the chart (``pipeline-metrics.json``) and draws the chart from that file with
+:mod:`~kafka_share_eos.proving_ground.pipeline_metrics_chart`, which can draw it again alone.
 """
 
 from __future__ import annotations
@@ -16,14 +17,21 @@ import json
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from kafka_share_eos.proving_ground.monitoring_chart import PANELS, Panel, chart_svg, range_points
+from kafka_share_eos._extras import CHARTS
+from kafka_share_eos.proving_ground.pipeline_metrics_chart import (
+    PANELS,
+    Panel,
+    range_points,
+    redraw,
+    save_series,
+)
 
 if TYPE_CHECKING:
     from kafka_share_eos.proving_ground.launchers.prometheus import PrometheusServer
@@ -48,8 +56,8 @@ LEAD_S = 5.0
 
 @dataclass(frozen=True)
 class MonitoredRun:
-    """What the run did, as the journal and the strategy count it, and the chart of its
-    metrics."""
+    """What the run did, as the journal and the strategy count it, and its metrics' panels
+    with the line that says what they show."""
 
     orders: int
     polled: int
@@ -57,7 +65,18 @@ class MonitoredRun:
     batches: int
     written: int
     dead_letters: int
-    svg: str
+    day: str
+    subtitle: str
+    panels: list[Panel]
+
+    def save(self, chart: Path) -> None:
+        """Save the panels' series beside ``chart`` (its ``.json``) and draw ``chart`` from
+        them."""
+        counts = {counted.name: getattr(self, counted.name) for counted in fields(self)
+                  if counted.name not in ("subtitle", "panels")}
+        saved = chart.with_suffix(".json")
+        save_series(saved, TITLE, self.subtitle, self.panels, counts)
+        redraw(saved)
 
 
 def order_values(orders: int, broken_every: int) -> list[bytes]:
@@ -105,15 +124,19 @@ def _panels(server: PrometheusServer, selector: str, start: float, end: float) -
         f"kafka_share_eos_records_total{{{selector}}}", start, end))
     first = next((t for t, value in records if value > 0), start)
     start = max(start, first - LEAD_S)
-    return [Panel(panel.title, panel.unit, {
-        name: range_points(server.query_range(promql, start, end))
-        for name, promql in panel.promql(selector).items()}) for panel in PANELS]
+    panels = []
+    for panel in PANELS:
+        queries = panel.promql(selector)
+        panels.append(Panel(panel.title, panel.unit, {
+            name: range_points(server.query_range(promql, start, end))
+            for name, promql in queries.items()}, queries))
+    return panels
 
 
 def run(orders: int = 400, per_trigger: int = 20, broken_every: int = 50,
         slow: tuple[int, ...] = (6, 13)) -> MonitoredRun:
     """Run the pipeline scraped by Prometheus until every order is written or dead-lettered,
-    and draw its metrics."""
+    and read its metrics' panels back."""
     from confluent_kafka import Producer
     from prometheus_client import CollectorRegistry
 
@@ -196,8 +219,7 @@ def run(orders: int = 400, per_trigger: int = 20, broken_every: int = 50,
                 f"{totals.batches} batches of up to {per_trigger}, {len(slow)} paused "
                 f"{PAUSE_S:.0f} s; {day}")
     return MonitoredRun(orders, journaled.records, journaled.redelivered, totals.batches,
-                        totals.rows_written, letters,
-                        chart_svg(panels, TITLE, subtitle))
+                        totals.rows_written, letters, day, subtitle, panels)
 
 
 def main() -> None:
@@ -205,11 +227,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("pipeline-metrics.svg"))
     parser.add_argument("--orders", type=int, default=400)
     args = parser.parse_args()
+    # Before the run, not after its minutes: the chart is what the run is for.
+    CHARTS.require("the monitored run's chart")
     result = run(args.orders)
-    args.out.write_text(result.svg, encoding="utf-8")
-    print(f"{args.out}: {result.orders} orders, {result.polled} records polled "
-          f"({result.redelivered} redelivered) in {result.batches} batches, {result.written} "
-          f"written, {result.dead_letters} dead letters")
+    result.save(args.out)
+    print(f"{args.out} and its series {args.out.with_suffix('.json')}: {result.orders} "
+          f"orders, {result.polled} records polled ({result.redelivered} redelivered) in "
+          f"{result.batches} batches, {result.written} written, {result.dead_letters} dead "
+          "letters")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases,
 if TYPE_CHECKING:
     from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
 
-__all__ = ["BENCHMARKS", "FULL", "QUICK", "Sizes", "SuiteResult", "run_suite",
+__all__ = ["BENCHMARKS", "FULL", "QUICK", "Sizes", "SuiteResult", "run_suite", "run_title",
            "unknown_benchmarks"]
 
 logger = logging.getLogger("kafka_share_eos.proving_ground.bench")
@@ -68,6 +68,11 @@ class SuiteResult:
             "seconds": self.seconds,
             "results": self.results,
         }
+
+
+def run_title(quick: bool) -> str:
+    """The title of a run's table and chart; a ``--quick`` run's says so."""
+    return "kafka-share-eos benchmarks" + (" (--quick)" if quick else "")
 
 
 class _Databases:
