@@ -118,3 +118,31 @@ def test_the_docs_index_lists_every_command() -> None:
     commands |= {info.name for info in app.registered_groups}
     assert None not in commands
     assert commands == listed, typer.style(f"docs/index.md lists {sorted(listed)}")
+
+
+def test_every_launcher_builds_on_the_one_base() -> None:
+    # docs/development.md, "Real components in tests": a launcher implements Launcher's hooks
+    # and inherits start, stop and the context manager, so every one cleans up the same way.
+    import importlib
+    import inspect
+
+    from kafka_share_eos.proving_ground.launchers.lifecycle import Launcher
+
+    folders = [PROVING_GROUND / "launchers", PROVING_GROUND / "broker"]
+    checked, wrong = [], []
+    for path in sorted(path for folder in folders for path in folder.glob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for cls in vars(importlib.import_module(module)).values():
+            if not inspect.isclass(cls) or cls.__module__ != module or cls is Launcher:
+                continue
+            # What starts and stops, or is a context manager, is a launcher.
+            starts_and_stops = hasattr(cls, "start") and hasattr(cls, "stop")
+            if not (starts_and_stops or hasattr(cls, "__enter__")):
+                continue
+            checked.append(cls.__name__)
+            if not issubclass(cls, Launcher):
+                wrong.append(f"{module}.{cls.__name__} does not derive from Launcher")
+            for method in sorted({"__enter__", "__exit__"} & set(vars(cls))):
+                wrong.append(f"{module}.{cls.__name__} defines its own {method}")
+    assert {"EmbeddedBroker", "KafkaCluster", "LocalServer", "TcpProxy"} <= set(checked)
+    assert not wrong

@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Literal, Self
+from typing import Literal
 
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.broker.errors import EmbeddedBrokerError
 from kafka_share_eos.proving_ground.broker.librdkafka_mock import MockCluster
+from kafka_share_eos.proving_ground.launchers.lifecycle import Launcher
 
 AutoOffsetReset = Literal["earliest", "latest"]
 
@@ -94,7 +94,7 @@ def _positive_ms(name: str, value: int | None) -> int | None:
     return value
 
 
-class EmbeddedBroker:
+class EmbeddedBroker(Launcher):
     """A share-group-capable Kafka broker running inside this process.
 
     Use it as a context manager::
@@ -121,6 +121,9 @@ class EmbeddedBroker:
             ``auto_offset_reset`` the broker cannot take, or one topic given with two partition
             counts.
     """
+
+    _label = "the embedded broker"
+    _error = EmbeddedBrokerError
 
     def __init__(
         self,
@@ -168,44 +171,26 @@ class EmbeddedBroker:
         self._cluster: MockCluster | None = None
         self._topics: dict[str, int] = {}
 
-    def start(self) -> Self:
+    def _start(self) -> None:
         """Start the cluster, apply the share-group settings and create the initial topics.
 
         Raises:
             LibrdkafkaNotFoundError: the librdkafka bundled with confluent-kafka is missing.
             EmbeddedBrokerError: the mock cluster could not start or create a topic.
         """
-        if self._cluster is not None:
-            return self
         self._cluster = MockCluster()
-        try:
-            for knob, value in self._settings.items():
-                if value is not None:
-                    self._cluster.set_sharegroup(knob, value)
-            for topic in self._initial_topics:
-                self.create_topic(topic.name, topic.partitions)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        for knob, value in self._settings.items():
+            if value is not None:
+                self._cluster.set_sharegroup(knob, value)
+        for topic in self._initial_topics:
+            self.create_topic(topic.name, topic.partitions)
 
-    def stop(self) -> None:
+    def _stop(self) -> None:
         """Stop the cluster; every client connected to it loses its connection."""
         if self._cluster is not None:
             self._cluster.close()
             self._cluster = None
             self._topics = {}
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def bootstrap_servers(self) -> str:
@@ -243,7 +228,5 @@ class EmbeddedBroker:
 
     def _running(self) -> MockCluster:
         if self._cluster is None:
-            raise EmbeddedBrokerError(
-                "the embedded broker is not running: call start() or use `with`"
-            )
+            raise self._not_running()
         return self._cluster

@@ -24,16 +24,12 @@ behind. ``stop()`` also runs at interpreter exit.
 
 from __future__ import annotations
 
-import atexit
 import shutil
 import signal
-import subprocess
 import tempfile
-import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
@@ -65,17 +61,17 @@ from kafka_share_eos.proving_ground.launchers.kafka_node import (
     listeners,
 )
 from kafka_share_eos.proving_ground.launchers.kafka_security import ADMIN, SaslSsl
+from kafka_share_eos.proving_ground.launchers.lifecycle import Launcher
 from kafka_share_eos.proving_ground.launchers.ports import free_ports
+from kafka_share_eos.proving_ground.launchers.process_tree import STOP_GRACE_S, terminate
 from kafka_share_eos.proving_ground.launchers.tcp_proxy import CutMode, TcpProxy
 from kafka_share_eos.proving_ground.signals import deferred_signals
 from kafka_share_eos.sharegroup.group_config import ShareGroupSettings, alter_share_group
 
 __all__ = ["START_TIMEOUT_S", "STOP_GRACE_S", "KafkaCluster"]
 
-STOP_GRACE_S = 10.0
-_START_ATTEMPTS = 3
 
-class KafkaCluster:
+class KafkaCluster(Launcher):
     """Apache Kafka brokers on loopback for tests, benchmarks and the ``broker --kafka`` command.
 
     Use it as a context manager::
@@ -107,6 +103,9 @@ class KafkaCluster:
             ``proxy`` with ``security``.
     """
 
+    _label = "the Kafka cluster"
+    _error = KafkaLauncherError
+
     def __init__(
         self,
         brokers: int = 1,
@@ -135,7 +134,7 @@ class KafkaCluster:
 
     # -- life cycle ---------------------------------------------------------------------------
 
-    def start(self) -> Self:
+    def _start(self) -> None:
         """Fetch the jars if needed, format every node's storage, start the nodes, wait until
         every broker has registered, and create the initial topics.
 
@@ -143,74 +142,40 @@ class KafkaCluster:
             KafkaLauncherError: Java or Maven missing, a failed fetch, or a node that did not
                 come up within :data:`START_TIMEOUT_S` (the message names its log).
         """
-        if self.nodes:
-            return self
         # Java first: without it the jars' fetch fails with a message that does not name it.
         java = java_binary()
         jars = kafka_jars(self.version)
-        for attempt in range(_START_ATTEMPTS):
-            with deferred_signals():
-                self._work = Path(tempfile.mkdtemp(prefix="kse-kafka-"))
-                atexit.register(self.stop)
-                self._layout()
-            try:
-                jvm = self._jvm(java)
-                jvm.format_storage(self.nodes, jars,
-                                   self.security.format_arguments() if self.security else ())
-                for node in self.nodes:
-                    jvm.start(node)
-                ready = wait_until_registered(self.nodes, self.admin)
-            except BaseException:
-                self.stop()
-                raise
-            if ready:
-                break
-            # Another process took a port between its allocation and the node's bind.
-            self.stop()
-            if attempt == _START_ATTEMPTS - 1:
-                raise KafkaLauncherError(
-                    f"no free ports for the Kafka nodes after {_START_ATTEMPTS} attempts"
-                )
+        self._until_ports_hold(lambda: self._launch(java, jars), "the Kafka nodes")
         for topic in self._topics:
             self.create_topic(topic.name, topic.partitions)
-        return self
 
-    def stop(self) -> None:
+    def _launch(self, java: Path, jars: Path) -> bool:
+        """Lay the nodes out on free ports and start them; whether every broker registered
+        (False: a port was taken)."""
+        with deferred_signals():
+            self._work = Path(tempfile.mkdtemp(prefix="kse-kafka-"))
+            self._layout()
+        jvm = self._jvm(java)
+        jvm.format_storage(self.nodes, jars,
+                           self.security.format_arguments() if self.security else ())
+        for node in self.nodes:
+            jvm.start(node)
+        return wait_until_registered(self.nodes, self.admin)
+
+    def _stop(self) -> None:
         """Stop every node (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`) and delete the
-        cluster's directory. Safe to call twice."""
-        atexit.unregister(self.stop)
+        cluster's directory."""
         # Dropped while the brokers still answer: a client whose brokers are gone logs every
         # failed reconnection until it is destroyed.
         self._admin = None
         nodes, self.nodes = self.nodes, []
         for node in nodes:
             if node.proxy is not None:
-                node.proxy.close()
-            if node.running:
-                assert node.process is not None
-                node.process.terminate()
-        deadline = time.monotonic() + STOP_GRACE_S
-        for node in nodes:
-            if node.process is not None:
-                try:
-                    node.process.wait(max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    node.process.kill()
-                    node.process.wait()
+                node.proxy.stop()
+        terminate(node.process for node in nodes if node.process is not None)
         if self._work is not None:
             shutil.rmtree(self._work, ignore_errors=True)
             self._work = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- what clients need --------------------------------------------------------------------
 
@@ -218,7 +183,7 @@ class KafkaCluster:
     def bootstrap_servers(self) -> str:
         """``host:port,...`` of every broker."""
         if not self.nodes:
-            raise KafkaLauncherError("the Kafka cluster is not running: call start() or use `with`")
+            raise self._not_running()
         return ",".join(node.address for node in self.nodes)
 
     @property

@@ -85,7 +85,7 @@ def listeners(node: KafkaNode, listener: str, *, proxied: bool) -> dict[str, str
     protocols = [f"{listener}:{listener}", "CONTROLLER:PLAINTEXT"]
     if proxied:
         (port,) = free_ports(1)
-        node.proxy = TcpProxy(("127.0.0.1", port))
+        node.proxy = TcpProxy(("127.0.0.1", port)).start()
         own.append(f"PROXIED://127.0.0.1:{port}")
         advertised.append(f"PROXIED://{node.proxy.address}")
         protocols.append(f"PROXIED:{listener}")

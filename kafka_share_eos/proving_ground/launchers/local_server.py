@@ -1,35 +1,31 @@
-"""What the launchers of the tests' object stores share: a server program fetched or built once
-into the cache (:mod:`~kafka_share_eos.proving_ground.launchers.cache`), and a server process on
-free ports of 127.0.0.1.
+"""What the launchers of the tests' single-process servers share (the object stores,
+Prometheus): a server program fetched or built once into the cache
+(:mod:`~kafka_share_eos.proving_ground.launchers.cache`), and a server process on free ports of
+127.0.0.1.
 
 :class:`LocalServer` runs the server with its data in a temporary directory removed at stop; the
 process dies with the one that started it
 (:mod:`~kafka_share_eos.proving_ground.launchers.process_tree`), and ``stop()`` also runs at
-interpreter exit.
+interpreter exit (:class:`~kafka_share_eos.proving_ground.launchers.lifecycle.Launcher`).
 """
 
 from __future__ import annotations
 
-import atexit
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
 from kafka_share_eos.proving_ground.launchers.cache import CachedProgram
+from kafka_share_eos.proving_ground.launchers.lifecycle import Launcher
 from kafka_share_eos.proving_ground.launchers.ports import free_ports
-from kafka_share_eos.proving_ground.launchers.process_tree import launch
+from kafka_share_eos.proving_ground.launchers.process_tree import launch, terminate
 from kafka_share_eos.proving_ground.signals import deferred_signals
-
-STOP_GRACE_S = 10.0
-_START_ATTEMPTS = 3
 
 
 def notice(text: str) -> None:
@@ -61,7 +57,7 @@ def prefetch(fetch: Callable[[], object]) -> None:
         sys.exit(1)
 
 
-class LocalServer(ABC):
+class LocalServer(Launcher):
     """A server process on free ports of 127.0.0.1, used as a context manager.
 
     A subclass says how to fetch the server (:meth:`_program`), how to run it (:meth:`_command`)
@@ -78,77 +74,51 @@ class LocalServer(ABC):
         awaited: what it has done once ready, for the message of a start that timed out.
     """
 
+    _error = ObjectStoreServerError
+
     def __init__(self, name: str, program: CachedProgram, version: str | None, *, ports: int,
                  client_port: int, port_taken: tuple[str, ...], start_timeout_s: float,
                  awaited: str) -> None:
         self.version = version or program.version()
-        self._name, self._port_count, self._client_port = name, ports, client_port
+        self._label, self._port_count, self._client_port = name, ports, client_port
         self._port_taken, self._start_timeout_s, self._awaited = (
             port_taken, start_timeout_s, awaited)
         self._work: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
 
-    def start(self) -> Self:
+    def _start(self) -> None:
         """Fetch or build the server if needed, start it, and return once it is ready.
 
         Raises:
             ObjectStoreServerError: a failed fetch or build, or a server that was not ready
                 within its start timeout (the message names its log).
         """
-        if self._process is not None:
-            return self
         program = self._program()
-        try:
-            for _ in range(_START_ATTEMPTS):
-                if self._launch(program):
-                    return self
-                # Another process took a port between its probe and the server's bind.
-                self.stop()
-            raise ObjectStoreServerError(
-                f"no free ports for {self._name} after {_START_ATTEMPTS} attempts"
-            )
-        except BaseException:
-            self.stop()
-            raise
+        self._until_ports_hold(lambda: self._launch(program), self._label)
 
-    def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`) and delete its
-        data. Safe to call twice."""
-        atexit.unregister(self.stop)
+    def _stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after
+        :data:`~kafka_share_eos.proving_ground.launchers.process_tree.STOP_GRACE_S`) and delete
+        its data."""
         process, self._process, self._port = self._process, None, None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        if process is not None:
+            terminate([process])
         if self._work is not None:
             shutil.rmtree(self._work, ignore_errors=True)
             self._work = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
     @property
     def log_file(self) -> Path:
         """The server's output, useful when a test fails."""
         if self._work is None:
             raise self._not_running()
-        return self._work / f"{self._name.lower()}.log"
+        return self._work / f"{self._label.lower()}.log"
 
     def _running_port(self) -> int:
         if self._port is None:
             raise self._not_running()
         return self._port
-
-    def _not_running(self) -> ObjectStoreServerError:
-        return ObjectStoreServerError(f"{self._name} is not running: call start() or use `with`")
 
     @abstractmethod
     def _program(self) -> list[str]:
@@ -167,8 +137,7 @@ class LocalServer(ABC):
     def _launch(self, program: list[str]) -> bool:
         """Start the server on free ports; whether it came up (False: a port was taken)."""
         with deferred_signals():
-            self._work = work = Path(tempfile.mkdtemp(prefix=f"kse-{self._name.lower()}-"))
-            atexit.register(self.stop)
+            self._work = work = Path(tempfile.mkdtemp(prefix=f"kse-{self._label.lower()}-"))
             ports = free_ports(self._port_count)
             command, environment = self._command(program, work, ports)
             with self.log_file.open("wb") as log:
@@ -181,7 +150,7 @@ class LocalServer(ABC):
                 return True
             if time.monotonic() > deadline:
                 raise ObjectStoreServerError(
-                    f"{self._name} did not {self._awaited} within {self._start_timeout_s:.0f} s: "
+                    f"{self._label} did not {self._awaited} within {self._start_timeout_s:.0f} s: "
                     f"see {self.log_file}"
                 )
             time.sleep(0.1)
@@ -189,6 +158,6 @@ class LocalServer(ABC):
         if any(text in output for text in self._port_taken):
             return False
         raise ObjectStoreServerError(
-            f"{self._name} exited with code {self._process.returncode} while starting: "
+            f"{self._label} exited with code {self._process.returncode} while starting: "
             f"{output[-2000:]}"
         )

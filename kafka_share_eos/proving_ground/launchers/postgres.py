@@ -32,13 +32,13 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 
 from kafka_share_eos._libs import sa
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.errors import PostgresNotFoundError as PostgresNotFoundError
 from kafka_share_eos.proving_ground.errors import PostgresServerError as PostgresServerError
+from kafka_share_eos.proving_ground.launchers.lifecycle import START_ATTEMPTS, Launcher
 from kafka_share_eos.proving_ground.launchers.ports import free_ports
 from kafka_share_eos.proving_ground.launchers.postgres_binaries import (
     POSTGRES_URL_ENV,
@@ -51,7 +51,6 @@ from kafka_share_eos.proving_ground.launchers.processes import live_processes
 from kafka_share_eos.proving_ground.signals import deferred_signals
 
 _SUPERUSER = "postgres"
-_START_ATTEMPTS = 3
 # A SIGKILLed process group is gone within milliseconds; this only bounds a wait on a hung kernel.
 _KILL_WAIT_S = 30.0
 
@@ -110,7 +109,7 @@ class PostgresDatabases:
             engine.dispose()
 
 
-class PostgresServer(PostgresDatabases):
+class PostgresServer(PostgresDatabases, Launcher):
     """A PostgreSQL server in a temporary directory, listening on a free port of 127.0.0.1.
 
     Use it as a context manager::
@@ -128,6 +127,9 @@ class PostgresServer(PostgresDatabases):
     Raises:
         ConfigurationError: ``max_prepared_transactions`` is below 1.
     """
+
+    _label = "the PostgreSQL server"
+    _error = PostgresServerError
 
     def __init__(
         self,
@@ -161,16 +163,14 @@ class PostgresServer(PostgresDatabases):
     @property
     def url(self) -> str:
         if self._port is None:
-            raise PostgresServerError(
-                "the PostgreSQL server is not running: call start() or use `with`"
-            )
+            raise self._not_running()
         return f"postgresql+psycopg://{_SUPERUSER}@127.0.0.1:{self._port}/postgres"
 
     @property
     def port(self) -> int:
         """TCP port the server listens on."""
         if self._port is None:
-            raise PostgresServerError("the PostgreSQL server is not running")
+            raise self._not_running()
         return self._port
 
     @property
@@ -183,7 +183,7 @@ class PostgresServer(PostgresDatabases):
         """The server log, useful when a test fails."""
         return self._workdir() / "server.log"
 
-    def start(self) -> Self:
+    def _start(self) -> None:
         """Initialise a data directory and start the server; returns once it accepts connections.
 
         A SIGINT or SIGTERM arriving meanwhile is acted on once the server is stopped again.
@@ -193,8 +193,6 @@ class PostgresServer(PostgresDatabases):
             PostgresServerError: ``initdb`` or ``pg_ctl`` failed (the message has their output
                 and the server log).
         """
-        if self._port is not None:
-            return self
         bindir = self._bindir = self._bindir or find_postgres_bindir()
         if not has_binaries(bindir):
             raise PostgresNotFoundError(
@@ -203,27 +201,21 @@ class PostgresServer(PostgresDatabases):
             )
         self._user = unprivileged_user()
         self._tmpdir = Path(tempfile.mkdtemp(prefix="kse-postgres-"))
-        try:
-            # An interrupt lands after the server is recorded here, so the stop below finds it.
-            with deferred_signals():
-                if self._user is not None:
-                    shutil.chown(self._tmpdir, user=self._user)
-                data = self._tmpdir / "data"
-                self._run(
-                    bindir / "initdb", "-D", str(data), "-U", _SUPERUSER, "--auth=trust",
-                    "--encoding=UTF8", *([] if self.durable else ["--no-sync"]),
-                )
-                with (data / "postgresql.conf").open("a") as conf:
-                    conf.write(f"unix_socket_directories = '{self._tmpdir}'\n")
-                    conf.writelines(f"{key} = {value}\n" for key, value in self._settings.items())
-                self._start_on_free_port(bindir, data)
-        except BaseException:
-            with contextlib.suppress(PostgresServerError):  # the first error is the one to see
-                self.stop()
-            raise
-        return self
+        # An interrupt lands after the server is recorded here, so the stop after it finds it.
+        with deferred_signals():
+            if self._user is not None:
+                shutil.chown(self._tmpdir, user=self._user)
+            data = self._tmpdir / "data"
+            self._run(
+                bindir / "initdb", "-D", str(data), "-U", _SUPERUSER, "--auth=trust",
+                "--encoding=UTF8", *([] if self.durable else ["--no-sync"]),
+            )
+            with (data / "postgresql.conf").open("a") as conf:
+                conf.write(f"unix_socket_directories = '{self._tmpdir}'\n")
+                conf.writelines(f"{key} = {value}\n" for key, value in self._settings.items())
+            self._start_on_free_port(bindir, data)
 
-    def stop(self) -> None:
+    def _stop(self) -> None:
         """Stop the server (fast shutdown) and delete its data directory.
 
         A SIGINT or SIGTERM arriving meanwhile is acted on once the server is gone.
@@ -296,26 +288,15 @@ class PostgresServer(PostgresDatabases):
         self._killed = False
         return self
 
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     def _start_on_free_port(self, bindir: Path, data: Path) -> None:
         # Another process may take the port between probing and binding: try a few.
-        for attempt in range(1, _START_ATTEMPTS + 1):
+        for attempt in range(1, START_ATTEMPTS + 1):
             (port,) = free_ports(1)
             try:
                 self._run(bindir / "pg_ctl", "-D", str(data), "-l", str(self.log_file),
                           "-o", f"-p {port}", "-w", "-t", "60", "start")
             except PostgresServerError:
-                if attempt == _START_ATTEMPTS:
+                if attempt == START_ATTEMPTS:
                     raise
                 continue
             self._port = port

@@ -6,7 +6,8 @@ started it, even when that process is killed with SIGKILL and runs no cleanup. L
 its parent dies. But Linux's "parent" is the *thread* that forked the child: a node restarted
 from a short-lived thread (a fault injected by a thread of its own) is killed as soon as that
 thread ends. So every such child is forked by one long-lived thread, :func:`launch`'s launcher,
-which lives as long as the process.
+which lives as long as the process. A launcher's own stop is gentler: :func:`terminate` lets the
+servers shut down before it kills them.
 """
 
 from __future__ import annotations
@@ -17,13 +18,17 @@ import queue
 import signal
 import subprocess
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
 from kafka_share_eos.errors import ConfigurationError
 
 _PR_SET_PDEATHSIG = 1
+
+STOP_GRACE_S = 10.0
+"""How long :func:`terminate` lets a server shut down before it kills it."""
 
 _Request = tuple[Sequence[str], dict[str, Any], "Future[subprocess.Popen[Any]]"]
 
@@ -83,3 +88,20 @@ def launch(argv: Sequence[str], **popen_kwargs: Any) -> subprocess.Popen[Any]:
     result: Future[subprocess.Popen[Any]] = Future()
     _requests.put((list(argv), popen_kwargs, result))
     return result.result()
+
+
+def terminate(processes: Iterable[subprocess.Popen[Any]]) -> None:
+    """SIGTERM every process still running, SIGKILL those still running :data:`STOP_GRACE_S`
+    later, and return once all have exited."""
+    processes = list(processes)
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    # One deadline for all: the servers shut down side by side.
+    deadline = time.monotonic() + STOP_GRACE_S
+    for process in processes:
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -16,7 +16,6 @@ their worker is gone.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
@@ -29,11 +28,11 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from kafka_share_eos._libs import pyspark
 from kafka_share_eos.proving_ground.errors import SparkClusterError
+from kafka_share_eos.proving_ground.launchers.lifecycle import Launcher
 from kafka_share_eos.proving_ground.launchers.ports import free_ports
 from kafka_share_eos.proving_ground.launchers.process_tree import launch
 from kafka_share_eos.proving_ground.launchers.processes import descendants
@@ -58,7 +57,7 @@ class SparkWorker:
         return self.process is not None and self.process.poll() is None
 
 
-class SparkCluster:
+class SparkCluster(Launcher):
     """A Spark standalone master and ``workers`` workers on loopback, for tests.
 
     Use it as a context manager::
@@ -89,30 +88,24 @@ class SparkCluster:
         """``spark://127.0.0.1:<port>``, for the driver's ``master``."""
         return f"spark://127.0.0.1:{self._master_port}"
 
-    def start(self) -> Self:
-        """Start the master and every worker; return once every worker is alive."""
-        if self._master is not None:
-            return self
-        self._work = Path(tempfile.mkdtemp(prefix="kse-spark-"))
-        atexit.register(self.stop)
-        try:
-            self._master_port, self._webui_port = free_ports(2)
-            self._master = self._daemon(
-                "master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                "--port", str(self._master_port), "--webui-port", str(self._webui_port),
-            )
-            for worker in self.workers:
-                worker.directory = self._work / f"worker-{worker.index}"
-                self._start_worker(worker)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+    def _start(self) -> None:
+        """Start the master and every worker; return once every worker is alive.
 
-    def stop(self) -> None:
-        """SIGKILL every daemon and executor and delete the cluster's directory. Safe to call
-        twice."""
-        atexit.unregister(self.stop)
+        Raises:
+            SparkClusterError: a daemon did not start, or a worker did not register in time.
+        """
+        self._work = Path(tempfile.mkdtemp(prefix="kse-spark-"))
+        self._master_port, self._webui_port = free_ports(2)
+        self._master = self._daemon(
+            "master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+            "--port", str(self._master_port), "--webui-port", str(self._webui_port),
+        )
+        for worker in self.workers:
+            worker.directory = self._work / f"worker-{worker.index}"
+            self._start_worker(worker)
+
+    def _stop(self) -> None:
+        """SIGKILL every daemon and executor and delete the cluster's directory."""
         for worker in self.workers:
             if worker.running:
                 self.kill_worker(worker.index)
@@ -123,15 +116,6 @@ class SparkCluster:
         if self._work is not None:
             shutil.rmtree(self._work, ignore_errors=True)
             self._work = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- faults -------------------------------------------------------------------------------
 

@@ -26,9 +26,10 @@ import select
 import socket
 import struct
 import threading
-from typing import Literal, Self
+from typing import Literal
 
 from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.proving_ground.launchers.lifecycle import Launcher
 
 CutMode = Literal["blackhole", "reset", "lose_replies"]
 _CUT_MODES = ("blackhole", "reset", "lose_replies")
@@ -108,26 +109,23 @@ class _Link:
         self.proxy.forget(self)
 
 
-class TcpProxy:
-    """Forwards ``127.0.0.1:<port>`` to ``target`` until cut.
+class TcpProxy(Launcher):
+    """Forwards ``127.0.0.1:<port>`` to ``target`` once started, until cut.
 
     Args:
         target: ``(host, port)`` the connections are forwarded to.
-        port: the port to listen on (0: a free one, read it from :attr:`port`).
+        port: the port to listen on (0: a free one, read it from :attr:`port` once started).
     """
 
     def __init__(self, target: tuple[str, int], port: int = 0) -> None:
         self.target = target
-        self._listener = socket.create_server(("127.0.0.1", port))
-        self.port: int = self._listener.getsockname()[1]
+        self.port = port
+        self._listener: socket.socket | None = None
         self._cut: CutMode | None = None
         self._state = threading.Condition()
         self._links: set[_Link] = set()
         self._closed = False
         self._replies_lost = 0
-        self._acceptor = threading.Thread(target=self._accept, daemon=True,
-                                          name=f"tcp-proxy-{self.port}")
-        self._acceptor.start()
 
     @property
     def address(self) -> str:
@@ -171,23 +169,32 @@ class TcpProxy:
             self._cut = None
             self._state.notify_all()
 
-    def close(self) -> None:
-        """Stop listening and close every connection. Safe to call twice."""
+    def _start(self) -> None:
+        """Listen on :attr:`port` and forward every connection from now on.
+
+        Raises:
+            OSError: the port is taken.
+        """
+        listener = self._listener = socket.create_server(("127.0.0.1", self.port))
+        self.port = listener.getsockname()[1]
+        with self._state:
+            self._closed = False
+        threading.Thread(target=self._accept, args=(listener,), daemon=True,
+                         name=f"tcp-proxy-{self.port}").start()
+
+    def _stop(self) -> None:
+        """Stop listening and close every connection."""
         with self._state:
             self._closed = True
             links = list(self._links)
             self._state.notify_all()
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)
-        self._listener.close()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
         for link in links:
             link.close(reset=True)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     # -- used by the links --------------------------------------------------------------------
 
@@ -213,10 +220,10 @@ class TcpProxy:
         with self._state:
             self._links.discard(link)
 
-    def _accept(self) -> None:
+    def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
-                client, _ = self._listener.accept()
+                client, _ = listener.accept()
             except OSError:
                 return  # closed
             link = _Link(self, client)
