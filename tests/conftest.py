@@ -17,6 +17,7 @@ import importlib
 import os
 import pkgutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -44,14 +45,15 @@ DELTA_SPARK_TIER = os.environ.get("KSE_TIER") == "delta-spark"
 # delivery limit is a group config since 4.3, the brokers' dead-letter queue came with 4.4
 # (share.version=2). The matrix (--kafka-versions) leaves their copies on older releases out.
 KAFKA_SINCE = {
-    "test_kafka_delivery_limit.py": "4.3",
-    "test_deadletter_broker_dlq.py": "4.4",
-    "test_deadletter_broker_dlq_crash.py": "4.4",
+    "kafka/test_delivery_limit.py": "4.3",
+    "deadletter/test_broker.py": "4.4",
+    "crashes/test_broker_dead_letters.py": "4.4",
 }
+TESTS = Path(__file__).resolve().parent
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    since = KAFKA_SINCE.get(item.path.name)
+    since = KAFKA_SINCE.get(item.path.relative_to(TESTS).as_posix())
     if since is not None and item.get_closest_marker("kafka_since") is None:
         item.add_marker(pytest.mark.kafka_since(since))
 

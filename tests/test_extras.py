@@ -3,8 +3,9 @@ extras' libraries cannot be imported, and a feature whose extra is missing names
 
 Each test runs its pipeline in fresh processes (Spark's own Python processes included) in which
 those libraries fail to import exactly as they do when not installed (helpers/extras.py). The
-parent process, which has every extra, then reads what was written. test_examples.py runs the
-Postgres and Delta examples the same way, under ``[spark,postgres]`` and ``[spark,delta]``.
+parent process, which has every extra, then reads what was written.
+tests/docs/test_examples.py runs the Postgres and Delta examples the same way, under
+``[spark,postgres]`` and ``[spark,delta]``.
 """
 
 from __future__ import annotations

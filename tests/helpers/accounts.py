@@ -11,10 +11,12 @@ import time
 from collections import Counter
 
 import pyarrow as pa
+from confluent_kafka import Producer
 from deltalake import DeltaTable
 from sqlalchemy import create_engine, text
 
 from helpers.batches import source_rows
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 
 ACCOUNTS = 7
 INCREMENT = "UPDATE accounts SET balance = balance + :amount WHERE id = :account"
@@ -100,3 +102,25 @@ def wait_for_lock_waiter(url: str, timeout: float = 30) -> None:
                 time.sleep(0.05)
     finally:
         engine.dispose()
+
+
+def produce_payments(topic: ShareTopic, count: int) -> pa.Table:
+    rng = random.Random(3)
+    sent: dict[str, list[int]] = {"partition": [], "offset": [], "account": [], "amount": []}
+    producer = Producer({"bootstrap.servers": topic.bootstrap_servers, "linger.ms": 5})
+
+    def delivered(err: object, msg: object, account: int, amount: int) -> None:
+        assert err is None, err
+        sent["partition"].append(msg.partition())  # type: ignore[attr-defined]
+        sent["offset"].append(msg.offset())  # type: ignore[attr-defined]
+        sent["account"].append(account)
+        sent["amount"].append(amount)
+
+    for i in range(count):
+        account, amount = rng.randrange(7), rng.randrange(1, 500)
+        producer.produce(
+            topic.topic, value=f"{account}:{amount}".encode(), partition=i % topic.partitions,
+            on_delivery=lambda err, msg, a=account, m=amount: delivered(err, msg, a, m),
+        )
+    assert producer.flush(30) == 0
+    return pa.table(sent)

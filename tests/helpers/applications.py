@@ -15,6 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
+from helpers.batches import source_rows
 from kafka_share_eos.faults import HOLD_AT_ENV, HOLD_GATE_ENV, gate_files
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -63,3 +66,10 @@ class HoldGate:
     def release(self) -> None:
         """Let the held application go on."""
         gate_files(self.directory, self.point)[1].touch()
+
+
+def records(offsets: range, app: str) -> pa.Table:
+    """Records of partition 0 of topic ``t`` at ``offsets``, each valued ``app``: which
+    application wrote a row shows in it."""
+    return source_rows(topic="t", partition=0, offset=offsets,
+                       value=pa.array([app] * len(offsets), pa.string()))
