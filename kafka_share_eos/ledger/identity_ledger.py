@@ -12,14 +12,8 @@ from kafka_share_eos.ledger.lookup import LedgerLookup
 
 class IdentityLedger(LedgerLookup):
     """Identities applied so far, with the last batch id committed under ``app_id``, claimed
-    batch by batch.
-
-    Args:
-        uri: Delta table location (local path or object-store URI).
-        identity: identity columns; the record identity ``(topic, partition, offset)`` by default.
-        app_id: names the application whose batches claim identities (and the Delta
-            application transaction of its claims). Applications sharing a ledger need one each.
-        storage_options: passed to delta-rs unchanged.
+    batch by batch; it takes the arguments of
+    :class:`~kafka_share_eos.ledger.lookup.LedgerLookup`.
     """
 
     def claim(self, batch: pa.Table, batch_id: int) -> Claim:
