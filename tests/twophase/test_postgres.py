@@ -1,0 +1,274 @@
+"""The Postgres participant on a real server: a prepared effect stays invisible until COMMIT
+PREPARED, lands once, and its keys stay in the ledger; a replayed or overlapping batch applies only
+its new records; an abort leaves nothing; and any process finds and finishes what another one
+prepared."""
+
+from __future__ import annotations
+
+import pickle
+
+import pyarrow as pa
+import pytest
+import sqlalchemy as sa
+from helpers.accounts import (
+    INCREMENT,
+    balances,
+    create_accounts,
+    expected_balances,
+    payments,
+    prepared_gids,
+    record_keys,
+    wait_for_lock_waiter,
+)
+from helpers.pauses import Background
+
+from kafka_share_eos.errors import ConfigurationError, DatabaseUnavailableError
+from kafka_share_eos.twophase import Transaction, TwoPhaseCommitError, txid_prefix
+from kafka_share_eos.twophase.postgres import PostgresParticipant, prepared_participants
+
+pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
+
+KEYS = ["topic", "partition", "offset"]
+
+
+def keys_of(records: pa.Table) -> pa.Table:
+    return records.select(KEYS)
+
+
+def run_sql(url: str, statement: str) -> list[tuple[object, ...]]:
+    """Run ``statement`` and commit; the rows it returns, if any."""
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        result = conn.exec_driver_sql(statement)
+        rows = [tuple(row) for row in result.all()] if result.returns_rows else []
+    engine.dispose()
+    return rows
+
+
+def test_a_prepared_effect_stays_invisible_until_it_is_committed_once(postgres_url: str) -> None:
+    create_accounts(postgres_url)
+    participant = PostgresParticipant(postgres_url, INCREMENT)
+    records = payments(9)
+    txn = Transaction.new("pay", 0, KEYS)
+
+    token = participant.prepare(records, txn)
+
+    assert (token.participant, token.txid, token.rows_written) == ("postgres", txn.txid, 9)
+    assert token.data["gid"] == participant.gid(txn.txid) == f"{txn.txid}:postgres"
+    assert prepared_gids(postgres_url) == [token.data["gid"]]
+    assert set(balances(postgres_url).values()) == {0}
+    assert participant.applied(keys_of(records)) == [False] * 9
+
+    participant.commit(token)
+    participant.commit(token)  # a repeated commit finds the transaction committed
+
+    assert balances(postgres_url) == expected_balances(records)
+    assert participant.applied(keys_of(records)) == [True] * 9
+    assert prepared_gids(postgres_url) == []
+    assert run_sql(postgres_url, "SELECT count(*) FROM kse_ledger_postgres") == [(9,)]
+
+
+def test_a_replayed_or_overlapping_batch_applies_only_its_new_records(postgres_url: str) -> None:
+    create_accounts(postgres_url)
+    participant = PostgresParticipant(postgres_url, INCREMENT)
+    records = payments(20)
+
+    def apply(rows: pa.Table, batch_id: int) -> int:
+        token = participant.prepare(rows, Transaction.new("pay", batch_id, KEYS))
+        participant.commit(token)
+        return token.rows_written
+
+    assert apply(records.slice(0, 10), 0) == 10
+    replay = participant.prepare(records.slice(0, 10), Transaction.new("pay", 0, KEYS))
+    # Nothing new: no prepared transaction is left to resolve, and its commit does nothing.
+    assert (replay.rows_written, replay.data["gid"]) == (0, None)
+    assert prepared_gids(postgres_url) == []
+    participant.commit(replay)
+    # Half known: the claim of new keys leaves out the five applied ones.
+    assert apply(records.slice(5, 10), 1) == 5
+    # The batch after an overlap claims its keys the same way, all of them new.
+    assert apply(records.slice(15, 5), 2) == 5
+
+    assert balances(postgres_url) == expected_balances(records)
+    assert participant.applied(keys_of(records)) == [True] * 20
+
+
+def test_an_aborted_prepare_leaves_no_effect_and_frees_its_keys(postgres_url: str) -> None:
+    create_accounts(postgres_url)
+    participant = PostgresParticipant(postgres_url, INCREMENT)
+    records = payments(6)
+
+    aborted = participant.prepare(records, Transaction.new("pay", 0, KEYS))
+    participant.abort(aborted)
+    participant.abort(aborted)  # already gone: nothing to do
+
+    assert prepared_gids(postgres_url) == []
+    assert set(balances(postgres_url).values()) == {0}
+    assert participant.applied(keys_of(records)) == [False] * 6
+    again = participant.prepare(records, Transaction.new("pay", 1, KEYS))
+    assert again.rows_written == 6
+    participant.commit(again)
+    assert balances(postgres_url) == expected_balances(records)
+
+
+def test_another_process_recovers_and_finishes_only_its_own_prepared_work(
+    postgres_url: str,
+) -> None:
+    # Inserts: prepared transactions of one effect hold no row another one waits for.
+    run_sql(postgres_url, "CREATE TABLE audit (p int, o bigint)")
+    record = "INSERT INTO audit VALUES (:partition, :offset)"
+    records = payments(12)
+    dead = PostgresParticipant(postgres_url, record)
+    committed = dead.prepare(records.slice(0, 4), Transaction.new("rec", 0, KEYS))
+    rolled_back = dead.prepare(records.slice(4, 4), Transaction.new("rec", 1, KEYS), part="p3a0")
+    other_name = PostgresParticipant(postgres_url, record, name="other")
+    other_app = PostgresParticipant(postgres_url, record)
+    others = [other_name.prepare(records.slice(8, 2), Transaction.new("rec", 2, KEYS)),
+              other_app.prepare(records.slice(10, 2), Transaction.new("else", 0, KEYS))]
+
+    fresh = PostgresParticipant(postgres_url, record)
+    found = {(t.txid, t.part): t for t in fresh.recover(txid_prefix("rec"))}
+
+    assert sorted(found) == sorted([(committed.txid, ""), (rolled_back.txid, "p3a0")])
+    assert found[(rolled_back.txid, "p3a0")].data["gid"] == rolled_back.data["gid"]
+    fresh.commit(found[(committed.txid, "")])
+    fresh.abort(found[(rolled_back.txid, "p3a0")])
+    assert fresh.recover(txid_prefix("rec")) == []
+    assert sorted(prepared_gids(postgres_url)) == sorted(str(t.data["gid"]) for t in others)
+    other_name.abort(others[0])
+    other_app.abort(others[1])
+    assert sorted(run_sql(postgres_url, "SELECT p, o FROM audit")) == record_keys(
+        records.slice(0, 4))
+
+
+def test_prepared_participants_finish_transactions_without_knowing_their_effect(
+    postgres_url: str,
+) -> None:
+    create_accounts(postgres_url)
+    run_sql(postgres_url, "CREATE TABLE audit (account int, amount bigint)")
+
+    def audit(conn: sa.Connection, rows: pa.Table) -> None:
+        conn.execute(sa.text("INSERT INTO audit VALUES (:account, :amount)"),
+                     rows.select(["account", "amount"]).to_pylist())
+
+    records = payments(5)
+    txn = Transaction.new("res", 3, KEYS)
+    PostgresParticipant(postgres_url, INCREMENT, name="balances").prepare(records, txn)
+    PostgresParticipant(postgres_url, audit, name="audit").prepare(records, txn)
+
+    resolvers = prepared_participants(postgres_url, txid_prefix("res"))
+
+    assert [p.name for p in resolvers] == ["audit", "balances"]
+    for resolver in resolvers:
+        (token,) = resolver.recover(txid_prefix("res"))
+        resolver.commit(token)
+    assert balances(postgres_url) == expected_balances(records)
+    assert sorted(run_sql(postgres_url, "SELECT account, amount FROM audit")) == sorted(
+        zip(records["account"].to_pylist(), records["amount"].to_pylist(), strict=True))
+    with pytest.raises(TwoPhaseCommitError, match="cannot prepare"):
+        resolvers[0].prepare(payments(7).slice(5), Transaction.new("res", 4, KEYS))
+    assert prepared_gids(postgres_url) == []
+
+
+def test_a_prepare_the_server_rolled_back_whole_is_run_again_once(postgres_url: str) -> None:
+    create_accounts(postgres_url)
+    calls: list[int] = []
+
+    def effect(conn: sa.Connection, rows: pa.Table) -> None:
+        calls.append(rows.num_rows)
+        if len(calls) == 1:  # the server picks this transaction as a serialization victim
+            conn.exec_driver_sql(
+                "DO $$ BEGIN RAISE EXCEPTION 'could not serialize' USING ERRCODE = '40001';"
+                " END $$"
+            )
+        conn.execute(sa.text(INCREMENT), rows.to_pylist())
+
+    participant = PostgresParticipant(postgres_url, effect)
+    records = payments(8)
+    participant.commit(participant.prepare(records, Transaction.new("retry", 0, KEYS)))
+
+    assert calls == [8, 8]
+    assert balances(postgres_url) == expected_balances(records)
+
+
+def test_an_effect_that_fails_otherwise_fails_the_prepare_and_leaves_nothing(
+    postgres_url: str,
+) -> None:
+    create_accounts(postgres_url)
+    participant = PostgresParticipant(
+        postgres_url, "UPDATE accounts SET balance = balance / (:amount - :amount) WHERE id = 0"
+    )
+    records = payments(4)
+
+    with pytest.raises(sa.exc.DBAPIError, match="division by zero"):
+        participant.prepare(records, Transaction.new("fail", 0, KEYS))
+
+    assert prepared_gids(postgres_url) == []
+    assert participant.applied(keys_of(records)) == [False] * 4
+
+
+def test_binary_keys_and_a_per_record_statement_without_array_literals_apply_once(
+    postgres_url: str,
+) -> None:
+    run_sql(postgres_url, "CREATE TABLE audit (k bytea PRIMARY KEY, amount bigint)")
+    participant = PostgresParticipant(postgres_url, "INSERT INTO audit VALUES (:key, :amount)",
+                                      ledger_table="binary_keys")
+    keys = [b"\x00k%d" % i for i in range(8)]
+    records = pa.table({"key": pa.array(keys, pa.binary()),
+                        "amount": pa.array(range(8), pa.int64())})
+
+    for batch_id, rows in enumerate([records.slice(0, 5), records.slice(3, 5), records]):
+        participant.commit(participant.prepare(rows, Transaction.new("bin", batch_id, ["key"])))
+
+    assert participant.ledger_table == "binary_keys"
+    assert sorted(run_sql(postgres_url, "SELECT k, amount FROM audit")) == [
+        (k, i) for i, k in enumerate(keys)]
+    assert sorted(bytes(k) for (k,) in run_sql(postgres_url, "SELECT key FROM binary_keys")) == (
+        keys)
+
+
+def test_a_copy_sent_to_another_process_prepares_over_its_own_connection(
+    postgres_url: str,
+) -> None:
+    create_accounts(postgres_url)
+    engine = sa.create_engine(postgres_url)
+    participant = PostgresParticipant(engine, INCREMENT)
+    records = payments(6)
+    txn = Transaction.new("copy", 0, KEYS)
+
+    copy = pickle.loads(pickle.dumps(participant))
+    token = copy.prepare(records, txn)
+    participant.commit(token)
+
+    assert balances(postgres_url) == expected_balances(records)
+    engine.dispose()
+
+
+def test_a_prepare_waiting_on_anothers_prepared_keys_skips_those_it_commits(
+    postgres_url: str,
+) -> None:
+    create_accounts(postgres_url)
+    records = payments(9)
+    first, second = (PostgresParticipant(postgres_url, INCREMENT) for _ in range(2))
+    held = first.prepare(records.slice(0, 6), Transaction.new("a", 0, KEYS))
+
+    waiting = Background(
+        lambda: second.prepare(records.slice(3, 6), Transaction.new("b", 0, KEYS)))
+    wait_for_lock_waiter(postgres_url)
+    first.commit(held)
+    token = waiting.outcome()
+    second.commit(token)
+
+    assert token.rows_written == 3
+    assert balances(postgres_url) == expected_balances(records)
+
+
+def test_names_are_checked_and_an_unreachable_server_is_named_without_its_password() -> None:
+    with pytest.raises(ConfigurationError, match="name must be"):
+        PostgresParticipant("postgresql+psycopg://u@localhost/db", INCREMENT, name="two words")
+    participant = PostgresParticipant("postgresql+psycopg://u:secret@127.0.0.1:1/db", INCREMENT)
+
+    assert participant.ledger_table == "kse_ledger_postgres"
+    with pytest.raises(DatabaseUnavailableError, match=r"listing .* 'kse:x:'.*u:\*\*\*@") as error:
+        participant.recover("kse:x:")
+    assert "secret" not in str(error.value)
