@@ -74,7 +74,10 @@ class SqlDeadLetters(DeadLetterSink):
         # (its COMMIT in doubt) writes its letters again at the restart, and they land once.
         with database_errors(self.engine.url, f"writing dead letters to {self.target!r}"), \
                 self.engine.begin() as conn:
-            result = conn.execute(statement, letters.to_pylist())
+            # SQLAlchemy keeps an executemany's row count only when asked: without it,
+            # PostgreSQL's is -1 and no letter would count as new.
+            result = conn.execution_options(preserve_rowcount=True).execute(
+                statement, letters.to_pylist())
         return max(int(result.rowcount), 0)
 
     def read(self) -> pa.Table:

@@ -42,14 +42,7 @@ def test_letters_read_back_as_written_and_a_repeat_is_not_added(database_url: st
     sink.close()
 
 
-def test_a_write_returns_how_many_letters_were_new(
-    database_url: str, request: pytest.FixtureRequest
-) -> None:
-    if database_url.startswith("postgresql"):
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="SqlDeadLetters.write counts new letters by the result's "
-            "rowcount, which SQLAlchemy keeps for an INSERT only with preserve_rowcount=True: "
-            "on PostgreSQL it is -1, so write returns 0"))
+def test_a_write_returns_how_many_letters_were_new(database_url: str) -> None:
     sink = SqlDeadLetters(database_url)
 
     written = [sink.write(letters) for letters in (
