@@ -1,0 +1,150 @@
+"""A share group's own settings through the admin API: the embedded broker keeps none, so the
+source keeps its options' values there; names that are no group configs are refused before any
+request; an unreachable cluster is an error that says so; and on Apache Kafka a config set is
+described back, with the group known once a member joined."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+import pytest
+from confluent_kafka.admin import AdminClient
+from helpers import share_consumer
+
+from kafka_share_eos.errors import ConfigurationError, GroupConfigError
+from kafka_share_eos.proving_ground.broker import EmbeddedBroker
+from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
+from kafka_share_eos.sharegroup.group_config import (
+    DELIVERY_COUNT_LIMIT,
+    ISOLATION_LEVEL,
+    LOCK_DURATION,
+    ShareGroupSettings,
+    admin_config,
+    alter_share_group,
+    config_command,
+    describe_share_group,
+    share_group_exists,
+)
+
+if TYPE_CHECKING:
+    from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def settings(**fields: object) -> ShareGroupSettings:
+    values: dict[str, object] = {
+        "group": "orders", "record_lock_duration_ms": 30_000, "session_timeout_ms": 45_000,
+        "delivery_count_limit": 5, "heartbeat_interval_ms": 5_000,
+        "isolation_level": "read_uncommitted", "auto_offset_reset": "latest",
+        "partition_max_record_locks": 2_000, "renew_acknowledge_enabled": None,
+        **fields,
+    }
+    return ShareGroupSettings(**values)  # type: ignore[arg-type]
+
+
+def test_an_admin_client_gets_only_the_connection_and_security_settings() -> None:
+    client = {
+        "bootstrap.servers": "b1:9092,b2:9092", "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "etl", "ssl.ca.location": "/ca.pem",
+        "client.id": "orders", "socket.timeout.ms": "5000", "group.id": "orders",
+        "max.poll.records": "500", "share.acknowledgement.mode": "explicit",
+    }
+    assert admin_config(client) == {
+        "bootstrap.servers": "b1:9092,b2:9092", "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "etl", "ssl.ca.location": "/ca.pem",
+        "client.id": "orders", "socket.timeout.ms": "5000",
+    }
+
+
+def test_the_command_an_administrator_runs_names_the_first_broker_and_the_group() -> None:
+    assert config_command({"bootstrap.servers": "b1:9092,b2:9092"}, "orders", LOCK_DURATION,
+                          "60000") == (
+        "kafka-configs.sh --bootstrap-server b1:9092 --alter --entity-type groups "
+        "--entity-name orders --add-config share.record.lock.duration.ms=60000")
+    assert "--bootstrap-server <brokers> " in config_command({}, "g", ISOLATION_LEVEL, "x")
+
+
+def test_a_new_member_waits_a_heartbeat_and_an_assignment_for_its_partitions() -> None:
+    assert settings(assignment_interval_ms=1_000).join_ms == 6_000
+    # A release that does not know a setting leaves it out of the wait.
+    assert settings(heartbeat_interval_ms=None).join_ms == 0
+
+
+def test_only_read_committed_hides_aborted_transactions() -> None:
+    assert settings(isolation_level="read_committed").reads_committed
+    assert not settings().reads_committed
+    assert not settings(isolation_level=None).reads_committed
+
+
+def test_the_embedded_broker_keeps_no_group_configs(share_topic: ShareTopic) -> None:
+    config = {"bootstrap.servers": share_topic.bootstrap_servers}
+    assert describe_share_group(config, share_topic.group_id) is None
+    admin = AdminClient(config)
+    assert describe_share_group(config, share_topic.group_id, admin=admin) is None
+
+
+def test_names_that_are_no_share_group_configs_are_refused_before_any_request() -> None:
+    unreachable = {"bootstrap.servers": "127.0.0.1:1"}
+    with pytest.raises(ConfigurationError,
+                       match=r"not share-group configs: group\.initial\.rebalance\.delay\.ms, "
+                             r"max\.poll\.records"):
+        alter_share_group(unreachable, "orders", {
+            "max.poll.records": 10, LOCK_DURATION: 1000, "group.initial.rebalance.delay.ms": 0,
+        })
+
+
+def test_a_cluster_that_does_not_answer_is_named_as_such() -> None:
+    with pytest.raises(GroupConfigError, match="reading the cluster's metadata"):
+        describe_share_group({"bootstrap.servers": "127.0.0.1:1"}, "orders", timeout_s=0.5)
+
+
+def test_the_embedded_broker_cannot_list_share_groups() -> None:
+    with EmbeddedBroker() as broker, pytest.raises(GroupConfigError,
+                                                   match="listing share group 'orders'"):
+        share_group_exists({"bootstrap.servers": broker.bootstrap_servers}, "orders",
+                           timeout_s=5)
+
+
+@pytest.mark.kafka
+def test_configs_set_on_kafka_are_described_back_and_a_joined_group_is_known(
+    kafka_cluster: KafkaCluster,
+) -> None:
+    topic = f"orders-{uuid.uuid4().hex[:8]}"
+    kafka_cluster.create_topic(topic, 1)
+    group = f"g-{topic}"
+    client = kafka_cluster.client_config()
+    admin = AdminClient(admin_config(client))
+    assert not share_group_exists(client, group, admin=admin)
+    before = describe_share_group(client, group, admin=admin)
+    assert before is not None and not before.isolation_level_is_own
+
+    after = alter_share_group(client, group, {LOCK_DURATION: 17_000, DELIVERY_COUNT_LIMIT: 3,
+                                              ISOLATION_LEVEL: "read_committed"}, admin=admin)
+    assert (after.group, after.record_lock_duration_ms, after.delivery_count_limit) == (
+        group, 17_000, 3)
+    assert after.reads_committed and after.isolation_level_is_own
+    assert after.session_timeout_ms == before.session_timeout_ms
+    assert describe_share_group(client, group) == after
+    with pytest.raises(ConfigurationError, match=f"share group '{group}' refused"):
+        alter_share_group(client, group, {LOCK_DURATION: -5}, admin=admin)
+
+    with share_consumer(kafka_cluster.bootstrap_servers, group, [topic],
+                        **{k: v for k, v in client.items() if k != "bootstrap.servers"}) as member:
+        deadline = time.monotonic() + 30
+        while not known(client, group, admin):
+            assert time.monotonic() < deadline, "the group never became known"
+            member.poll(0.2)
+
+
+def known(client: dict[str, str], group: str, admin: AdminClient) -> bool:
+    """Whether the brokers know ``group``; not yet while a fresh cluster's group coordinator
+    is still loading (share_group_exists raises that retriable error as it comes)."""
+    try:
+        return share_group_exists(client, group, admin=admin)
+    except GroupConfigError as error:
+        if "COORDINATOR_LOAD_IN_PROGRESS" in str(error):
+            return False
+        raise
