@@ -61,6 +61,11 @@ def table_from_schema(
     )
 
 
+# Where SQLAlchemy's inspector puts the WHERE clause of a partial index, per dialect (a string
+# on PostgreSQL, a TextClause, which has no truth value, on SQLite).
+_PARTIAL_INDEX_OPTIONS = ("postgresql_where", "sqlite_where")
+
+
 def _unique_column_sets(
     inspector: sa.Inspector, name: str, db_schema: str | None
 ) -> list[set[str]]:
@@ -70,7 +75,10 @@ def _unique_column_sets(
         {c for c in index["column_names"] if c is not None}
         for index in inspector.get_indexes(name, db_schema)
         # A partial unique index cannot serve as an ON CONFLICT arbiter for every row.
-        if index["unique"] and not index.get("dialect_options", {}).get("postgresql_where")
+        if index["unique"] and all(
+            index.get("dialect_options", {}).get(option) is None
+            for option in _PARTIAL_INDEX_OPTIONS
+        )
     ]
     return [s for s in sets if s]
 
@@ -86,8 +94,8 @@ def open_target(
 ) -> sa.Table:
     """Reflect (or create, when ``create``) the target table and check that upserts can work.
 
-    The table must have a primary key, unique constraint or unique index on exactly the key
-    columns, and a column for every column of the batch.
+    The table must have a primary key, unique constraint or (non-partial) unique index on
+    exactly the key columns, and a column for every column of the batch.
     """
     shown = f"{db_schema}.{name}" if db_schema else name
     inspector = sa.inspect(conn)

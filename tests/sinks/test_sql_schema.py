@@ -167,8 +167,6 @@ def test_a_partial_unique_index_is_no_key_on_postgresql(postgres_url: str) -> No
     engine.dispose()
 
 
-@pytest.mark.xfail(strict=True, reason="only PostgreSQL's partial indexes are told apart: "
-                   "SQLite's is taken as the key, and the upsert's ON CONFLICT then fails")
 def test_a_partial_unique_index_is_no_key_on_sqlite(tmp_path: Path) -> None:
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'target.db'}")
     existing(engine, PLAIN, PARTIAL_INDEX)
