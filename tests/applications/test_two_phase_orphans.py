@@ -33,6 +33,7 @@ from helpers.accounts import (
     record_keys,
     wait_for_lock_waiter,
 )
+from helpers.paths import SHARED
 from helpers.pauses import Background
 
 from kafka_share_eos.faults import CRASH_AT_ENV
@@ -77,7 +78,7 @@ def test_recover_command_unblocks_the_others_and_every_effect_lands_once(
     killed = subprocess.run(
         [sys.executable, __file__, postgres_url, delta_path, a_log],
         env={**os.environ, CRASH_AT_ENV: point,
-             "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+             "PYTHONPATH": str(SHARED)},
         capture_output=True, text=True, timeout=120, check=False,
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr

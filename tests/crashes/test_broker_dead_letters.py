@@ -26,6 +26,7 @@ from helpers.broker_dead_letters import (
     create_topics,
     produce_orders,
 )
+from helpers.paths import SHARED
 
 from kafka_share_eos import faults
 from kafka_share_eos.sharegroup.group_config import (
@@ -37,7 +38,6 @@ from kafka_share_eos.sharegroup.group_config import (
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.full, pytest.mark.timeout(600)]
 
-TESTS = Path(__file__).resolve().parents[1]
 # Longer than a batch takes on a loaded machine, short enough for the drain to wait it out.
 LOCK_MS, SESSION_MS = 10_000, 4000
 
@@ -51,7 +51,7 @@ def run(config_path: Path, log: Path, crash_at: str | None, record: Path) -> int
     with log.open("ab") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "helpers.broker_dead_letters", str(config_path)],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=TESTS,
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=SHARED,
             start_new_session=True,
         )
         try:

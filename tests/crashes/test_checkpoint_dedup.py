@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from helpers.ledgers import delta_rows, records
+from helpers.paths import SHARED
 
 from kafka_share_eos.faults import CRASH_AT_ENV
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger
@@ -50,7 +51,7 @@ def run_child_until_crash(ledger: str, sink: str, point: str) -> None:
     env = {**os.environ, CRASH_AT_ENV: point}
     done = subprocess.run(
         [sys.executable, "-c", CHILD, ledger, sink, json.dumps(BATCH),
-         str(Path(__file__).resolve().parents[1])],
+         str(SHARED)],
         env=env, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == -signal.SIGKILL, done.stderr

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pytest
 from helpers import accounts
 from helpers.batches import source_rows
+from helpers.paths import SHARED
 
 from kafka_share_eos.faults import CRASH_AT_ENV
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
@@ -94,7 +95,7 @@ def test_recovery_after_crash_is_all_or_nothing(
     child = subprocess.run(
         [sys.executable, __file__, postgres_url, delta_path, log_location],
         env={**os.environ, CRASH_AT_ENV: point,
-             "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+             "PYTHONPATH": str(SHARED)},
         capture_output=True,
         text=True,
         timeout=120,

@@ -6,7 +6,7 @@ each to the group's DLQ topic, and a plain consumer reads them back there with t
 ``__dlq.errors.*`` headers, while every other record is applied once. The strategy's reason,
 which a REJECT cannot carry, is in the companion SQL letters.
 
-The pipeline is in tests/helpers/broker_dead_letters.py, which the kill -9 test
+The pipeline is in tests/support/helpers/broker_dead_letters.py, which the kill -9 test
 (tests/crashes/test_broker_dead_letters.py) runs too.
 """
 

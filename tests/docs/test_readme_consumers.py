@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from helpers import produce
+from helpers.paths import SHARED
 from helpers.readme_pipeline import LOCK_MS, SESSION_TIMEOUT_MS, orders
 
 from kafka_share_eos import EmbeddedBroker
@@ -23,7 +24,6 @@ from kafka_share_eos.pipeline_status import journal_status
 pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.timeout(600)]
 
 TOPIC, GROUP, PARTITIONS, ORDERS = "orders", "orders-eos", 8, 1600
-TESTS = Path(__file__).resolve().parents[1]
 
 
 def _start(bootstrap: str, postgres_url: str, work: Path, log: Path) -> subprocess.Popen[bytes]:
@@ -32,7 +32,7 @@ def _start(bootstrap: str, postgres_url: str, work: Path, log: Path) -> subproce
         return subprocess.Popen(
             [sys.executable, "-m", "helpers.readme_pipeline", bootstrap, TOPIC, GROUP,
              postgres_url, str(work)],
-            cwd=TESTS, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            cwd=SHARED, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 

@@ -5,7 +5,7 @@ PostgreSQL, Delta tables and paths under a temporary directory, the session's lo
 Each runnable block has a spec below: what it needs that the page leaves to the reader (the
 names it uses without defining them, the records on its topics) and a check on what it did,
 on data wherever the block writes data. A block marked ``compile-only`` in its page is compiled
-and its imports are run (tests/helpers/doc_blocks.py).
+and its imports are run (tests/support/helpers/doc_blocks.py).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ import pytest
 import sqlalchemy as sa
 from helpers import produce
 from helpers.applications import HoldGate
+from helpers.paths import SHARED
 from helpers.readme_pipeline import LOCK_MS, SESSION_TIMEOUT_MS, orders
 
 from kafka_share_eos.faults import SLOT_AFTER_POLL
@@ -34,7 +35,6 @@ pytestmark = [pytest.mark.full, pytest.mark.spark, pytest.mark.kafka, pytest.mar
               pytest.mark.timeout(900)]
 
 TOPIC, GROUP, PARTITIONS, ORDERS = "orders", "orders-eos", 8, 1600
-TESTS = Path(__file__).resolve().parents[1]
 
 
 def test_a_worker_killed_mid_batch_loses_and_repeats_no_order(
@@ -56,7 +56,7 @@ def test_a_worker_killed_mid_batch_loses_and_repeats_no_order(
             pipeline = subprocess.Popen(
                 [sys.executable, "-m", "helpers.readme_pipeline", kafka.bootstrap_servers, TOPIC,
                  GROUP, postgres_url, str(tmp_path), spark.master_url, SLOT_AFTER_POLL],
-                cwd=TESTS, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                cwd=SHARED, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             )
         try:
             gate.wait_held(pipeline, timeout=300)

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, GroupMetadata
 from helpers import share_consumer
 
 from kafka_share_eos.errors import ConfigurationError, GroupConfigError
@@ -108,6 +109,49 @@ def test_the_embedded_broker_cannot_list_share_groups() -> None:
                            timeout_s=5)
 
 
+class LoadingCoordinator(AdminClient):
+    """An admin client whose brokers answer ListGroups with ``error`` the first ``times``
+    times, as Kafka's group coordinator does while it loads its state, and then list ``group``.
+    """
+
+    def __init__(self, group: str, error: int, times: int) -> None:
+        super().__init__({"bootstrap.servers": "127.0.0.1:1"})
+        self.group, self.error, self.times, self.asked = group, error, times, 0
+
+    def list_groups(self, *args: Any, **kwargs: Any) -> list[GroupMetadata]:
+        self.asked += 1
+        if self.asked <= self.times:
+            raise KafkaException(KafkaError(self.error))
+        listed = GroupMetadata()
+        listed.id = self.group
+        return [listed]
+
+
+@pytest.mark.parametrize("error", [KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                                   KafkaError.COORDINATOR_NOT_AVAILABLE])
+def test_a_group_coordinator_still_loading_is_asked_again(error: int) -> None:
+    admin = LoadingCoordinator("orders", error, times=3)
+    assert share_group_exists({}, "orders", timeout_s=10, admin=admin)
+    assert admin.asked == 4
+
+
+def test_a_group_coordinator_loading_past_the_timeout_is_named() -> None:
+    admin = LoadingCoordinator("orders", KafkaError.COORDINATOR_LOAD_IN_PROGRESS, times=10**6)
+    started = time.monotonic()
+    with pytest.raises(GroupConfigError,
+                       match="listing share group 'orders': .*COORDINATOR_LOAD_IN_PROGRESS"):
+        share_group_exists({}, "orders", timeout_s=0.3, admin=admin)
+    assert 0.3 <= time.monotonic() - started < 5
+    assert admin.asked > 1
+
+
+def test_a_refused_listing_is_not_asked_again() -> None:
+    admin = LoadingCoordinator("orders", KafkaError.GROUP_AUTHORIZATION_FAILED, times=1)
+    with pytest.raises(GroupConfigError, match="GROUP_AUTHORIZATION_FAILED"):
+        share_group_exists({}, "orders", timeout_s=10, admin=admin)
+    assert admin.asked == 1
+
+
 @pytest.mark.kafka
 def test_configs_set_on_kafka_are_described_back_and_a_joined_group_is_known(
     kafka_cluster: KafkaCluster,
@@ -134,17 +178,6 @@ def test_configs_set_on_kafka_are_described_back_and_a_joined_group_is_known(
     with share_consumer(kafka_cluster.bootstrap_servers, group, [topic],
                         **{k: v for k, v in client.items() if k != "bootstrap.servers"}) as member:
         deadline = time.monotonic() + 30
-        while not known(client, group, admin):
+        while not share_group_exists(client, group, admin=admin):
             assert time.monotonic() < deadline, "the group never became known"
             member.poll(0.2)
-
-
-def known(client: dict[str, str], group: str, admin: AdminClient) -> bool:
-    """Whether the brokers know ``group``; not yet while a fresh cluster's group coordinator
-    is still loading (share_group_exists raises that retriable error as it comes)."""
-    try:
-        return share_group_exists(client, group, admin=admin)
-    except GroupConfigError as error:
-        if "COORDINATOR_LOAD_IN_PROGRESS" in str(error):
-            return False
-        raise

@@ -16,7 +16,6 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import AcknowledgeType, KafkaError
@@ -28,6 +27,7 @@ from helpers import (
     produce,
     share_consumer,
 )
+from helpers.paths import SHARED
 
 from kafka_share_eos import EmbeddedBroker
 
@@ -185,13 +185,12 @@ def test_records_of_a_killed_consumer_process_are_redelivered(
     broker = start_broker(record_lock_duration_ms=120_000, session_timeout_ms=3000)
     written = produce(broker.bootstrap_servers, TOPIC, [b"%d" % i for i in range(6)],
                       partitions=PARTITIONS)
-    tests_dir = Path(__file__).resolve().parents[2]
     holder = subprocess.Popen(
         [sys.executable, "-m", "helpers.hold_records", broker.bootstrap_servers, GROUP, TOPIC],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(tests_dir)},
+        env={**os.environ, "PYTHONPATH": str(SHARED)},
     )
     try:
         assert holder.stdout is not None

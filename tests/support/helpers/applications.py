@@ -18,16 +18,15 @@ from typing import Any
 import pyarrow as pa
 
 from helpers.batches import source_rows
+from helpers.paths import SHARED
 from kafka_share_eos.faults import HOLD_AT_ENV, HOLD_GATE_ENV, gate_files
-
-TESTS = Path(__file__).resolve().parent.parent
 
 
 def start(script: str, *args: str, **env: str) -> subprocess.Popen[str]:
     """Run ``script`` with ``args`` in a new interpreter that can import the tests' modules."""
     return subprocess.Popen(
         [sys.executable, "-c", script, *args],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get(
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(SHARED), os.environ.get(
             "PYTHONPATH", "")]), **env},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
