@@ -31,6 +31,7 @@ from confluent_kafka.admin import (
     ConfigEntry,
     ConfigResource,
     ConfigSource,
+    GroupMetadata,
 )
 
 from kafka_share_eos.errors import ConfigurationError, GroupConfigError
@@ -190,8 +191,7 @@ def _describe(
     try:
         entries = future.result(timeout=timeout_s + 5)
     except KafkaException as exc:
-        error = exc.args[0] if exc.args else None
-        if isinstance(error, KafkaError) and error.code() in _NOT_SUPPORTED:
+        if _error_code(exc) in _NOT_SUPPORTED:
             return None
         raise GroupConfigError(f"describing the configs of share group {group!r}: {exc}") from exc
     except TimeoutError as exc:
@@ -223,6 +223,18 @@ _NOT_SUPPORTED = frozenset({
     KafkaError.INVALID_CONFIG,
     KafkaError._UNSUPPORTED_FEATURE,
 })
+# What a group coordinator answers while it loads its state or is not yet up (as on a freshly
+# started cluster): errors Kafka means as "ask again".
+_COORDINATOR_NOT_READY = frozenset({
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+})
+
+
+def _error_code(exc: KafkaException) -> int | None:
+    """The Kafka error code an admin request failed with, if the exception carries one."""
+    error = exc.args[0] if exc.args else None
+    return error.code() if isinstance(error, KafkaError) else None
 
 
 def alter_share_group(
@@ -284,16 +296,30 @@ def share_group_exists(
     """Whether the brokers' group coordinators know ``group``: from the first time a member
     joined until the group is deleted, whether or not members are connected now.
 
+    A group coordinator that is still loading, or not yet available, is asked again until
+    ``timeout_s`` has passed.
+
     Raises:
-        GroupConfigError: the brokers did not answer within ``timeout_s``, or refused.
+        GroupConfigError: the brokers did not answer within ``timeout_s`` (or their group
+            coordinators were still loading), or refused.
     """
     admin = admin if admin is not None else AdminClient(admin_config(client_config))
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            # Never a timeout of 0 or less: confluent-kafka waits for ever on a negative one.
+            listed = _list_groups(admin, group, max(deadline - time.monotonic(), 0.05))
+        except KafkaException as exc:
+            if _error_code(exc) not in _COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                raise GroupConfigError(f"listing share group {group!r}: {exc}") from exc
+        else:
+            return any(entry.id == group for entry in listed)
+        time.sleep(0.05)
+
+
+def _list_groups(admin: AdminClient, group: str, timeout_s: float) -> list[GroupMetadata]:
     with warnings.catch_warnings():
         # confluent-kafka 2.16.1 deprecates list_groups for list_consumer_groups, which leaves
         # share groups out (its group types stop at CLASSIC); list_groups still names them.
         warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            listed = admin.list_groups(group, timeout=timeout_s)
-        except KafkaException as exc:
-            raise GroupConfigError(f"listing share group {group!r}: {exc}") from exc
-    return any(entry.id == group for entry in listed)
+        return admin.list_groups(group, timeout=timeout_s)

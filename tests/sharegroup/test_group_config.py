@@ -139,7 +139,7 @@ def test_a_group_coordinator_loading_past_the_timeout_is_named() -> None:
     admin = LoadingCoordinator("orders", KafkaError.COORDINATOR_LOAD_IN_PROGRESS, times=10**6)
     started = time.monotonic()
     with pytest.raises(GroupConfigError,
-                       match="listing share group 'orders': .*COORDINATOR_LOAD_IN_PROGRESS"):
+                       match=r"listing share group 'orders': .*COORDINATOR_LOAD_IN_PROGRESS"):
         share_group_exists({}, "orders", timeout_s=0.3, admin=admin)
     assert 0.3 <= time.monotonic() - started < 5
     assert admin.asked > 1
