@@ -251,7 +251,9 @@ def alter_share_group(
     Raises:
         ConfigurationError: a name that is not a share-group config, or a value the brokers
             refuse (the message is theirs).
-        GroupConfigError: the brokers refused or did not apply the change in ``timeout_s``.
+        GroupConfigError: the brokers did not answer the change (in ``timeout_s``, or in the
+            client's ``socket.timeout.ms`` when that is shorter), refused to describe the
+            group's configs, or did not apply the change in ``timeout_s``.
     """
     unknown = sorted(name for name in configs
                      if not name.startswith("share.") and name not in _OTHER_GROUP_CONFIGS)
@@ -268,7 +270,14 @@ def alter_share_group(
     )
     try:
         admin.incremental_alter_configs([resource])[resource].result(timeout=timeout_s)
+    except TimeoutError as exc:
+        raise GroupConfigError(
+            f"setting {wanted} on share group {group!r}: no answer in {timeout_s:g} s"
+        ) from exc
     except KafkaException as exc:
+        # The client's own timeout (socket.timeout.ms) may run out before timeout_s.
+        if _error_code(exc) == KafkaError._TIMED_OUT:
+            raise GroupConfigError(f"setting {wanted} on share group {group!r}: {exc}") from exc
         raise ConfigurationError(f"share group {group!r} refused {wanted}: {exc}") from exc
     # Brokers apply group configs through the metadata log: a describe right after the alter
     # may still answer with the old values.

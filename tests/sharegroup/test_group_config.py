@@ -1,7 +1,8 @@
 """A share group's own settings through the admin API: the embedded broker keeps none, so the
 source keeps its options' values there; names that are no group configs are refused before any
-request; an unreachable cluster is an error that says so; and on Apache Kafka a config set is
-described back, with the group known once a member joined."""
+request; an unreachable cluster, or a change the brokers do not answer, is an error that says so;
+a group coordinator still loading is asked again; and on Apache Kafka a config set is described
+back, with the group known once a member joined."""
 
 from __future__ import annotations
 
@@ -95,6 +96,25 @@ def test_names_that_are_no_share_group_configs_are_refused_before_any_request() 
         alter_share_group(unreachable, "orders", {
             "max.poll.records": 10, LOCK_DURATION: 1000, "group.initial.rebalance.delay.ms": 0,
         })
+
+
+@pytest.mark.parametrize(("socket_timeout_ms", "timeout_s", "answer", "cause"), [
+    # The wait for the answer runs out first...
+    (60_000, 0.5, r"no answer in 0\.5 s", TimeoutError),
+    # ...or the client's own request timeout does.
+    (300, 10, r"Local: Timed out", KafkaException),
+], ids=["wait", "socket.timeout.ms"])
+def test_a_change_the_brokers_do_not_answer_names_the_group_and_the_change(
+    embedded_broker: EmbeddedBroker, socket_timeout_ms: int, timeout_s: float, answer: str,
+    cause: type[Exception],
+) -> None:
+    config = {"bootstrap.servers": embedded_broker.bootstrap_servers,
+              "socket.timeout.ms": str(socket_timeout_ms)}
+    with pytest.raises(GroupConfigError,
+                       match=r"setting \{'share\.record\.lock\.duration\.ms': '17000'\} on "
+                             r"share group 'orders': .*" + answer) as raised:
+        alter_share_group(config, "orders", {LOCK_DURATION: 17_000}, timeout_s=timeout_s)
+    assert isinstance(raised.value.__cause__, cause)
 
 
 def test_a_cluster_that_does_not_answer_is_named_as_such() -> None:
