@@ -31,6 +31,7 @@ from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.sinks import RowChecker, UpsertOutcome
 from kafka_share_eos.strategies.identity import SOURCE_IDENTITY, RecordIdentity
 from kafka_share_eos.strategies.report import BatchReport, ReportLog, ReportTotals
+from kafka_share_eos.strategies.streaming_query import ConnectQuery, streaming_query_id
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -152,6 +153,16 @@ class BatchStrategy(ABC):
         self.dead_letters = _dead_letter_policy(options.get("dead_letters"))
         self.transform = options.get("transform")
         self._ready = False
+        self._connect_query: ConnectQuery | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A Spark Connect client pickles the strategy when the query starts; the copy finds
+        # its query again where it is unpickled.
+        return {**self.__dict__, "_connect_query": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._connect_query = ConnectQuery.of_worker()
 
     @property
     def screens_rows(self) -> bool:
@@ -166,6 +177,11 @@ class BatchStrategy(ABC):
                 batch runs again when the query restarts.
         """
         return self.apply_dataframe(batch_df, batch_id)
+
+    def _query_id(self, batch_df: DataFrame) -> str | None:
+        """The id of the streaming query whose batch ``batch_df`` is (None for a static one);
+        see :mod:`kafka_share_eos.strategies.streaming_query`."""
+        return streaming_query_id(batch_df, self._connect_query)
 
     def apply_dataframe(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
         """Apply a Spark DataFrame; by default it is collected to the driver as Arrow."""
@@ -311,17 +327,3 @@ class BatchStrategy(ABC):
     @abstractmethod
     def _write(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
         """Apply ``table`` (unique on the identity) as batch ``batch_id``."""
-
-
-def streaming_query_id(batch_df: DataFrame) -> str | None:
-    """The id of the streaming query running ``foreachBatch``, if any.
-
-    Spark sets it as a local property of the thread running the batch; Spark Connect sessions
-    have no SparkContext to ask, and a static DataFrame has no query.
-    """
-    try:
-        context = batch_df.sparkSession.sparkContext
-    except NotImplementedError:
-        return None
-    query_id = context.getLocalProperty("sql.streaming.queryId")
-    return str(query_id) if query_id else None

@@ -37,7 +37,7 @@ from kafka_share_eos.sinks import (
     contained,
 )
 from kafka_share_eos.sinks.outcome import OneByOne
-from kafka_share_eos.strategies.base import BatchStrategy, StrategyOptions, streaming_query_id
+from kafka_share_eos.strategies.base import BatchStrategy, StrategyOptions
 from kafka_share_eos.strategies.identity import RecordIdentity
 from kafka_share_eos.strategies.report import BatchReport
 
@@ -148,7 +148,7 @@ class CheckpointDedupStore(BatchStrategy):
     def apply_dataframe(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
         """Apply a Spark micro-batch under the streaming query's id (unless ``app_id`` was
         given), so that applications sharing the ledger never share claims."""
-        query_id = streaming_query_id(batch_df)
+        query_id = self._query_id(batch_df)
         if query_id is not None:
             if not self._app_id_given:
                 self.ledger.app_id = f"{QUERY_APP_ID_PREFIX}:{query_id}"

@@ -28,7 +28,7 @@ from kafka_share_eos.sinks import (
     UpsertWriter,
 )
 from kafka_share_eos.sinks.outcome import OneByOne, WritesDataFrames
-from kafka_share_eos.strategies.base import BatchStrategy, StrategyOptions, streaming_query_id
+from kafka_share_eos.strategies.base import BatchStrategy, StrategyOptions
 from kafka_share_eos.strategies.executors import write_on_executors
 from kafka_share_eos.strategies.identity import RecordIdentity
 from kafka_share_eos.strategies.report import BatchReport
@@ -211,7 +211,7 @@ class IdempotentUpsertSink(BatchStrategy):
 
     def apply_dataframe(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
         """Write a Spark micro-batch from the driver or the executors (see ``write_path``)."""
-        query_id = streaming_query_id(batch_df)
+        query_id = self._query_id(batch_df)
         if query_id is not None and isinstance(self.writer, FollowsStreamingQuery):
             self.writer.bind_streaming_query(query_id)
         if not self._use_executors(batch_df):

@@ -11,7 +11,7 @@ from kafka_share_eos.sinks import UpsertOutcome
 from kafka_share_eos.sinks.kafka_progress import DEFAULT_PROGRESS_TOPIC
 from kafka_share_eos.sinks.kafka_writer import Columns, KafkaTopicWriter
 from kafka_share_eos.sinks.outcome import OneByOne
-from kafka_share_eos.strategies.base import BatchStrategy, StrategyOptions, streaming_query_id
+from kafka_share_eos.strategies.base import BatchStrategy, StrategyOptions
 from kafka_share_eos.strategies.identity import RecordIdentity
 from kafka_share_eos.strategies.report import BatchReport
 
@@ -115,7 +115,7 @@ class KafkaTopicSink(BatchStrategy):
     def apply_dataframe(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
         """Apply a Spark micro-batch under the streaming query's id (unless ``app_id`` was
         given)."""
-        query_id = streaming_query_id(batch_df)
+        query_id = self._query_id(batch_df)
         if query_id is not None:
             self.bind_streaming_query(query_id)
         return super().apply_dataframe(batch_df, batch_id)

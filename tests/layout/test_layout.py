@@ -143,3 +143,30 @@ def test_every_launcher_builds_on_the_one_base() -> None:
                 wrong.append(f"{module}.{cls.__name__} defines its own {method}")
     assert {"EmbeddedBroker", "KafkaCluster", "LocalServer", "TcpProxy"} <= set(checked)
     assert not wrong
+
+
+# A Spark Connect session has no JVM on the client side (docs/development.md), so nothing of
+# the runtime may reach for one where such a session could be the caller. Each place that may,
+# and why it never runs for a Connect session.
+JVM_ONLY = {"sparkContext", "SparkContext", "_jvm", "_jdf", "_jsc", "_jsparkSession", "rdd"}
+JVM_USE_ALLOWED = {
+    ("strategies/streaming_query.py", "sparkContext"): "only for a session that is not Connect",
+    ("kafka_share_eos/monitoring/progress_listener.py", "SparkContext"):
+        "the Py4J listener of a classic session; a Connect session gets the client's listener",
+    ("kafka_share_eos/monitoring/progress_listener.py", "_jvm"): "the same",
+}
+
+
+def test_nothing_in_the_runtime_reaches_for_a_jvm_a_connect_session_lacks() -> None:
+    found = set()
+    for path in _modules(proving_ground=False):
+        for node in ast.walk(ast.parse(path.read_text())):
+            name = (node.attr if isinstance(node, ast.Attribute)
+                    else node.id if isinstance(node, ast.Name)
+                    else None)
+            names = [alias.name for alias in node.names] if isinstance(node, ast.ImportFrom) else []
+            for used in ([name] if name else []) + names:
+                if used in JVM_ONLY:
+                    found.add((str(path.relative_to(ROOT)), used))
+    assert found - set(JVM_USE_ALLOWED) == set()
+    assert set(JVM_USE_ALLOWED) <= found  # the scan finds each allowed use
