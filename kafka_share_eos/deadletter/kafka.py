@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from kafka_share_eos._process_local import ProcessLocal, nothing
 from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA
 from kafka_share_eos.deadletter.sink import DeadLetterSink
 from kafka_share_eos.errors import ConfigurationError
@@ -22,7 +23,7 @@ _HEADER_COLUMNS = tuple(
 _FLUSH_TIMEOUT_S = 60.0
 
 
-class KafkaDeadLetters(DeadLetterSink):
+class KafkaDeadLetters(DeadLetterSink, ProcessLocal):
     """Dead letters produced to ``topic``; ``config`` goes to the confluent-kafka ``Producer``
     unchanged (security settings included).
 
@@ -31,9 +32,14 @@ class KafkaDeadLetters(DeadLetterSink):
     letter. A topic cannot refuse a repeat, so a replayed batch may produce a letter again:
     readers keep the first per ``kse.letter_id`` (:meth:`read` does).
 
+    A pickled copy keeps the topic and the settings; its producer, and the watch on that
+    producer's sign-ins, are its own, created on its first write.
+
     Raises:
         ConfigurationError: ``config`` has no ``bootstrap.servers``.
     """
+
+    _PROCESS_LOCAL = ProcessLocal.attributes(_producer=nothing, _sign_in=SignInWatch)
 
     def __init__(self, topic: str, config: Mapping[str, Any]) -> None:
         if "bootstrap.servers" not in config:

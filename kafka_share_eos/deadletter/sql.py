@@ -13,7 +13,8 @@ from kafka_share_eos._libs import sa, sa_postgresql, sa_sqlite
 from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA
 from kafka_share_eos.deadletter.sink import DeadLetterSink
 from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
-from kafka_share_eos.sinks import create_sql_engine, database_errors
+from kafka_share_eos.sinks import database_errors
+from kafka_share_eos.sinks.sql_engine import SqlDatabase
 
 DEFAULT_TABLE = "kafka_share_dead_letters"
 
@@ -47,9 +48,9 @@ class SqlDeadLetters(DeadLetterSink):
     ) -> None:
         require_sql(engine, "SqlDeadLetters")
 
-        self._owns_engine = isinstance(engine, str)
-        self.engine = create_sql_engine(engine) if isinstance(engine, str) else engine
-        dialect = self.engine.dialect.name
+        # A copy in another process (a Spark Connect server's) connects from the URL.
+        self._database = SqlDatabase(engine)
+        dialect = self._database.dialect
         if dialect not in ("postgresql", "sqlite"):
             raise ConfigurationError(
                 f"dead letters need a PostgreSQL or SQLite database, not {dialect!r}"
@@ -61,18 +62,23 @@ class SqlDeadLetters(DeadLetterSink):
             self._require_table()
 
     @property
+    def engine(self) -> sa.Engine:
+        """The database's engine (created from the URL on first use, also in a copy)."""
+        return self._database.engine
+
+    @property
     def target(self) -> str:
-        return f"{self.engine.dialect.name}:{self.table.fullname}"
+        return f"{self._database.dialect}:{self.table.fullname}"
 
     def write(self, letters: pa.Table) -> int:
         if letters.num_rows == 0:
             return 0
 
-        dialect = sa_postgresql if self.engine.dialect.name == "postgresql" else sa_sqlite
+        dialect = sa_postgresql if self._database.dialect == "postgresql" else sa_sqlite
         statement = dialect.insert(self.table).on_conflict_do_nothing(index_elements=["letter_id"])
         # A letter's id makes its second write a no-op: a batch failed by a lost connection
         # (its COMMIT in doubt) writes its letters again at the restart, and they land once.
-        with database_errors(self.engine.url, f"writing dead letters to {self.target!r}"), \
+        with database_errors(self._database.url, f"writing dead letters to {self.target!r}"), \
                 self.engine.begin() as conn:
             # SQLAlchemy keeps an executemany's row count only when asked: without it,
             # PostgreSQL's is -1 and no letter would count as new.
@@ -91,13 +97,12 @@ class SqlDeadLetters(DeadLetterSink):
             return int(conn.execute(query).scalar_one())
 
     def close(self) -> None:
-        if self._owns_engine:
-            self.engine.dispose()
+        self._database.dispose()
 
     def _require_table(self) -> None:
         database = self.engine.url.database
         # Connecting to a SQLite file that is not there would create it.
-        if self.engine.dialect.name == "sqlite" and database not in (None, "", ":memory:") and (
+        if self._database.dialect == "sqlite" and database not in (None, "", ":memory:") and (
             not os.path.exists(database)
         ):
             raise LocationNotFoundError(f"no SQLite database at {database!r}")

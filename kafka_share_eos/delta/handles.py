@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafka_share_eos._libs import deltalake
+from kafka_share_eos._process_local import ProcessLocal, nothing
 from kafka_share_eos.delta.location import DeltaLocation
 
 # A delta-rs handle kept open gets slower with every version it commits or catches up with
@@ -20,14 +21,20 @@ REOPEN_AFTER_VERSIONS = 100
 
 
 @dataclass
-class KeptTable(DeltaLocation):
+class KeptTable(DeltaLocation, ProcessLocal):
     """A Delta location with the one handle on its table this process keeps, and what this
     process knows of its own application transactions at that handle's versions.
+
+    A pickled copy keeps the location only: it opens a handle of its own, and knows nothing of
+    the commits the process it was copied from made (that process may go on committing).
 
     Raises:
         MissingExtraError: deltalake is not installed.
         ConfigurationError: ``uri``'s scheme is not one delta-rs has a store for.
     """
+
+    _PROCESS_LOCAL = ProcessLocal.attributes(
+        _table=nothing, _opened_at=int, _contended=int, _own_commits=dict)
 
     _table: deltalake.DeltaTable | None = field(default=None, init=False, repr=False)
     _opened_at: int = field(default=0, init=False, repr=False)

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 import pyarrow.fs as pafs
 
+from kafka_share_eos._process_local import ProcessLocal
 from kafka_share_eos.storage import Location, as_location, write_atomically
 
 REJECTIONS_DIR = "_rejections"
@@ -31,8 +32,11 @@ Coordinates = tuple[str, int, int]
 """A record's ``(topic, partition, offset)``."""
 
 
-class RecordRejections:
-    """The REJECT decisions of the pipeline whose journal is at ``journal``."""
+class RecordRejections(ProcessLocal):
+    """The REJECT decisions of the pipeline whose journal is at ``journal``; a pickled copy
+    reads them again rather than take over what this process read."""
+
+    _PROCESS_LOCAL = ProcessLocal.attributes(_read=dict)
 
     def __init__(self, journal: str | Location) -> None:
         self.journal = as_location(journal)

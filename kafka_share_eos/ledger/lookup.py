@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from kafka_share_eos import formats
 from kafka_share_eos._libs import deltalake
+from kafka_share_eos._process_local import ProcessLocal, nothing
 from kafka_share_eos.delta.handles import KeptTable
 from kafka_share_eos.delta.predicates import quote_identifier, sql_literal
 from kafka_share_eos.delta.transactions import committed_version
@@ -56,8 +57,11 @@ class LedgerTable(KeptTable):
         return super()._keep(table)
 
 
-class LedgerLookup:
+class LedgerLookup(ProcessLocal):
     """Identities applied so far, with the last batch id committed under ``app_id``.
+
+    A pickled copy does not take over what this process knows of its own claims
+    (:class:`~kafka_share_eos.ledger.known_claims.KnownClaims`): it learns the ledger anew.
 
     Args:
         uri: Delta table location (local path or object-store URI).
@@ -66,6 +70,8 @@ class LedgerLookup:
             application transaction of its claims). Applications sharing a ledger need one each.
         storage_options: passed to delta-rs unchanged.
     """
+
+    _PROCESS_LOCAL = ProcessLocal.attributes(_known=nothing)
 
     def __init__(
         self,

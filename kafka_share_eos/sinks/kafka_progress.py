@@ -26,6 +26,7 @@ import confluent_kafka.admin as ck_admin
 import pyarrow as pa
 
 from kafka_share_eos import formats
+from kafka_share_eos._process_local import ProcessLocal, nothing
 from kafka_share_eos.errors import KafkaTransactionError
 from kafka_share_eos.sharegroup.group_config import admin_config
 from kafka_share_eos.sharegroup.redelivery import REDELIVERY_WINDOW
@@ -195,13 +196,16 @@ def records_to_end(
         consumer.unassign()
 
 
-class ProgressTopic:
+class ProgressTopic(ProcessLocal):
     """Reads an application's last committed marker (read_committed), creating the compacted
     topic on a cluster that has none.
 
     Its clients stay connected until :meth:`close`: on the embedded broker a client that
-    disconnects drops every share session, the pipeline's source consumers' too.
+    disconnects drops every share session, the pipeline's source consumers' too. A pickled
+    copy connects clients of its own.
     """
+
+    _PROCESS_LOCAL = ProcessLocal.attributes(_admin=nothing, _consumer=nothing)
 
     def __init__(self, config: Mapping[str, Any], topic: str, timeout_s: float) -> None:
         self.topic = topic

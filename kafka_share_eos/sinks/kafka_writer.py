@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafka_share_eos import faults
+from kafka_share_eos._process_local import ProcessLocal, nothing
 from kafka_share_eos.errors import (
     AppIdConflictError,
     BatchIdReusedError,
@@ -77,8 +78,18 @@ class Columns:
     partition: str | None = None
 
 
-class KafkaTopicWriter:
-    """Writes batches to ``topic`` exactly once per ``(app_id, batch id)``; see the module."""
+class KafkaTopicWriter(ProcessLocal):
+    """Writes batches to ``topic`` exactly once per ``(app_id, batch id)``; see the module.
+
+    A pickled copy keeps the configuration and the ``app_id``, not the producer nor the last
+    marker this process committed: in its own process it starts as a restarted application
+    does, with a producer of the same ``transactional.id`` whose ``init_transactions`` fences
+    the writer it was copied from (and aborts what that left open), then reads the last
+    committed marker. The copy takes over as a restarted query takes over from its
+    predecessor: a batch the original writes afterwards fails as fenced.
+    """
+
+    _PROCESS_LOCAL = ProcessLocal.attributes(_producer=nothing, _last=nothing)
 
     def __init__(
         self,

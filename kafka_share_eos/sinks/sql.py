@@ -23,12 +23,13 @@ import pyarrow as pa
 
 from kafka_share_eos import faults
 from kafka_share_eos._libs import sa, sa_postgresql, sa_sqlite
+from kafka_share_eos._process_local import ProcessLocal, nothing
 from kafka_share_eos.errors import MissingColumnsError, SinkConfigurationError, TargetTableError
 from kafka_share_eos.sinks.columns import require_columns
 from kafka_share_eos.sinks.dedup import contained
 from kafka_share_eos.sinks.outcome import UpsertOutcome
 from kafka_share_eos.sinks.sql_bulk import CopyUpsert
-from kafka_share_eos.sinks.sql_engine import create_sql_engine, database_errors, parse_sql_url
+from kafka_share_eos.sinks.sql_engine import SqlDatabase, database_errors
 from kafka_share_eos.sinks.sql_schema import open_target
 from kafka_share_eos.sinks.sql_values import python_rows as python_rows
 
@@ -81,7 +82,7 @@ def keys_held(
     return contained(keys, pa.Table.from_pylist(found))
 
 
-class SqlUpsertWriter:
+class SqlUpsertWriter(ProcessLocal):
     """Idempotent writer into one SQL table; rows of a batch must be unique on the key columns.
 
     Args:
@@ -94,9 +95,12 @@ class SqlUpsertWriter:
         create_table: create the table from the first batch's Arrow schema when it is missing.
         bulk_threshold: on PostgreSQL, batches with at least this many rows use COPY.
 
-    The writer pickles without its engine (it reconnects from the URL), so Spark executors can
-    use a copy of it.
+    The writer pickles without its engine and its reflected table (a copy reconnects from the
+    URL and reflects the table again), so Spark executors, and a Spark Connect server running a
+    strategy, can use a copy of it.
     """
+
+    _PROCESS_LOCAL = ProcessLocal.attributes(_table=nothing)
 
     def __init__(
         self,
@@ -111,14 +115,9 @@ class SqlUpsertWriter:
     ) -> None:
         if bulk_threshold < 1:
             raise SinkConfigurationError(f"bulk_threshold must be >= 1, got {bulk_threshold}")
-        self._engine: sa.Engine | None = engine if isinstance(engine, sa.Engine) else None
-        self._owns_engine = self._engine is None
-        self._url = (
-            engine.url.render_as_string(hide_password=False)
-            if isinstance(engine, sa.Engine)
-            else engine
-        )
-        self.dialect = parse_sql_url(self._url).get_backend_name()
+        # Copies run inside short-lived Spark tasks: they keep no idle connections.
+        self._database = SqlDatabase(engine, pool_in_copies=False)
+        self.dialect = self._database.dialect
         if self.dialect not in _DIALECTS:
             raise SinkConfigurationError(
                 f"SQL dialect {self.dialect!r} of the sink URL is not supported; "
@@ -131,7 +130,6 @@ class SqlUpsertWriter:
         self.create_table = create_table
         self.bulk_threshold = bulk_threshold
         self._table: sa.Table | None = None
-        self._pool_connections = True
         self._copy_upsert = CopyUpsert(self.key_columns, version_column, self._on_conflict)
 
     @property
@@ -147,23 +145,12 @@ class SqlUpsertWriter:
 
     @property
     def engine(self) -> sa.Engine:
-        """The engine, created from the URL on first use (also after unpickling)."""
-        if self._engine is None:
-            if self._pool_connections:
-                self._engine = create_sql_engine(self._url)
-            else:
-                self._engine = create_sql_engine(self._url, poolclass=sa.pool.NullPool)
-        return self._engine
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        # A copy runs inside short-lived Spark tasks: it reconnects and keeps no idle connections.
-        state.update(_engine=None, _owns_engine=True, _table=None, _pool_connections=False)
-        return state
+        """The engine, created from the URL on first use (also in a pickled copy)."""
+        return self._database.engine
 
     def prepare(self, schema: pa.Schema) -> None:
         """Reflect or create the table and check its unique key and columns against ``schema``."""
-        with database_errors(self._url, f"opening table {self.target!r}"), \
+        with database_errors(self._database.url, f"opening table {self.target!r}"), \
                 self.engine.begin() as conn:
             self._table = open_target(
                 conn,
@@ -186,7 +173,8 @@ class SqlUpsertWriter:
             return UpsertOutcome(0, 0, "rows")
         require_columns(table, [*self.key_columns, *filter(None, [self.version_column])],
                         f"batch {batch_id} for table {self.target!r}")
-        with database_errors(self._url, f"upsert of batch {batch_id} into {self.target!r}"):
+        with database_errors(self._database.url,
+                             f"upsert of batch {batch_id} into {self.target!r}"):
             return self._upsert(table, batch_id)
 
     def _upsert(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
@@ -226,7 +214,7 @@ class SqlUpsertWriter:
 
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys``, whether the table holds its key; reads, never writes."""
-        with database_errors(self._url, f"lookup of applied keys in {self.target!r}"), \
+        with database_errors(self._database.url, f"lookup of applied keys in {self.target!r}"), \
                 self.engine.connect() as conn:
             return keys_held(
                 conn, self.table_name, keys.select(list(self.key_columns)), self.db_schema
@@ -234,9 +222,7 @@ class SqlUpsertWriter:
 
     def close(self) -> None:
         """Release pooled connections of an engine this writer created."""
-        if self._owns_engine and self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
+        self._database.dispose()
 
     def _on_conflict(self, target: sa.Table, statement: Any, columns: Sequence[str]) -> Any:
         keys = [target.c[k] for k in self.key_columns]

@@ -1,5 +1,6 @@
-"""SQLAlchemy engines for the URLs users give the SQL sinks and dead-letter stores, and the
-error naming the database when it cannot be reached."""
+"""SQLAlchemy engines for the URLs users give the SQL sinks and dead-letter stores, the database
+a writer connects to from whichever process it was pickled into, and the error naming the
+database when it cannot be reached."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kafka_share_eos._libs import sa
+from kafka_share_eos._process_local import ProcessLocal, nothing
 from kafka_share_eos.errors import ConfigurationError, DatabaseUnavailableError, MissingExtraError
 
 SQLITE_BUSY_TIMEOUT_S = 60.0
@@ -42,6 +44,69 @@ def create_sql_engine(url: str, **kwargs: Any) -> sa.Engine:
         ) from error
     except sa.exc.ArgumentError as error:
         raise ConfigurationError(f"SQL URL {shown!r}: {error}") from error
+
+
+class SqlDatabase(ProcessLocal):
+    """The database of a writer, given as an engine or a URL, in whichever process the writer is.
+
+    The engine is the given one, else one created from the URL on first use. A pickled copy
+    keeps the URL (with its password: the copy signs in by itself) and creates an engine of its
+    own on first use, in its own process.
+
+    Args:
+        engine: a SQLAlchemy engine or URL.
+        autocommit: the engine runs every statement in autocommit mode, for writers that send
+            their own ``BEGIN`` and ``PREPARE TRANSACTION``.
+        pool_in_copies: whether the engine of a copy keeps idle connections for the next
+            transaction; off for copies that live as long as one Spark task.
+
+    Raises:
+        ConfigurationError: ``engine`` is a string but no SQLAlchemy URL.
+    """
+
+    _PROCESS_LOCAL = ProcessLocal.attributes(_engine=nothing, _owns_engine=lambda: True)
+
+    def __init__(
+        self, engine: sa.Engine | str, *, autocommit: bool = False, pool_in_copies: bool = True
+    ) -> None:
+        self._autocommit = autocommit
+        self._pooled = True
+        self._pool_in_copies = pool_in_copies
+        self._engine: sa.Engine | None = None
+        self._owns_engine = isinstance(engine, str)
+        if isinstance(engine, str):
+            self.url = engine
+        else:
+            self.url = engine.url.render_as_string(hide_password=False)
+            self._engine = self._with_options(engine)
+        self.dialect = parse_sql_url(self.url).get_backend_name()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**super().__getstate__(), "_pooled": self._pool_in_copies}
+
+    @property
+    def engine(self) -> sa.Engine:
+        """The engine: the given one, or created from the URL on first use (also in a copy).
+
+        Raises:
+            MissingExtraError: the URL's driver is not installed.
+        """
+        if self._engine is None:
+            pool = {} if self._pooled else {"poolclass": sa.pool.NullPool}
+            self._engine = self._with_options(create_sql_engine(self.url, **pool))
+        return self._engine
+
+    def dispose(self) -> None:
+        """Release the pooled connections of an engine created here (a given engine is its
+        giver's); the next use creates another."""
+        if self._owns_engine and self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    def _with_options(self, engine: sa.Engine) -> sa.Engine:
+        if self._autocommit:
+            return engine.execution_options(isolation_level="AUTOCOMMIT")
+        return engine
 
 
 def parse_sql_url(url: str) -> sa.URL:

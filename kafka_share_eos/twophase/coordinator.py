@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from kafka_share_eos import faults
+from kafka_share_eos._process_local import ProcessLocal
 from kafka_share_eos.errors import ConfigurationError, DecisionOverruledError
 from kafka_share_eos.twophase.protocol import (
     Decision,
@@ -43,8 +44,11 @@ class CommitResult:
     skipped: Mapping[str, int] = field(default_factory=dict)
 
 
-class TransactionCoordinator:
+class TransactionCoordinator(ProcessLocal):
     """Runs prepare → log decision → commit for each batch, after resolving what is in doubt.
+
+    A pickled copy runs a recovery pass before its first batch, as a restarted application
+    does: what the process it was copied from prepared may still be in doubt.
 
     Args:
         log: where decisions are stored durably.
@@ -57,6 +61,8 @@ class TransactionCoordinator:
         ConfigurationError: no participant, repeated participant names, or an unusable
             ``app_id``.
     """
+
+    _PROCESS_LOCAL = ProcessLocal.attributes(_maybe_in_doubt=lambda: True)
 
     def __init__(
         self, log: DecisionLog, participants: Sequence[Participant], app_id: str

@@ -37,6 +37,7 @@ import pyarrow as pa
 from kafka_share_eos import faults
 from kafka_share_eos._extras import DELTA
 from kafka_share_eos._libs import deltalake
+from kafka_share_eos._process_local import ProcessLocal, nothing
 from kafka_share_eos.delta.handles import KeptTable
 from kafka_share_eos.delta.transactions import commit_properties
 from kafka_share_eos.delta.types import storable, table_schema
@@ -65,8 +66,11 @@ class _Committed:
     version_taken: bool = False
 
 
-class DeltaParticipant:
+class DeltaParticipant(ProcessLocal):
     """Appends the batch's new records to a Delta table, atomically with the other participants.
+
+    A pickled copy keeps the configuration; it opens the table and the staging area in its
+    own process.
 
     Args:
         table_uri: local path or URI of the Delta table; created from the first batch's schema.
@@ -81,6 +85,8 @@ class DeltaParticipant:
         ConfigurationError: ``name`` is empty or has characters other than letters, digits,
             ``_`` and ``-``.
     """
+
+    _PROCESS_LOCAL = ProcessLocal.attributes(_staging_area=nothing)
 
     def __init__(
         self,
@@ -98,7 +104,18 @@ class DeltaParticipant:
         self._name = check_name("name", name)
         self._max_commit_attempts = max(1, max_commit_attempts)
         self._retry_backoff_seconds = retry_backoff_seconds
-        self._staging = StagingArea(*open_location(self._uri, options=storage_options))
+        # Opened now, so that settings the store refuses fail here rather than at a batch.
+        self._staging_area: StagingArea | None = self._open_staging()
+
+    @property
+    def _staging(self) -> StagingArea:
+        """Where prepares stage their files (a pickled copy opens it in its own process)."""
+        if self._staging_area is None:
+            self._staging_area = self._open_staging()
+        return self._staging_area
+
+    def _open_staging(self) -> StagingArea:
+        return StagingArea(*open_location(self._uri, options=self._location.storage_options))
 
     @property
     def name(self) -> str:

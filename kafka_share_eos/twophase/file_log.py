@@ -10,9 +10,10 @@ from collections.abc import Mapping
 
 from pyarrow import fs
 
+from kafka_share_eos._process_local import ProcessLocal, nothing
 from kafka_share_eos.storage import (
+    Location,
     delete_if_present,
-    open_location,
     supports_write_if_absent,
     write_atomically,
     write_if_absent,
@@ -31,7 +32,7 @@ def _txid(file_name: str) -> str:
     return file_name[: -len(_SUFFIX)].replace("=", ":")
 
 
-class FileDecisionLog:
+class FileDecisionLog(ProcessLocal):
     """Stores each decision as ``<directory>/<txid>.json``, written atomically.
 
     Each file is written and fsynced under a temporary name, then published, so a reader sees a
@@ -49,46 +50,62 @@ class FileDecisionLog:
         storage_options: the object store's settings (endpoint, region, credentials), passed
             to obstore as they are; the environment's are read too.
 
+    Only the location travels with a pickled copy: each process opens the store itself.
+
     Raises:
         OSError: the directory cannot be created there (pyarrow's filesystem error, as is).
     """
 
+    _PROCESS_LOCAL = ProcessLocal.attributes(_opened=nothing)
+
     def __init__(self, uri: str, storage_options: Mapping[str, str] | None = None) -> None:
         self.uri = uri
-        self._fs, self._dir = open_location(uri, create=True, options=storage_options)
+        self.location = Location(uri, dict(storage_options or {}))
+        self._opened: tuple[fs.FileSystem, str] | None = None
+        self._files()  # the directory is created now: a store that refuses it fails here
         self.first_writer_wins = supports_write_if_absent(uri)
+
+    def _files(self) -> tuple[fs.FileSystem, str]:
+        """The store and the directory of the decisions, opened (and created) on first use."""
+        if self._opened is None:
+            self._opened = self.location.open(create=True)
+        return self._opened
 
     def write(self, decision: Decision) -> Decision:
         """Store ``decision`` unless its transaction already has one; return the stored one."""
-        path = f"{self._dir}/{_file_name(decision.txid)}"
+        store, directory = self._files()
+        path = f"{directory}/{_file_name(decision.txid)}"
         payload = decision.to_json_text().encode()
 
         def create() -> bool:
             if self.first_writer_wins:
-                return write_if_absent(self._fs, path, payload)
+                return write_if_absent(store, path, payload)
             if self.read(decision.txid) is not None:
                 return False
-            write_atomically(self._fs, path, payload)
+            write_atomically(store, path, payload)
             return True
 
         return store_first(decision, create, lambda: self.read(decision.txid))
 
     def read(self, txid: str) -> Decision | None:
         """The decision stored for ``txid``, if any."""
-        path = f"{self._dir}/{_file_name(txid)}"
+        store, directory = self._files()
+        path = f"{directory}/{_file_name(txid)}"
         try:
-            with self._fs.open_input_stream(path) as stream:
+            with store.open_input_stream(path) as stream:
                 return Decision.from_json_text(stream.read().decode(), where=path)
         except FileNotFoundError:
             return None
 
     def delete(self, txid: str) -> None:
         """Forget a resolved decision."""
-        delete_if_present(self._fs, f"{self._dir}/{_file_name(txid)}")
+        store, directory = self._files()
+        delete_if_present(store, f"{directory}/{_file_name(txid)}")
 
     def txids(self, prefix: str) -> list[str]:
         """Transaction ids with a stored decision that start with ``prefix``."""
-        infos = self._fs.get_file_info(fs.FileSelector(self._dir, allow_not_found=True))
+        store, directory = self._files()
+        infos = store.get_file_info(fs.FileSelector(directory, allow_not_found=True))
         names = (info.base_name for info in infos if info.type == fs.FileType.File)
         return sorted(
             txid

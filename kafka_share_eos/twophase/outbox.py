@@ -17,10 +17,8 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from kafka_share_eos._extras import require_sql
 from kafka_share_eos._libs import sa
 from kafka_share_eos.errors import ConfigurationError
-from kafka_share_eos.sinks.sql_engine import create_sql_engine
 from kafka_share_eos.twophase.postgres import PostgresParticipant
 
 
@@ -49,18 +47,16 @@ class OutboxParticipant(PostgresParticipant):
     ) -> None:
         if not columns:
             raise ConfigurationError("columns must name at least one record column for the payload")
-        require_sql(engine, f"OutboxParticipant {name!r}")
-        base = create_sql_engine(engine) if isinstance(engine, str) else engine
+        super().__init__(engine, self._append, name=name)
         self._columns = list(columns)
-        self._outbox = base.dialect.identifier_preparer.quote(table)
-        with base.begin() as conn:
+        self._outbox = self._quote(table)
+        with self._engine.connect() as conn:
             conn.execute(
                 sa.text(
                     f"CREATE TABLE IF NOT EXISTS {self._outbox} (id bigserial PRIMARY KEY,"
                     " payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"
                 )
             )
-        super().__init__(base, self._append, name=name)
 
     def _append(self, conn: sa.Connection, rows: pa.Table) -> None:
         missing = [c for c in self._columns if c not in rows.column_names]

@@ -33,7 +33,7 @@ from kafka_share_eos.errors import (
 from kafka_share_eos.sinks import contained
 from kafka_share_eos.sinks.sql import keys_held
 from kafka_share_eos.sinks.sql_bulk import copy_rows
-from kafka_share_eos.sinks.sql_engine import create_sql_engine, database_errors
+from kafka_share_eos.sinks.sql_engine import SqlDatabase, create_sql_engine, database_errors
 from kafka_share_eos.sinks.sql_schema import sql_type
 from kafka_share_eos.sinks.sql_values import postgres_array
 from kafka_share_eos.twophase.protocol import Token, Transaction, app_of, check_name
@@ -106,10 +106,9 @@ class PostgresParticipant:
         ledger_table: str | None = None,
     ) -> None:
         require_sql(engine, f"{type(self).__name__} {name!r}")
-        self._url = (
-            engine if isinstance(engine, str) else engine.url.render_as_string(hide_password=False)
-        )
-        self._engine_or_none = None if isinstance(engine, str) else self._autocommit(engine)
+        # Explicit BEGIN / PREPARE TRANSACTION statements: the driver must not open its own.
+        # A copy sent to an executor or a Spark Connect server connects from the URL.
+        self._database = SqlDatabase(engine, autocommit=True)
         self._effect = effect
         self._name = check_name("name", name)
         self._ledger_name = ledger_table or f"kse_ledger_{name}"
@@ -120,20 +119,9 @@ class PostgresParticipant:
         self._checked_server = False
         self._direct_copy_wait = 0
 
-    def __getstate__(self) -> dict[str, Any]:
-        # Executors get a copy without the engine: each process connects from the URL.
-        return {**self.__dict__, "_engine_or_none": None}
-
-    @staticmethod
-    def _autocommit(engine: sa.Engine) -> sa.Engine:
-        # Explicit BEGIN / PREPARE TRANSACTION statements: the driver must not open its own.
-        return engine.execution_options(isolation_level="AUTOCOMMIT")
-
     @property
     def _engine(self) -> sa.Engine:
-        if self._engine_or_none is None:
-            self._engine_or_none = self._autocommit(create_sql_engine(self._url))
-        return self._engine_or_none
+        return self._database.engine
 
     def _quote(self, identifier: str) -> str:
         return str(self._engine.dialect.identifier_preparer.quote(identifier))
@@ -166,7 +154,7 @@ class PostgresParticipant:
             DatabaseUnavailableError: the database could not be reached or the connection was
                 lost; what was prepared, if anything, is rolled back by the next recovery.
         """
-        with database_errors(self._url, f"prepare of {self.gid(txn.txid, part)!r}"):
+        with database_errors(self._database.url, f"prepare of {self.gid(txn.txid, part)!r}"):
             self.create_ledger(rows.schema, txn.key_columns)
             for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
                 try:
@@ -212,7 +200,7 @@ class PostgresParticipant:
         gid = token.data.get("gid")
         if gid is None:
             return
-        with database_errors(self._url, f"COMMIT PREPARED {gid!r}"):
+        with database_errors(self._database.url, f"COMMIT PREPARED {gid!r}"):
             if self._finish("COMMIT PREPARED", str(gid)) or not self._rolled_back(token):
                 return
         raise TwoPhaseCommitError(
@@ -246,12 +234,13 @@ class PostgresParticipant:
         """``ROLLBACK PREPARED``; a no-op when the transaction is already gone."""
         gid = token.data.get("gid")
         if gid is not None:
-            with database_errors(self._url, f"ROLLBACK PREPARED {gid!r}"):
+            with database_errors(self._database.url, f"ROLLBACK PREPARED {gid!r}"):
                 self._finish("ROLLBACK PREPARED", str(gid))
 
     def recover(self, prefix: str) -> list[Token]:
         """Prepared transactions of this participant, in this database, under ``prefix``."""
-        with database_errors(self._url, f"listing the transactions prepared under {prefix!r}"):
+        with database_errors(self._database.url,
+                             f"listing the transactions prepared under {prefix!r}"):
             self._check_server()
             gids = _prepared_gids(self._engine, prefix)
         tokens = []
@@ -266,7 +255,8 @@ class PostgresParticipant:
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys`` (the key columns), whether a committed batch applied it:
         a prepared transaction's ledger rows stay invisible until it commits."""
-        with database_errors(self._url, f"lookup of applied keys in {self._ledger_name!r}"), \
+        with database_errors(self._database.url,
+                             f"lookup of applied keys in {self._ledger_name!r}"), \
                 self._engine.connect() as conn:
             return keys_held(conn, self._ledger_name, keys)
 

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 
 from kafka_share_eos._extras import require_sql
 from kafka_share_eos._libs import sa
-from kafka_share_eos.sinks.sql_engine import create_sql_engine, database_errors
+from kafka_share_eos.sinks.sql_engine import SqlDatabase, database_errors
 from kafka_share_eos.twophase.protocol import Decision, store_first
 
 
@@ -31,7 +31,8 @@ class PostgresDecisionLog:
 
     def __init__(self, engine: sa.Engine | str, table: str = "kse_2pc_decisions") -> None:
         require_sql(engine, "PostgresDecisionLog")
-        self._engine = create_sql_engine(engine) if isinstance(engine, str) else engine
+        # A copy in another process (a Spark Connect server's) connects from the URL.
+        self._database = SqlDatabase(engine)
         self.first_writer_wins = True
         self._table = self._engine.dialect.identifier_preparer.quote(table)
         with self._engine.begin() as conn:
@@ -44,9 +45,13 @@ class PostgresDecisionLog:
                 )
             )
 
+    @property
+    def _engine(self) -> sa.Engine:
+        return self._database.engine
+
     def _errors(self, operation: str) -> AbstractContextManager[None]:
         """A lost or refused connection as an error naming this log and ``operation``."""
-        return database_errors(self._engine.url, f"decision log {self._table}: {operation}")
+        return database_errors(self._database.url, f"decision log {self._table}: {operation}")
 
     def write(self, decision: Decision) -> Decision:
         """Store ``decision`` unless its transaction already has one; return the stored one."""

@@ -4,7 +4,8 @@ A pipeline whose strategy refuses some records (their value is not JSON) passes
 ``BrokerDeadLetters`` as its dead letters: the source REJECTs those records, the broker writes
 each to the group's DLQ topic, and a plain consumer reads them back there with the broker's
 ``__dlq.errors.*`` headers, while every other record is applied once. The strategy's reason,
-which a REJECT cannot carry, is in the companion SQL letters.
+which a REJECT cannot carry, is in the companion SQL letters. A pickled copy of the sink (a Spark
+Connect server's) decides each refused record once too.
 
 The pipeline is in tests/support/helpers/broker_dead_letters.py, which the kill -9 test
 (tests/crashes/test_broker_dead_letters.py) runs too.
@@ -26,6 +27,8 @@ from helpers.broker_dead_letters import (
     produce_orders,
     sink_for,
 )
+from helpers.pickled import copied
+from helpers.unit2_letters import rejected
 
 from kafka_share_eos import BrokerDeadLetters, ConfigurationError
 from kafka_share_eos.sharegroup.dead_letter_queue import TOPIC_ENABLE
@@ -128,3 +131,30 @@ def test_a_source_that_accepts_before_the_strategy_is_refused(tmp_path: Path) ->
                                    "journalPath": str(journal), "acknowledge": "afterJournal"})
     with pytest.raises(ConfigurationError, match="acknowledge=afterJournal"):
         KafkaShareStreamReader(options).latestOffset({"seq": 0}, None)  # type: ignore[arg-type]
+
+
+@pytest.mark.kafka
+def test_a_pickled_copy_records_each_refusal_once_beside_the_journal(
+    kafka_cluster: Any, tmp_path: Path,
+) -> None:
+    """A copy (a Spark Connect server's) reads the decisions and the reasons anew: a record the
+    original already decided is not decided again."""
+    topic = f"orders-{tmp_path.name[-10:]}".replace("_", "-")
+    kafka_cluster.create_topic(topic, 1)
+    kafka_cluster.create_topic("dlq." + topic, 1, config={TOPIC_ENABLE: "true"})
+    config = {"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": "g-" + topic}
+    journal = tmp_path / "journal"
+    journal.mkdir()
+    (journal / "00000000000000000001.arrow").write_bytes(b"")  # a segment, as while a batch runs
+    sink = BrokerDeadLetters(str(journal), config, topic="dlq." + topic,
+                             reasons=f"sqlite:///{tmp_path / 'reasons.db'}")
+    assert sink.write(rejected(2)) == 2
+
+    copy = copied(sink)
+    assert copy.write(rejected(3, batch_id=1)) == 1
+
+    assert sink.rejections.decided() == {("orders", 0, 0): 0, ("orders", 0, 1): 0,
+                                         ("orders", 0, 2): 1}
+    assert sorted(copy.read()["offset"].to_pylist()) == [0, 1, 2]
+    copy.close()
+    sink.close()

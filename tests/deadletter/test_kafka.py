@@ -1,6 +1,7 @@
 """Dead letters in a Kafka topic of the embedded broker: each letter keeps its record's key and
 value, every other column travels as a header and reads back with its type, a replayed letter
-reads back once (the first), and a letter the broker never took fails the write."""
+reads back once (the first), a letter the broker never took fails the write, and a pickled copy
+writes on."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pytest
 from confluent_kafka import KafkaException
+from helpers.pickled import copied
 from helpers.unit2_letters import by_id, rejected, uncoordinated
 
 from kafka_share_eos.deadletter import DEAD_LETTER_SCHEMA, KafkaDeadLetters
@@ -83,3 +85,15 @@ def test_a_letter_the_producer_cannot_send_fails_the_write_with_the_reason(
 def test_a_config_without_bootstrap_servers_is_refused() -> None:
     with pytest.raises(ConfigurationError, match=r"bootstrap\.servers"):
         KafkaDeadLetters("dead", {"client.id": "x"})
+
+
+def test_a_copy_produces_with_a_producer_of_its_own(sink: KafkaDeadLetters) -> None:
+    """A pickled copy (a Spark Connect server's) leaves the producer behind and makes its own
+    on its first write."""
+    assert sink.write(rejected(2)) == 2
+
+    copy = copied(sink)
+    assert copy.write(rejected(3, first_offset=2)) == 3
+    copy.close()
+
+    assert [letter["offset"] for letter in by_id(sink.read())] == [0, 1, 2, 3, 4]

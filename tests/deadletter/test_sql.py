@@ -1,6 +1,6 @@
 """Dead letters in a SQLite and a PostgreSQL table: every column reads back as written (times in
-UTC on SQLite too), a letter already there is not added again, and a sink that must not create
-its table refuses a missing one without creating anything."""
+UTC on SQLite too), a letter already there is not added again, a sink that must not create
+its table refuses a missing one without creating anything, and a pickled copy writes on."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from helpers.pickled import copied
 from helpers.unit2_letters import by_id, rejected, uncoordinated
 
 from kafka_share_eos.deadletter import DEAD_LETTER_SCHEMA, SqlDeadLetters
@@ -92,3 +93,17 @@ def test_letters_go_to_the_named_postgresql_schema(postgres_url: str) -> None:
     assert sink.target == "postgresql:quarantine.letters"
     assert [tuple(row) for row in stored] == [("orders/0/0", 0), ("orders/0/1", 1),
                                               ("orders/0/2", 2)]
+
+
+def test_a_copy_made_before_or_after_writing_keeps_to_the_same_table(database_url: str) -> None:
+    """A pickled copy (a Spark Connect server's) connects from the URL by itself."""
+    sink = SqlDeadLetters(database_url)
+    unused = copied(sink)
+    sink.write(rejected(2))
+    copy = copied(sink)
+
+    assert copy.write(rejected(3)) == 1
+    assert unused.write(rejected(4)) == 1
+    assert sink.count() == copy.count() == 4
+    for each in (sink, copy, unused):
+        each.close()

@@ -1,6 +1,7 @@
 """IdempotentUpsertSink.delta(engine="spark"): one delta-spark MERGE per batch, replays skipped by
-Delta's application transactions, the batch-id guards of the delta-rs path, and applications
-merging into one table at once kept to one row per key by Delta's conflict detection."""
+Delta's application transactions (also by a pickled copy), the batch-id guards of the delta-rs
+path, and applications merging into one table at once kept to one row per key by Delta's
+conflict detection."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 from deltalake import DeltaTable
 from helpers.delta_spark_batches import batch, offsets
+from helpers.pickled import copied
 
 from kafka_share_eos import AppIdConflictError, BatchIdReusedError, IdempotentUpsertSink
 
@@ -33,6 +35,24 @@ def test_batches_merge_once_and_replays_are_skipped(spark: SparkSession, tmp_pat
     assert (second.rows_written, second.already_applied) == (1, 1)
     assert offsets(path) == [0, 1, 2, 3]
     assert DeltaTable(path).transaction_version("app") == 1
+
+
+def test_a_pickled_copy_merges_on_and_skips_the_replay(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A Spark Connect server runs the copy its client pickled: it reads the table's recorded
+    batch itself."""
+    path = str(tmp_path / "t")
+    sink = IdempotentUpsertSink.delta(path, engine="spark", app_id="app")
+    sink.apply_dataframe(batch(spark, [0, 1]), 0)
+
+    copy = copied(sink)
+    replay = copy.apply_dataframe(batch(spark, [0, 1]), 0)
+    second = copy.apply_dataframe(batch(spark, [1, 2]), 1)
+
+    assert replay.write_path == "skipped-batch"
+    assert (second.rows_written, second.already_applied) == (1, 1)
+    assert offsets(path) == [0, 1, 2]
 
 
 def test_lower_and_reused_batch_ids_are_refused(spark: SparkSession, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """KafkaTopicSink on Apache Kafka, where transactions isolate and fence: a writer SIGKILLed
 inside a batch's transaction or right after its commit is restarted and every source record
-reaches read_committed readers once; a second writer of the same application fences the first;
-a record the broker refuses becomes a dead letter and the rest of the batch commits."""
+reaches read_committed readers once; a second writer of the same application (restarted, or a
+pickled copy) fences the first; a record the broker refuses becomes a dead letter and the rest
+of the batch commits."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from helpers.batches import source_rows
+from helpers.pickled import copied
 
 from kafka_share_eos import KafkaTopicSink, KafkaTransactionError, SqlDeadLetters
 from kafka_share_eos.faults import CRASH_AT_ENV, SINK_MID_WRITE, STRATEGY_AFTER_WRITE
@@ -89,14 +91,18 @@ def test_a_writer_killed_in_or_after_a_transaction_writes_each_record_once(
     assert len(everything) >= len(committed)
 
 
+@pytest.mark.parametrize("successor_is", ["restarted", "pickled"])
 def test_a_second_writer_of_the_application_fences_the_first(
-    kafka_cluster: KafkaCluster,
+    kafka_cluster: KafkaCluster, successor_is: str
 ) -> None:
+    """The second writer is the application restarted, or a pickled copy of the first (as a
+    Spark Connect server runs the strategy its client pickled): either fences the first."""
     topic = output_topic(kafka_cluster)
     config = {"bootstrap.servers": kafka_cluster.bootstrap_servers}
     zombie = KafkaTopicSink(topic, config, app_id=f"app-{topic}")
     zombie.apply(batch([0, 1]), 0)
-    successor = KafkaTopicSink(topic, config, app_id=f"app-{topic}")
+    successor = (KafkaTopicSink(topic, config, app_id=f"app-{topic}")
+                 if successor_is == "restarted" else copied(zombie))
     assert successor.apply(batch([0, 1]), 0).write_path == "skipped-batch"
     with pytest.raises(KafkaTransactionError, match="took over"):
         zombie.apply(batch([2, 3]), 1)

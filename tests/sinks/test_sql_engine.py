@@ -1,8 +1,13 @@
-"""SQLAlchemy engines for the SQL sinks' URLs: what a SQLite URL says is kept."""
+"""SQLAlchemy engines for the SQL sinks' URLs: what a SQLite URL says is kept, and a pickled
+copy of a writer's database connects by itself."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import sqlalchemy as sa
+from helpers.pickled import copied
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -16,3 +21,29 @@ def test_a_sqlite_url_timeout_is_kept() -> None:
         with engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == busy_ms
         engine.dispose()
+
+
+def test_a_copy_of_a_database_connects_from_the_url_with_an_engine_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """A database given as an engine travels as its URL, password included; the copy's engine
+    is its own (disposing it leaves the given one alone), and keeps no idle connections when
+    copies are short-lived Spark tasks."""
+    from kafka_share_eos.sinks.sql_engine import SqlDatabase
+
+    secured = SqlDatabase(sa.create_engine("postgresql+psycopg://app:s3cret@db:5432/orders"))
+    assert copied(secured).url == "postgresql+psycopg://app:s3cret@db:5432/orders"
+    given = sa.create_engine(f"sqlite:///{tmp_path / 'db'}")
+    with given.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE t (x int)")
+    database = SqlDatabase(given, pool_in_copies=False)
+
+    copy = copied(database)
+    with copy.engine.begin() as conn:
+        conn.exec_driver_sql("INSERT INTO t VALUES (1)")
+    assert copy.engine is not given and isinstance(copy.engine.pool, sa.pool.NullPool)
+    copy.dispose()
+    database.dispose()
+    with given.connect() as conn:
+        assert conn.exec_driver_sql("SELECT x FROM t").scalars().all() == [1]
+    given.dispose()

@@ -1,11 +1,12 @@
-"""Writing a large micro-batch from the Spark executors, one transaction per partition, and
-going back to the driver for small batches."""
+"""Writing a large micro-batch from the Spark executors, one transaction per partition, going
+back to the driver for small batches, and a pickled copy of the strategy doing the same."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 import pytest
+from helpers.pickled import copied
 from helpers.upsert_rows import records, sql_identities
 
 from kafka_share_eos.strategies import IdempotentUpsertSink
@@ -40,4 +41,26 @@ def test_large_batches_go_through_the_executors(spark: SparkSession, postgres_ur
     assert (report.write_path, report.already_applied, report.rows_written) == ("executors", 120, 0)
     expected = sorted({("t", p, o, f"{p}:{o}".encode()) for p, o in [*pairs, (5, 0)]})
     assert sql_identities(postgres_url) == expected
+    sink.close()
+
+
+@pytest.mark.older_pyspark(full=True)
+@pytest.mark.postgres
+def test_a_pickled_copy_writes_through_the_executors_too(
+    spark: SparkSession, postgres_url: str
+) -> None:
+    """A Spark Connect server runs the copy its client pickled; the copy's writer is pickled
+    again into the tasks, each connecting by itself."""
+    sink = IdempotentUpsertSink.sql(postgres_url, "events", create_table=True,
+                                    write_path="executors")
+    pairs = [(p, o) for p in range(2) for o in range(20)]
+    df = spark.createDataFrame(records(pairs + pairs[:5])).repartition(3)
+
+    first = copied(sink)(df, 0)
+    replayed = copied(sink)(df, 0)
+
+    assert (first.write_path, first.duplicates_in_batch, first.rows_written) == ("executors", 5, 40)
+    assert (replayed.already_applied, replayed.rows_written) == (40, 0)
+    assert sql_identities(postgres_url) == sorted(("t", p, o, f"{p}:{o}".encode())
+                                                  for p, o in pairs)
     sink.close()

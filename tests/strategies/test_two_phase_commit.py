@@ -19,7 +19,9 @@ from helpers.accounts import (
     expected_balances,
     payments,
     prepared_gids,
+    record_keys,
 )
+from helpers.pickled import copied
 from sqlalchemy import create_engine, text
 
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
@@ -98,6 +100,36 @@ def test_missing_identity_column_is_named(postgres_url: str, tmp_path: Path) -> 
     )
     with pytest.raises(ValueError, match="offset"):
         coordinator.apply(payments(3).drop_columns(["offset"]), 0)
+
+
+def test_a_copy_first_resolves_what_an_earlier_copy_left_prepared(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """A Spark Connect server runs a pickled copy; when its worker dies between prepare and
+    decision, the query's next run is another copy of the same client-side object, which
+    resolved everything in doubt when it was built. The new copy must resolve again before its
+    first batch: the dead one's prepared transaction holds the row locks the batch needs."""
+    create_accounts(postgres_url)
+    delta_path = str(tmp_path / "payments")
+    coordinator = TwoPhaseCommitCoordinator(
+        log=str(tmp_path / "decisions"),
+        participants=[PostgresParticipant(postgres_url, INCREMENT), DeltaParticipant(delta_path)],
+        app_id="connect",
+    )
+    records = payments(12)
+    died = copied(coordinator)
+    left = Transaction.new("connect", 0, KEYS)
+    for participant in died.transactions.participants:
+        participant.prepare(records, left)
+
+    rerun = copied(coordinator)
+    rerun.apply(records, 0)
+
+    assert rerun.last_commit is not None
+    assert {token.txid for token in rerun.last_commit.recovery.aborted} == {left.txid}
+    assert balances(postgres_url) == expected_balances(records)
+    assert delta_keys(delta_path) == record_keys(records)
+    assert prepared_gids(postgres_url) == []
 
 
 def test_failed_prepare_rolls_back_every_participant(postgres_url: str, tmp_path: Path) -> None:

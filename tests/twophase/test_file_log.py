@@ -1,8 +1,12 @@
-"""The decision log kept as one JSON file per transaction in a directory."""
+"""The decision log kept as one JSON file per transaction in a directory, and its pickled
+copies."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
+
+from helpers.pickled import copied
 
 from kafka_share_eos.twophase import Decision, FileDecisionLog, Outcome, Token
 
@@ -19,4 +23,17 @@ def test_decision_log_round_trip_and_prefixes(tmp_path: Path) -> None:
     assert log.txids("kse:app:") == ["kse:app:4:abc"]
     log.delete("kse:app:4:abc")
     log.delete("kse:app:4:abc")
+    assert log.txids("kse:app:") == []
+
+
+def test_a_copy_opens_the_store_itself() -> None:
+    """An object store's client (here obstore's in-memory store) cannot be pickled: a copy of
+    the log keeps its location and opens the store in its own process."""
+    log = FileDecisionLog(f"memory:///decisions-{uuid.uuid4().hex[:8]}")
+    decision = Decision("kse:app:1:abc", 1, Outcome.COMMIT, ())
+    log.write(decision)
+
+    copy = copied(log)
+    assert copy.read("kse:app:1:abc") == decision
+    copy.delete("kse:app:1:abc")
     assert log.txids("kse:app:") == []

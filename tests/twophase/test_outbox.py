@@ -1,11 +1,12 @@
 """The outbox participant: one message per new event in the outbox table, committed with the other
-effects of the batch, and decisions kept in Postgres."""
+effects of the batch, and decisions kept in Postgres, also by a pickled copy."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 from helpers.accounts import INCREMENT, balances, create_accounts
+from helpers.pickled import copied
 from sqlalchemy import create_engine, text
 
 from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
@@ -44,4 +45,24 @@ def test_business_key_outbox_and_postgres_decision_log(postgres_url: str) -> Non
         sent = conn.execute(text("SELECT payload->>'event_id' FROM kse_outbox")).scalars()
         assert sorted(sent) == ["e1", "e2", "e3", "e4"]
         assert conn.execute(text("SELECT count(*) FROM kse_2pc_decisions")).scalar_one() == 0
+    engine.dispose()
+
+
+def test_a_pickled_copy_sends_each_event_once_too(postgres_url: str) -> None:
+    """The outbox and the Postgres decision log go on in a copy (a Spark Connect server's),
+    which connects by itself."""
+    events = pa.table({"event_id": ["e1", "e2", "e3", "e4"]})
+    coordinator = TwoPhaseCommitCoordinator(
+        log=PostgresDecisionLog(postgres_url),
+        participants=[OutboxParticipant(postgres_url, ["event_id"])],
+        app_id="events", key_columns=["event_id"],
+    )
+    coordinator.apply(events.slice(0, 2), 0)
+
+    copied(coordinator).apply(events.slice(1, 3), 1)
+
+    engine = create_engine(postgres_url)
+    with engine.connect() as conn:
+        sent = conn.execute(text("SELECT payload->>'event_id' FROM kse_outbox")).scalars()
+        assert sorted(sent) == ["e1", "e2", "e3", "e4"]
     engine.dispose()
