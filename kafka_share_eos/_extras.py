@@ -1,9 +1,11 @@
 """Optional dependencies: one object per extra, and the one place their libraries are imported.
 
-pyproject.toml's extras install ``spark`` -> pyspark, ``delta`` -> deltalake, ``delta-spark`` ->
-delta-spark (module ``delta``), ``sqlite`` -> SQLAlchemy, ``postgres`` -> SQLAlchemy and psycopg,
-``metrics`` -> prometheus-client (module ``prometheus_client``), ``broker-dlq`` -> kafka-python
-(module ``kafka``), ``charts`` -> matplotlib (the proving ground's charts, never a pipeline).
+pyproject.toml's extras install ``spark`` -> pyspark, ``connect`` -> pyspark and what a Spark
+Connect client needs (grpcio, grpcio-status, googleapis-common-protos, pandas, zstandard),
+``delta`` -> deltalake, ``delta-spark`` -> delta-spark (module ``delta``), ``sqlite`` ->
+SQLAlchemy, ``postgres`` -> SQLAlchemy and psycopg, ``metrics`` -> prometheus-client (module
+``prometheus_client``), ``broker-dlq`` -> kafka-python (module ``kafka``), ``charts`` ->
+matplotlib (the proving ground's charts, never a pipeline).
 :mod:`kafka_share_eos._libs` holds each library as a module that loads on first use
 (:meth:`Extra.lazy`); the toolkit's modules import it from there at their top and use it by
 attribute (``sa.text(...)``, ``deltalake.write_deltalake(...)``). So importing the toolkit loads
@@ -35,8 +37,13 @@ class Extra:
     libraries: tuple[str, ...]
 
     def _missing_library(self, error: ModuleNotFoundError) -> str | None:
-        missing = (error.name or "").partition(".")[0]
-        return missing if missing in self.libraries else None
+        # A library may be a submodule of a namespace shared with others (``google.rpc``): the
+        # missing module is that library, a module inside it, or the namespace above it.
+        missing = error.name or ""
+        for library in self.libraries:
+            if f"{missing}.".startswith(f"{library}.") or library.startswith(f"{missing}."):
+                return library
+        return None
 
     def lazy(self, module: str) -> ModuleType:
         """``module`` (one of the extra's libraries, or a submodule), imported on the first
@@ -68,6 +75,10 @@ class Extra:
 
 
 SPARK = Extra("spark", ("pyspark",))
+# What pyspark's own Connect client checks for before it talks to a server (its
+# ``check_dependencies``); ``google.rpc`` is googleapis-common-protos, as ``google`` alone is
+# protobuf's namespace too.
+CONNECT = Extra("connect", ("pyspark", "pandas", "grpc", "grpc_status", "google.rpc", "zstandard"))
 DELTA = Extra("delta", ("deltalake",))
 # delta-spark's Python module is ``delta``; it drives pyspark, which it requires.
 DELTA_SPARK = Extra("delta-spark", ("delta", "pyspark"))

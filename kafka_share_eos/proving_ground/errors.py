@@ -9,7 +9,7 @@ from kafka_share_eos.errors import KafkaShareEosError
 
 __all__ = [
     "KafkaLauncherError", "PostgresNotFoundError", "PostgresServerError", "SparkClusterError",
-    "Stopped",
+    "SparkConnectServerError", "Stopped",
 ]
 
 
@@ -26,6 +26,11 @@ class PostgresServerError(KafkaShareEosError, RuntimeError):
 class SparkClusterError(KafkaShareEosError, RuntimeError):
     """A daemon of the tests' Spark standalone cluster did not start, or its workers did not
     all register with the master."""
+
+
+class SparkConnectServerError(KafkaShareEosError, RuntimeError):
+    """The tests' Spark Connect server did not start (the message names its log), its port was
+    taken while it was down, or it was used when not running."""
 
 
 class PostgresNotFoundError(PostgresServerError):

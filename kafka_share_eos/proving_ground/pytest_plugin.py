@@ -6,6 +6,9 @@
   survive other tests' clients (the embedded broker drops every share session when any client
   disconnects).
 - ``spark``: one local Spark session per test session.
+- ``spark_connect_server``: one Spark Connect server (PySpark's own, on a free port) per test
+  session; ``connect_spark``: a client session of its own on it per test, its queries stopped
+  and this process's environment restored after the test.
 - ``postgres_server``: a throwaway PostgreSQL server per test session (``KSE_TEST_POSTGRES_URL``
   points the fixtures at an existing server instead); ``postgres_url``: a fresh database per test.
 - ``delta_path``: a fresh location for a Delta table.
@@ -49,11 +52,13 @@ from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases,
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     from kafka_share_eos.proving_ground.launchers.azurite import AzuriteServer
     from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
     from kafka_share_eos.proving_ground.launchers.prometheus import PrometheusServer
     from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
+    from kafka_share_eos.proving_ground.launchers.spark_connect import SparkConnectServer
 
 _topic_counter = itertools.count()
 
@@ -190,6 +195,7 @@ def s3_server() -> Iterator[S3Server]:
     """An S3-compatible server with one bucket, shared by the session; tests isolate themselves
     by key prefix."""
     from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
+    from kafka_share_eos.proving_ground.launchers.spark_connect import SparkConnectServer
 
     with S3Server() as server:
         yield server
@@ -230,6 +236,32 @@ def spark() -> Iterator[SparkSession]:
 
     session = local_spark_session()
     yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_connect_server() -> Iterator[SparkConnectServer]:
+    """A Spark Connect server for the whole test session."""
+    from kafka_share_eos.proving_ground.launchers.spark_connect import SparkConnectServer
+
+    with SparkConnectServer() as server:
+        yield server
+
+
+@pytest.fixture
+def connect_spark(
+    spark_connect_server: SparkConnectServer, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[ConnectSession]:
+    """A client session of its own on the session's Spark Connect server."""
+    # The client marks this process as Connect's in its environment, which would turn a
+    # classic session's functions into Connect's for the tests that follow: monkeypatch puts
+    # the environment back after the test.
+    for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
+        monkeypatch.delenv(name, raising=False)
+    session = spark_connect_server.session()
+    yield session
+    for query in session.streams.active:
+        query.stop()
     session.stop()
 
 

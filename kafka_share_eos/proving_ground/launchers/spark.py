@@ -40,6 +40,25 @@ def local_spark_session(
 EXECUTOR_MEMORY_MB = 1024
 
 
+def spark_settings_for_tests(parallelism: int) -> dict[str, str]:
+    """The settings of every Spark the tests start, a local session's or a Spark Connect
+    server's: no UI, ``parallelism`` tasks a stage, Arrow for pandas conversions."""
+    return {
+        "spark.ui.enabled": "false",
+        # Its stage progress bar is carriage-return art on stderr: noise in every log.
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(parallelism),
+        "spark.default.parallelism": str(parallelism),
+        "spark.sql.streaming.metricsEnabled": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # A process killed while Spark writes the first offset-log entry leaves a temp file in
+        # <checkpoint>/offsets, and Spark 4.1+ then refuses to start the query again
+        # (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY). The check guards shared state-store
+        # directories; the pipelines run here keep no Spark state.
+        "spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart": "false",
+    }
+
+
 def standalone_spark_session(
     master_url: str,
     app_name: str = "kafka-share-eos-tests",
@@ -81,24 +100,12 @@ def spark_session(
     builder = (
         spark_sql.SparkSession.builder.master(master)
         .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        # Its stage progress bar is carriage-return art on stderr: noise in every log.
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(parallelism))
-        .config("spark.default.parallelism", str(parallelism))
-        .config("spark.sql.streaming.metricsEnabled", "false")
         .config(
             "spark.driver.extraJavaOptions",
             " ".join(["-Dlog4j.rootLogger=ERROR,console", *java_options]),
         )
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        # A process killed while Spark writes the first offset-log entry leaves a temp file in
-        # <checkpoint>/offsets, and Spark 4.1+ then refuses to start the query again
-        # (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY). The check guards shared state-store
-        # directories; the pipelines run here keep no Spark state.
-        .config("spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart", "false")
     )
-    for key, value in (config or {}).items():
+    for key, value in {**spark_settings_for_tests(parallelism), **(config or {})}.items():
         builder = builder.config(key, value)
     if delta_spark:
         # Delta reads a table's log in 50 tasks by default: far more than a small table needs.
