@@ -1,5 +1,5 @@
 """Every strategy, every target and every dead-letter sink run on by a pickled copy in a new
-process, as a Spark Connect server runs the strategy its client pickled (issue 58).
+process, as a Spark Connect server runs the strategy its client pickled.
 
 The strategy applies batch 0 here; a copy pickled with PySpark's cloudpickle (its connections,
 clients and table handles left behind) is loaded in a new Python process, which replays batch 0
