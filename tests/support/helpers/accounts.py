@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from confluent_kafka import Producer
@@ -17,6 +18,9 @@ from sqlalchemy import create_engine, text
 
 from helpers.batches import source_rows
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 ACCOUNTS = 7
 INCREMENT = "UPDATE accounts SET balance = balance + :amount WHERE id = :account"
@@ -124,3 +128,13 @@ def produce_payments(topic: ShareTopic, count: int) -> pa.Table:
         )
     assert producer.flush(30) == 0
     return pa.table(sent)
+
+
+def payment_columns(stream: DataFrame) -> DataFrame:
+    """The payments of a ``kafka-share`` stream of ``account:amount`` values: its coordinates
+    and delivery count, with the account and the amount (null for any other value)."""
+    return stream.selectExpr(
+        "topic", "partition", "offset", "key", "value", "deliveryCount",
+        "try_cast(get(split(CAST(value AS STRING), ':'), 0) AS INT) AS account",
+        "try_cast(get(split(CAST(value AS STRING), ':'), 1) AS BIGINT) AS amount",
+    )

@@ -10,13 +10,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import kafka_share_eos
+from helpers.processes import wait_until
 from kafka_share_eos.proving_ground import streams
-from kafka_share_eos.proving_ground.launchers.spark import wait_for_source_runners
+from kafka_share_eos.proving_ground.launchers.spark import source_runners, wait_for_source_runners
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
+
+    from kafka_share_eos.proving_ground.launchers.spark_connect import SparkConnectServer
 
 # Sessions the format is registered with. Registering again while another thread's query runs
 # replaces the data source under it; tests that run queries side by side register once.
@@ -58,8 +61,10 @@ def run_available_now(
     checkpoint: Path | str,
     sink: Callable[[DataFrame, int], object],
     timeout: float = 180,
+    server: SparkConnectServer | None = None,
 ) -> StreamingQuery:
-    """Run ``df`` into the ``foreachBatch`` ``sink`` until the source has nothing more.
+    """Run ``df`` into the ``foreachBatch`` ``sink`` until the source has nothing more;
+    ``server`` is the Spark Connect server of ``df``'s session, if it is a client's.
 
     A failing batch raises here; the query is stopped in every case, so a hang or a failure
     leaves no query running into the next test.
@@ -74,7 +79,11 @@ def run_available_now(
         finished = query.awaitTermination(timeout)
     finally:
         query.stop()
-        wait_for_source_runners(df.sparkSession)
+        if server is None:
+            wait_for_source_runners(df.sparkSession)
+        else:
+            wait_until(lambda: not source_runners(server.pid), 60,
+                       "the Connect server's kafka-share source runners to exit")
     assert finished, f"the availableNow query did not finish within {timeout} s"
     assert query.exception() is None
     return query
