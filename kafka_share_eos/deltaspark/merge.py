@@ -33,7 +33,12 @@ from kafka_share_eos import faults
 from kafka_share_eos._extras import DELTA_SPARK
 from kafka_share_eos._libs import spark_sql
 from kafka_share_eos.delta.transactions import check_batch_order, committed_version
-from kafka_share_eos.deltaspark.merge_source import MergeSource, hash_exact, merge_source
+from kafka_share_eos.deltaspark.merge_source import (
+    MergeSource,
+    hash_exact,
+    merge_source,
+    quote_identifier,
+)
 from kafka_share_eos.errors import BatchIdReusedError, CommitConflictError, SinkConfigurationError
 from kafka_share_eos.sinks.delta_upsert import DeltaMergeWriter
 from kafka_share_eos.sinks.outcome import UpsertOutcome
@@ -140,41 +145,42 @@ class DeltaSparkMergeWriter(DeltaMergeWriter):
         raise AssertionError("unreachable")
 
     def _spark_merge(self, source: MergeSource, batch_id: int) -> UpsertOutcome:
-        from delta.tables import DeltaTable
-
         spark = source.rows.sparkSession
         where = f"Delta table {self.table_uri!r}"
         recorded = check_batch_order(committed_version(self.location, self.app_id), self.app_id,
                                      batch_id, where)
         if recorded == batch_id:
-            self._check_spark_replay(DeltaTable, spark, source.rows, batch_id)
+            self._check_spark_replay(spark, source.rows, batch_id)
             return UpsertOutcome(0, source.distinct, "skipped-batch")
         if not self.location.exists():
-            (DeltaTable.createIfNotExists(spark).location(self.table_uri)
-             .addColumns(source.rows.schema).execute())
-        target = DeltaTable.forPath(spark, self.table_uri)
-        merge = target.alias("t").merge(source.rows.alias("s"),
-                                        source.condition(self.key_columns))
+            source.rows.limit(0).write.format("delta").mode("ignore").save(self.table_uri)
+        # SQL rather than delta-spark's DeltaTable: a Spark Connect server runs it without
+        # Delta's own Connect plugin, and a classic session the same way.
+        # Without versions a stored key keeps its row: only new keys are inserted.
+        matched = ""
         if self.version_column is not None:
-            merge = merge.whenMatchedUpdateAll(condition=_newer(self.version_column))
-        merge = merge.whenNotMatchedInsertAll()
+            matched = f"WHEN MATCHED AND {_newer(self.version_column)} THEN UPDATE SET *"
+        # The formatter of spark.sql reads braces: the path's own are doubled.
+        target = quote_identifier(self.table_uri).replace("{", "{{").replace("}", "}}")
+        statement = (f"MERGE INTO delta.{target} AS t USING {{source}} AS s "
+                     f"ON {source.condition(self.key_columns)} {matched} "
+                     "WHEN NOT MATCHED THEN INSERT *")
         faults.maybe_crash(faults.SINK_MID_WRITE)
         with _settings_lock(spark):
             spark.conf.set(_TXN_APP_ID, self.app_id)
             spark.conf.set(_TXN_VERSION, str(batch_id))
             try:
-                metrics = merge.execute().first()
+                metrics = spark.sql(statement, source=source.rows).first()
             finally:
                 spark.conf.unset(_TXN_APP_ID)
                 spark.conf.unset(_TXN_VERSION)
         written = _written(metrics)
         return UpsertOutcome(written, source.distinct - written, "merge")
 
-    def _check_spark_replay(self, delta_table: Any, spark: Any, source: DataFrame,
-                      batch_id: int) -> None:
+    def _check_spark_replay(self, spark: Any, source: DataFrame, batch_id: int) -> None:
         """A replay of the recorded batch finds every one of its keys in the table."""
         keys = list(self.key_columns)
-        stored = delta_table.forPath(spark, self.table_uri).toDF().select(*keys)
+        stored = spark.read.format("delta").load(self.table_uri).select(*keys)
         if source.select(*keys).join(stored, keys, "left_anti").limit(1).count():
             raise BatchIdReusedError(
                 f"Delta table {self.table_uri!r} already recorded batch {batch_id} of app_id "
@@ -185,7 +191,7 @@ class DeltaSparkMergeWriter(DeltaMergeWriter):
 
 def _newer(column: str) -> str:
     """A real source version replaces a strictly lower target one, a null or a NaN."""
-    v = f"`{column}`"
+    v = quote_identifier(column)
     return (f"s.{v} IS NOT NULL AND NOT isnan(s.{v}) AND "
             f"(t.{v} IS NULL OR isnan(t.{v}) OR s.{v} > t.{v})")
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_share_eos._libs import spark_functions, spark_sql, spark_types
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
 _RANK = "__kse_rank"
 
@@ -51,17 +51,30 @@ class MergeSource:
         self.deduplicated = deduplicated
         self._bounds = bounds
 
-    def condition(self, key_columns: Sequence[str]) -> Column:
-        """The MERGE's condition (target ``t``, source ``s``): keys equal null-safely, and the
-        target's keys within the batch's ranges (see the module)."""
-        f = spark_functions
-        on = f.expr(" AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key_columns))
+    def condition(self, key_columns: Sequence[str]) -> str:
+        """The MERGE's condition in SQL (target ``t``, source ``s``): keys equal null-safely,
+        and the target's keys within the batch's ranges (see the module)."""
+        terms = [f"t.{quote_identifier(k)} <=> s.{quote_identifier(k)}" for k in key_columns]
         for column, data_type, low, high in self._bounds:
             # Literals of the column's own type: a widened column would defeat the skipping.
-            target = f.col(f"t.`{column}`")
-            on = (on & (target >= f.lit(low).cast(data_type))
-                  & (target <= f.lit(high).cast(data_type)))
-        return on
+            target = f"t.{quote_identifier(column)}"
+            terms.append(f"{target} >= {_literal(low, data_type)}")
+            terms.append(f"{target} <= {_literal(high, data_type)}")
+        return " AND ".join(terms)
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as a Spark SQL identifier: in backticks, a backtick in it doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _literal(value: Any, data_type: Any) -> str:
+    """``value`` (an integer or a string, see :func:`_orderable`) as a SQL literal of
+    ``data_type``. A string travels as its UTF-8 bytes in hex, which no quote or backslash in it
+    can break out of."""
+    if isinstance(value, str):
+        return f"CAST(X'{value.encode().hex()}' AS STRING)"
+    return f"CAST({int(value)} AS {data_type.simpleString()})"
 
 
 @contextmanager

@@ -40,6 +40,17 @@ def delta_spark_package() -> str:
     return f"io.delta:delta-spark_{spark_line}_{SCALA_VERSION}:{delta}"
 
 
+def delta_spark_settings() -> dict[str, str]:
+    """The settings that make a Spark run delta-spark: its jars, the Delta SQL extension and the
+    Delta catalog; for a Spark Connect server's command line, say, where no builder is.
+
+    Raises:
+        MissingExtraError: delta-spark or pyspark is not installed (extra ``delta-spark``).
+    """
+    return {_PACKAGES: delta_spark_package(), "spark.sql.extensions": EXTENSION,
+            "spark.sql.catalog.spark_catalog": CATALOG}
+
+
 def with_delta_spark(
     builder: spark_sql.SparkSession.Builder, extra_packages: str | Sequence[str] = ()
 ) -> spark_sql.SparkSession.Builder:
@@ -61,7 +72,8 @@ def with_delta_spark(
         return ",".join(dict.fromkeys([*given, *added]))
 
     return (
-        builder.config(_PACKAGES, joined(_PACKAGES, delta_spark_package(), *names(extra_packages)))
+        builder.config(_PACKAGES, joined(_PACKAGES, delta_spark_settings()[_PACKAGES],
+                                         *names(extra_packages)))
         .config("spark.sql.extensions", joined("spark.sql.extensions", EXTENSION))
         .config("spark.sql.catalog.spark_catalog", CATALOG)
     )

@@ -52,7 +52,6 @@ from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases,
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     from kafka_share_eos.proving_ground.launchers.azurite import AzuriteServer
     from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
@@ -195,7 +194,6 @@ def s3_server() -> Iterator[S3Server]:
     """An S3-compatible server with one bucket, shared by the session; tests isolate themselves
     by key prefix."""
     from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
-    from kafka_share_eos.proving_ground.launchers.spark_connect import SparkConnectServer
 
     with S3Server() as server:
         yield server
@@ -251,8 +249,9 @@ def spark_connect_server() -> Iterator[SparkConnectServer]:
 @pytest.fixture
 def connect_spark(
     spark_connect_server: SparkConnectServer, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[ConnectSession]:
-    """A client session of its own on the session's Spark Connect server."""
+) -> Iterator[SparkSession]:
+    """A client session of its own on the session's Spark Connect server (a module may
+    override ``spark_connect_server`` with a server set up for its tests)."""
     # The client marks this process as Connect's in its environment, which would turn a
     # classic session's functions into Connect's for the tests that follow: monkeypatch puts
     # the environment back after the test.
