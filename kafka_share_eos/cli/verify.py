@@ -175,6 +175,13 @@ ResultsOpt = Annotated[
     typer.Option(help="JSON-lines file recording every finished run; runs already "
                  "recorded there are not run again, so a long matrix can resume."),
 ]
+SparkConnectOpt = Annotated[
+    bool, typer.Option(help="Run each pipeline as a client of a Spark Connect server started "
+                       "for its run, and crash it at the Connect kinds instead of the "
+                       "classic crash points: the server SIGKILLed and started again, the "
+                       "client SIGKILLed, the server's foreachBatch worker SIGKILLed, each "
+                       "while a batch is held mid-strategy.")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
@@ -204,6 +211,7 @@ def verify(
     workdir: WorkdirOpt = None,
     keep: KeepOpt = False,
     results: ResultsOpt = None,
+    spark_connect: SparkConnectOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Prove exactly-once effects: crash pipelines at named points and random moments,
@@ -232,6 +240,7 @@ def verify(
         results=results,
         broker=broker,  # type: ignore[arg-type]  # checked by options.check()
         storage=storage,  # type: ignore[arg-type]  # checked by options.check()
+        spark_connect=spark_connect,
     )
     progress = _Progress(Console(stderr=True), _run_count(options), results)
     result = _run_stoppable_by_sigterm(options, progress)

@@ -149,6 +149,7 @@ def _run_json(run: RunResult) -> dict[str, Any]:
         "handoffs": run.handoffs,
         "records_by_member": run.members,
         "fault": run.fault,
+        "connect": run.connect,
         "error": run.error,
     }
 

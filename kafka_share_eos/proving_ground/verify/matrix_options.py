@@ -12,7 +12,7 @@ from kafka_share_eos.proving_ground.verify import defaults
 from kafka_share_eos.proving_ground.verify.broker_choice import BROKER_KINDS, BrokerKind
 from kafka_share_eos.proving_ground.verify.known_targets import SAFE_TARGETS, TARGETS
 from kafka_share_eos.proving_ground.verify.outages import OUTAGES, check_faults, spark_workers_for
-from kafka_share_eos.proving_ground.verify.points import points_of
+from kafka_share_eos.proving_ground.verify.points import CONNECT_POINTS, points_of
 from kafka_share_eos.proving_ground.verify.run_store import StorageKind, check_storage
 from kafka_share_eos.proving_ground.verify.spec import Mix, RunSpec
 
@@ -48,6 +48,10 @@ class MatrixOptions:
     storage: StorageKind = defaults.STORAGE
     """Where the pipelines keep their journals: their directories, or an object store started
     for the matrix (``s3``: SeaweedFS; ``abfs``: Azurite)."""
+    spark_connect: bool = False
+    """Run each cell's pipeline as a client of a Spark Connect server of the run's own, crashed
+    at the Connect kinds (:data:`~kafka_share_eos.proving_ground.verify.points.CONNECT_POINTS`)
+    instead of the classic crash points."""
 
     def check(self) -> None:
         """Refuse options that cannot run: every check of the verifier's options but the
@@ -97,9 +101,37 @@ class MatrixOptions:
                 "session drops need the embedded broker: they rely on its dropping every share "
                 "session when any client disconnects, which Apache Kafka does not do"
             )
+        self._check_connect(named)
         # Strategies and crash points are refused where they are expanded into cells, after the
         # checks above, which pass over strategies no target knows.
         self.cells()
+
+    def _check_connect(self, named: Sequence[str]) -> None:
+        """Refuse what a Spark Connect run does not do: its server is the whole Spark of one
+        application, on the runs' directories."""
+        connect = self.spark_connect or any(point in CONNECT_POINTS
+                                            for _, point in self.only or ())
+        if not connect:
+            return
+        refused = [what for what, asked in (
+            ("faults", bool(self.faults)),
+            ("several applications (--pipelines)", self.mix.pipelines > 1),
+            ("handoffs", self.mix.handoffs),
+            ("an object store (--storage)", self.storage != defaults.STORAGE),
+            ("delta-spark strategies", any(TARGETS[t].delta_spark for t in named
+                                           if t in TARGETS)),
+        ) if asked]
+        if refused:
+            raise ConfigurationError(
+                "a Spark Connect run (--spark-connect) is one application on the runs' "
+                f"directories, without {', '.join(refused)}"
+            )
+        classic = [cell for cell in self.only or () if cell[1] not in CONNECT_POINTS]
+        if classic:
+            raise ConfigurationError(
+                f"in a Spark Connect session the crash kinds are {', '.join(CONNECT_POINTS)}, "
+                f"not {classic}"
+            )
 
     def _named_targets(self) -> Sequence[str]:
         return [t for t, _ in self.only] if self.only is not None else self.targets
@@ -117,6 +149,7 @@ class MatrixOptions:
             wrong = [
                 cell for cell in self.only
                 if cell[1] not in points_of(cell[0], self.mix.consumers)
+                and cell[1] not in CONNECT_POINTS
             ]
             if wrong:
                 raise ConfigurationError(f"crash point not of that strategy: {wrong}")
@@ -124,7 +157,7 @@ class MatrixOptions:
         cells = [
             (target, point)
             for target in self.targets
-            for point in points_of(target, self.mix.consumers)
+            for point in points_of(target, self.mix.consumers, self.spark_connect)
             if self.points is None or point in self.points
         ]
         unused = [p for p in self.points or () if not any(p == point for _, point in cells)]

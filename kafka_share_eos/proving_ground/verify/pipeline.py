@@ -35,6 +35,12 @@ PROGRESS_FILE = "progress.jsonl"
 START_BARRIER_ENV = "KSE_VERIFY_START_TOGETHER"
 """``<directory>:<count>``: the pipelines starting together mark themselves ready there."""
 START_BARRIER_TIMEOUT_S = 120.0
+WORKER_ENV = "KSE_VERIFY_WORKER_ENV"
+"""JSON of environment variables for the process that runs ``foreachBatch``: in a Spark
+Connect session that is a worker of the server, which has the server's environment, not the
+client's, so a hold armed for one start travels there with the pickled function."""
+STARTING_ENV = "KSE_VERIFY_STARTING"
+"""A file the pipeline creates just before it starts its query."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,9 @@ class PipelineConfig:
     spark_master: str | None = None
     """A Spark standalone master (``spark://host:port``) to run on, with one core per
     consumer, instead of in-process Spark."""
+    spark_remote: str | None = None
+    """A Spark Connect server's URL (``sc://host:port``): the pipeline is a client of it, and
+    the query, its source and its ``foreachBatch`` run there."""
     store_root: str | None = None
     """An object store URI (no credentials: the store's settings come from the process's
     environment) under which every durable path lives instead of the run directory: each
@@ -114,8 +123,12 @@ class VerifyBatch:
         self._slow_seconds = config.slow_sink_seconds
         self._slow_share = config.slow_sink_share
         self._rng = random.Random(f"{config.seed}:{os.getpid()}")
+        self._worker_env: dict[str, str] = json.loads(os.environ.get(WORKER_ENV) or "{}")
 
     def __call__(self, batch_df: Any, batch_id: int) -> None:
+        if self._worker_env:
+            os.environ.update(self._worker_env)
+            self._worker_env = {}
         if self._count_first:
             # A second Spark action over the batch, as strategies that count first run: its
             # slot tasks must read what the first action's tasks journaled.
@@ -125,7 +138,8 @@ class VerifyBatch:
         # written before the strategy runs, since a batch killed mid-way held them too.
         held = [list(c) for c in zip(batch["partition"].to_pylist(),
                                      batch["offset"].to_pylist(), strict=True)]
-        self._append({"batch": batch_id, "started": True, "records": held})
+        # The process tells query runs apart: a Connect server runs each in a worker of its own.
+        self._append({"batch": batch_id, "started": True, "records": held, "pid": os.getpid()})
         redelivered = sum(1 for n in batch["deliveryCount"].to_pylist() if n and n > 1)
         if self._slow_seconds and self._rng.random() < self._slow_share:
             # Holding the batch past the record lock duration makes the broker redeliver it.
@@ -168,7 +182,11 @@ def run(config: PipelineConfig, name: str) -> None:
     # Several consumers need several tasks at a time: one Python worker, one consumer each.
     cores = 2 if config.consumers > 1 else 1
     app_name = f"kafka-share-eos-verify-{name}"
-    if config.spark_master:
+    if config.spark_remote:
+        from kafka_share_eos._libs import spark_sql
+
+        spark = spark_sql.SparkSession.builder.remote(config.spark_remote).create()
+    elif config.spark_master:
         spark = standalone_spark_session(config.spark_master, app_name, cores=config.consumers)
     else:
         spark = local_spark_session(app_name, cores=cores, short_lived=True,
@@ -188,6 +206,8 @@ def run(config: PipelineConfig, name: str) -> None:
         sessionTimeoutMs=str(config.session_timeout_ms),
         **poll_records,
     ))
+    if starting := os.environ.get(STARTING_ENV):
+        Path(starting).touch()
     query = (
         stream.writeStream.foreachBatch(VerifyBatch(config, strategy, directory / PROGRESS_FILE))
         .trigger(availableNow=True)

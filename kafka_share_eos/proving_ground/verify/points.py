@@ -44,17 +44,40 @@ OWN_POINTS: dict[str, str] = {
     faults.DEDUP_AFTER_SINK: "dedup store: sink appended, foreachBatch not returned",
 }
 
+CONNECT_SERVER_KILL = "connect.server-kill"
+CONNECT_CLIENT_KILL = "connect.client-kill"
+CONNECT_WORKER_KILL = "connect.worker-kill"
+
+CONNECT_POINTS: dict[str, str] = {
+    CONNECT_SERVER_KILL: "Spark Connect: the server (the query's driver, its source runner "
+    "and Python workers) SIGKILLed while a batch is held mid-strategy, started again on the "
+    "same URL, the query started again by a new client",
+    CONNECT_CLIENT_KILL: "Spark Connect: the client SIGKILLed while its query's batch is held "
+    "mid-strategy; a new client starts the query again on the same checkpoint while the "
+    "orphaned query still runs, or after it ended",
+    CONNECT_WORKER_KILL: "Spark Connect: the server's foreachBatch worker SIGKILLed while a "
+    "batch is held mid-strategy",
+}
+"""Crash kinds of a pipeline run in a Spark Connect session (``verify --spark-connect``): each
+holds a seeded random batch at the strategy's hold point, then kills a process of the session
+there."""
+
 DESCRIPTIONS: dict[str, str] = {
     **COMMON_POINTS,
     **SLOT_POINTS,
     **OWN_POINTS,
     RANDOM_KILL: "SIGKILL of the whole pipeline from outside at a random moment",
+    **CONNECT_POINTS,
 }
 
 
-def points_of(target: str, consumers: int = 1) -> tuple[str, ...]:
+def points_of(target: str, consumers: int = 1, spark_connect: bool = False
+              ) -> tuple[str, ...]:
     """Every crash point of ``target`` read by ``consumers`` consumers: the source's (the
-    runner's, or the executor tasks' with several), the sink's, its own, then random kills."""
+    runner's, or the executor tasks' with several), the sink's, its own, then random kills; in
+    a Spark Connect session, the Connect kinds."""
+    if spark_connect:
+        return tuple(CONNECT_POINTS)
     source = [p for p in COMMON_POINTS if not p.startswith("source.")] if consumers > 1 else []
     common = (*SLOT_POINTS, *source) if consumers > 1 else tuple(COMMON_POINTS)
     return (*common, *TARGETS[target].own_points, RANDOM_KILL)

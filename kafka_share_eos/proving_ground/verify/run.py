@@ -31,12 +31,14 @@ from typing import TYPE_CHECKING
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases, PostgresServer
 from kafka_share_eos.proving_ground.verify.broker_choice import VerifyBroker
+from kafka_share_eos.proving_ground.verify.connect import ConnectCrashes, connect_server
 from kafka_share_eos.proving_ground.verify.disturb import SessionDropper
 from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 from kafka_share_eos.proving_ground.verify.outages import OUTAGES, Scene
 from kafka_share_eos.proving_ground.verify.outages.driver import FAULT_IDLE_MS, FaultDriver
 from kafka_share_eos.proving_ground.verify.outages.gaps import applied_times, stall_seconds
 from kafka_share_eos.proving_ground.verify.pipeline import PipelineConfig
+from kafka_share_eos.proving_ground.verify.points import CONNECT_POINTS
 from kafka_share_eos.proving_ground.verify.records import plan_records, produce
 from kafka_share_eos.proving_ground.verify.run_store import RunStore, read_journals
 from kafka_share_eos.proving_ground.verify.score import score
@@ -72,7 +74,8 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
     started = time.monotonic()
     target = TARGETS[spec.target]()
     outage = OUTAGES.get(spec.point)
-    with _database(env, target) as postgres_url:
+    connect = spec.point in CONNECT_POINTS
+    with _database(env, target) as postgres_url, connect_server(connect) as server:
         topic = f"verify-{uuid.uuid4().hex[:12]}"
         # The run's topic is unique, so its paths on the store never meet another run's.
         ctx = RunContext(
@@ -115,10 +118,15 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
                           if env.spark is not None and outage is not None and outage.spark_workers
                           else None),
             store_root=ctx.store_root,
+            spark_remote=server.url if server is not None else None,
         )
         config.save(ctx.run_dir / "config.json")
-        supervisor = Supervisor(spec, config, ctx, target, produced,
-                                env.store.environment() if env.store is not None else {})
+        supervisor = Supervisor(
+            spec, config, ctx, target, produced,
+            env.store.environment() if env.store is not None else {},
+            None if server is None else ConnectCrashes(server, ctx.run_dir, spec.point,
+                                                       target.hold_point),
+        )
         with contextlib.ExitStack() as stack:
             dropper = (
                 stack.enter_context(SessionDropper(env.broker.bootstrap_servers, spec.rng_seed))

@@ -89,6 +89,9 @@ class RunResult:
     fault: dict[str, Any] | None = None
     """In a fault run: what the outage did, when, and the stall (see
     :meth:`kafka_share_eos.proving_ground.verify.outages.driver.FaultDriver.report`)."""
+    connect: dict[str, int] = field(default_factory=dict)
+    """In a Spark Connect run, what its crashes met (see
+    :meth:`kafka_share_eos.proving_ground.verify.connect.ConnectCrashes.report`)."""
     error: str | None = None
 
     @property

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_share_eos import faults
+from kafka_share_eos.proving_ground.verify.connect import ConnectCrashes
 from kafka_share_eos.proving_ground.verify.outages import OUTAGES
 from kafka_share_eos.proving_ground.verify.outages.driver import hold_environment
 from kafka_share_eos.proving_ground.verify.pipeline import (
@@ -60,8 +61,11 @@ class Supervisor:
         target: Target,
         produced: Produced,
         store_environment: Mapping[str, str] | None = None,
+        connect: ConnectCrashes | None = None,
     ) -> None:
         self.spec = spec
+        self.connect = connect
+        """In a Spark Connect run, what kills its session's processes."""
         self.store_environment = dict(store_environment or {})
         """The settings of the object store the journals are on, for every pipeline process."""
         self.config = config
@@ -120,10 +124,14 @@ class Supervisor:
                     other.kill()
                     other.wait(10)
         self._read_progress()
+        if self.connect is not None:
+            result.connect = self.connect.report()
         return result
 
     def _start_first(self) -> tuple[Exit, float]:
         armed = self.result.crashes + self.result.kills < self.spec.crashes
+        if self.connect is not None:
+            return self._start_connect(self.connect, armed)
         point = self.spec.point
         crash_at = None
         kill_after = None
@@ -145,6 +153,23 @@ class Supervisor:
             self.result.kills += 1
         return outcome, time.monotonic() - process.started
 
+    def _start_connect(self, connect: ConnectCrashes, armed: bool) -> tuple[Exit, float]:
+        """Start a Connect client; armed, hold a random batch of it mid-strategy and kill a
+        process of its session there."""
+        # After a first crash, the restart's first batch: a later one may never come when
+        # the orphaned query of a killed client drained the group meanwhile.
+        first = self.result.crashes == 0
+        hit = (None if not armed
+               else self.rng.randint(1, max(1, self._batches_left() // 2)) if first else 1)
+        self.result.starts += 1
+        process = self._process("a", None, connect.environment(hit))
+        if hit is None:
+            return process.wait(START_TIMEOUT_S), time.monotonic() - process.started
+        outcome, struck = connect.strike(process, START_TIMEOUT_S)
+        if struck:
+            self.result.crashes += 1
+        return outcome, time.monotonic() - process.started
+
     def _wait(self, process: PipelineProcess, kill_after: float | None) -> Exit:
         timer = threading.Timer(kill_after, process.kill) if kill_after is not None else None
         if timer is not None:
@@ -155,10 +180,11 @@ class Supervisor:
             if timer is not None:
                 timer.cancel()
 
-    def _process(self, name: str, crash_at: str | None) -> PipelineProcess:
+    def _process(self, name: str, crash_at: str | None,
+                 extra_env: Mapping[str, str] | None = None) -> PipelineProcess:
         directory = self.config.pipeline_dir(name)
         directory.mkdir(parents=True, exist_ok=True)
-        env = dict(self.store_environment)
+        env = {**self.store_environment, **(extra_env or {})}
         if self.spec.mix.pipelines > 1:
             # The applications join the group together, so every one gets records. Every start
             # passes the barrier: when ``a`` is killed before it arrived, its restart releases
