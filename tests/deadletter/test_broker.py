@@ -22,10 +22,7 @@ import pytest
 from helpers.broker_dead_letters import (
     applied_offsets,
     check_dead_letter_queue,
-    create_topics,
-    pipeline_options,
-    produce_orders,
-    sink_for,
+    run_in_spark,
 )
 from helpers.pickled import copied
 from helpers.unit2_letters import rejected
@@ -41,24 +38,7 @@ from kafka_share_eos.sharegroup.dead_letter_queue import TOPIC_ENABLE
 def test_refused_records_land_once_in_the_brokers_dead_letter_queue(
     spark: Any, kafka_cluster: Any, tmp_path: Path, copy: bool,
 ) -> None:
-    from helpers.streaming import run_available_now, share_stream
-
-    from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
-    from kafka_share_eos.sharegroup.group_config import AUTO_OFFSET_RESET
-
-    topic = f"orders-{tmp_path.name[-10:]}".replace("_", "-")
-    config = {"bootstrap_servers": kafka_cluster.bootstrap_servers, "topic": topic,
-              "group": "g-" + topic, "dlq": create_topics(kafka_cluster, topic),
-              "journal": str(tmp_path / "journal"), "url": f"sqlite:///{tmp_path / 'o.db'}",
-              "copy": copy}
-    kafka_cluster.set_group_config(config["group"], {AUTO_OFFSET_RESET: "earliest"})
-    good, bad = produce_orders(config["bootstrap_servers"], topic)
-    sink, dead = sink_for(config)
-    options = pipeline_options(config)
-    df = share_stream(spark, ShareTopic(config["bootstrap_servers"], topic, 1, config["group"]),
-                      tmp_path / "journal", maxRecordsPerTrigger=options["maxRecordsPerTrigger"],
-                      availableNowIdleMs=options["availableNowIdleMs"])
-    run_available_now(df, tmp_path / "checkpoint", sink)
+    config, good, bad, dead = run_in_spark(spark, kafka_cluster, tmp_path, copy)
 
     assert applied_offsets(config["url"]) == sorted(good)
     dlq = check_dead_letter_queue(config, bad)

@@ -95,6 +95,31 @@ def sink_for(config: Mapping[str, Any]) -> tuple[IdempotentUpsertSink, BrokerDea
     return sink, dead
 
 
+def run_in_spark(spark: Any, kafka: Any, folder: Path, copy: bool,
+                 server: Any = None) -> tuple[dict[str, Any], set[int], set[int], Any]:
+    """Produce the orders to a new topic of ``kafka`` and run the pipeline in ``spark`` (a
+    client session of the Spark Connect ``server``, if given) until it drained them; its
+    config, the good and bad offsets and its ``BrokerDeadLetters``."""
+    from helpers.streaming import run_available_now, share_stream
+    from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
+    from kafka_share_eos.sharegroup.group_config import AUTO_OFFSET_RESET
+
+    topic = f"orders-{folder.name[-10:]}".replace("_", "-")
+    config = {"bootstrap_servers": kafka.bootstrap_servers, "topic": topic,
+              "group": "g-" + topic, "dlq": create_topics(kafka, topic),
+              "journal": str(folder / "journal"), "url": f"sqlite:///{folder / 'o.db'}",
+              "copy": copy}
+    kafka.set_group_config(config["group"], {AUTO_OFFSET_RESET: "earliest"})
+    good, bad = produce_orders(config["bootstrap_servers"], topic)
+    sink, dead = sink_for(config)
+    options = pipeline_options(config)
+    df = share_stream(spark, ShareTopic(config["bootstrap_servers"], topic, 1, config["group"]),
+                      folder / "journal", maxRecordsPerTrigger=options["maxRecordsPerTrigger"],
+                      availableNowIdleMs=options["availableNowIdleMs"])
+    run_available_now(df, folder / "checkpoint", sink, server=server)
+    return config, good, bad, dead
+
+
 def applied_offsets(url: str) -> list[int]:
     with sa.create_engine(url).connect() as conn:
         return sorted(row[0] for row in conn.execute(sa.text('SELECT "offset" FROM orders')))
