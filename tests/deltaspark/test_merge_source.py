@@ -49,6 +49,22 @@ def test_null_keys_and_keys_outside_the_batch_ranges_match_as_before(
         ("a", 0, 1), ("b", 1, 2), (None, 2, 3), ("c", 5, 2)]
 
 
+def test_keys_with_quotes_backslashes_and_braces_bound_their_own_range(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The ranges travel as SQL text: a key that would end or escape a quoted literal, in a
+    table whose path holds braces, still bounds exactly the rows it matches."""
+    path = str(tmp_path / "{t}`s")
+    sink = IdempotentUpsertSink.delta(path, engine="spark", app_id="app",
+                                      key_columns=["topic", "offset"], version_column="v")
+    odd = ["it's", "back\\slash", "{0}", "\\'; DROP", "é ü"]
+    sink.apply_dataframe(keyed(spark, [(topic, 0, 1) for topic in odd]), 0)
+    again = sink.apply_dataframe(keyed(spark, [(topic, 0, 2) for topic in odd]), 1)
+    assert (again.rows_written, again.already_applied) == (len(odd), 0)
+    stored = DeltaTable(path).to_pyarrow_table().to_pylist()
+    assert sorted((r["topic"], r["v"]) for r in stored) == sorted((t, 2) for t in odd)
+
+
 def test_a_batch_of_new_higher_keys_reads_none_of_the_older_files(
     spark: SparkSession, tmp_path: Path
 ) -> None:
