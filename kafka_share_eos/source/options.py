@@ -9,6 +9,7 @@ Spark-Kafka options that have no meaning for a share group, naming the option in
 
 from __future__ import annotations
 
+import difflib
 import enum
 import re
 from collections.abc import Callable, Mapping
@@ -95,9 +96,20 @@ _OPTIONAL = (
     "includeHeaders", "lockDurationMs", "sessionTimeoutMs", "lockBudgetWarnFraction",
     "lockBudgetAction", "startingOffsets",
 )
-_KNOWN = {name.lower() for name in (*_REQUIRED, *_OPTIONAL)}
+# Each documented option by the lower-case key Spark hands the source.
+_KNOWN = {name.lower(): name for name in (*_REQUIRED, *_OPTIONAL)}
 
 _T = TypeVar("_T")
+
+
+def _unknown(name: str) -> str:
+    """The error for an option nobody documented, naming the nearest documented one in its
+    documented spelling: Spark hands the source ``startingoffest`` for ``startingOffest``."""
+    message = f"unknown option {name!r} for the kafka-share source"
+    nearest = difflib.get_close_matches(name.lower(), _KNOWN, n=1, cutoff=0.75)
+    if nearest:
+        return f"{message}: did you mean {_KNOWN[nearest[0]]!r}?"
+    return f"{message}; its options are listed in docs/configuration.md"
 _Choice = TypeVar("_Choice", bound=enum.Enum)
 
 
@@ -249,7 +261,7 @@ class SourceOptions:
                 raise SourceOptionError(f"option {name!r} is required: {meaning}")
         for key, (name, _) in given.items():
             if not key.startswith((KAFKA_PREFIX, STORAGE_PREFIX)) and key not in _KNOWN:
-                raise SourceOptionError(f"unknown option {name!r} for the kafka-share source")
+                raise SourceOptionError(_unknown(name))
 
         def raw(key: str) -> str | None:
             return given[key.lower()][1] if key.lower() in given else None

@@ -150,3 +150,28 @@ def test_missing_required_options_are_named(missing: str) -> None:
     given = {k: v for k, v in REQUIRED.items() if k != missing}
     with pytest.raises(SourceOptionError, match=missing):
         SourceOptions.parse(given)
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [
+        ("startingoffest", "startingOffsets"),
+        ("maxrecordspertriger", "maxRecordsPerTrigger"),
+        ("journalpth", "journalPath"),
+        ("consumer", "consumers"),
+        ("lockdurationsms", "lockDurationMs"),
+    ],
+)
+def test_a_misspelt_option_names_the_documented_one_as_spark_lowercased_it(
+    given: str, meant: str
+) -> None:
+    with pytest.raises(SourceOptionError) as refused:
+        parse(**{given: "1"})
+    first_line = str(refused.value).splitlines()[0]
+    assert f"{given!r}" in first_line
+    assert first_line.endswith(f"did you mean {meant!r}?")
+
+
+def test_an_option_like_none_points_to_the_documented_list() -> None:
+    with pytest.raises(SourceOptionError, match=r"colour.*docs/configuration\.md"):
+        parse(colour="blue")
