@@ -1,5 +1,6 @@
-"""The built wheel ships every module (``strategies/`` as ``kafka_share_eos.strategies``), the
-type marker and the entry points, and imports on its own; the editable install maps the same."""
+"""The source distribution builds the wheel, both pass twine's checks, and the wheel ships every
+module (``strategies/`` as ``kafka_share_eos.strategies``), the type marker and the entry points,
+and imports on its own; the editable install maps the same."""
 
 from __future__ import annotations
 
@@ -34,8 +35,10 @@ print(json.dumps({"files": files, "path": sys.path}))
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A wheel built from a copy of the sources, so the build leaves nothing in the repository."""
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The source distribution and the wheel built from it (as ``python -m build`` makes them,
+    the wheel from the unpacked sdist, which proves the sdist complete), from a copy of the
+    sources, so the build leaves nothing in the repository."""
     source = tmp_path_factory.mktemp("source")
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, source / name)
@@ -44,12 +47,26 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     dist = tmp_path_factory.mktemp("dist")
     result = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(source)],
+        [sys.executable, "-m", "build", "--outdir", str(dist), str(source)],
         capture_output=True, text=True, timeout=240,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    return dist
+
+
+@pytest.fixture(scope="module")
+def wheel(dist: Path) -> Path:
     (built,) = dist.glob("kafka_share_eos-*.whl")
     return built
+
+
+def test_both_distributions_pass_twines_strict_check(dist: Path) -> None:
+    built = sorted(dist.iterdir())
+    assert sorted(path.suffix for path in built) == [".gz", ".whl"]
+    result = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, built)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("PASSED") == 2, result.stdout
 
 
 def _source_modules() -> set[str]:
