@@ -4,7 +4,7 @@ database when it cannot be reached."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -84,6 +84,25 @@ class SqlDatabase(ProcessLocal):
     def __getstate__(self) -> dict[str, Any]:
         return {**super().__getstate__(), "_pooled": self._pool_in_copies}
 
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        """Start a copy, made in another process.
+
+        Raises:
+            ConfigurationError: the database is an in-memory SQLite one, which the copy cannot
+                reach. A Spark Connect server's foreachBatch worker unpickles the strategy
+                when the query starts, so the query is refused then; the client's PySpark
+                would hide any error raised while it pickles.
+        """
+        super().__setstate__(state)
+        if self.dialect == "sqlite" and _in_memory(parse_sql_url(self.url)):
+            raise ConfigurationError(
+                "an in-memory SQLite database cannot be used from another process: this copy "
+                "of the strategy (in a Spark Connect server's foreachBatch worker, or a Spark "
+                "task) would write to an empty database of its own, gone with it; give a "
+                "SQLite file on the machine that runs the batches (sqlite:////data/orders.db) "
+                "or PostgreSQL"
+            )
+
     @property
     def engine(self) -> sa.Engine:
         """The engine: the given one, or created from the URL on first use (also in a copy).
@@ -107,6 +126,13 @@ class SqlDatabase(ProcessLocal):
         if self._autocommit:
             return engine.execution_options(isolation_level="AUTOCOMMIT")
         return engine
+
+
+def _in_memory(url: sa.URL) -> bool:
+    """Whether a SQLite URL names a database in the memory of the process that opens it."""
+    database = url.database or ""
+    return database in ("", ":memory:") or database.startswith("file::memory:") or (
+        url.query.get("mode") == "memory")
 
 
 def parse_sql_url(url: str) -> sa.URL:

@@ -1,5 +1,5 @@
 """SQLAlchemy engines for the SQL sinks' URLs: what a SQLite URL says is kept, and a pickled
-copy of a writer's database connects by itself."""
+copy of a writer's database connects by itself, unless it is in the memory of its process."""
 
 from __future__ import annotations
 
@@ -47,3 +47,15 @@ def test_a_copy_of_a_database_connects_from_the_url_with_an_engine_of_its_own(
     with given.connect() as conn:
         assert conn.exec_driver_sql("SELECT x FROM t").scalars().all() == [1]
     given.dispose()
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:",
+                                 "sqlite:///file::memory:?cache=shared",
+                                 "sqlite:///file:orders?mode=memory&uri=true"])
+def test_an_in_memory_sqlite_database_refuses_to_be_copied(url: str) -> None:
+    from kafka_share_eos.errors import ConfigurationError
+    from kafka_share_eos.sinks.sql_engine import SqlDatabase
+
+    with pytest.raises(ConfigurationError, match=r"in-memory SQLite .* SQLite file"):
+        copied(SqlDatabase(url))
+    assert copied(SqlDatabase("sqlite:///relative.db")).url == "sqlite:///relative.db"
