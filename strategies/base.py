@@ -14,6 +14,7 @@ import difflib
 import inspect
 import sys
 import time
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -31,6 +32,7 @@ from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.sinks import RowChecker, UpsertOutcome
 from kafka_share_eos.strategies.identity import SOURCE_IDENTITY, RecordIdentity
 from kafka_share_eos.strategies.report import BatchReport, ReportLog, ReportTotals
+from kafka_share_eos.strategies.session_reports import SessionReports
 from kafka_share_eos.strategies.streaming_query import ConnectQuery, streaming_query_id
 
 if TYPE_CHECKING:
@@ -154,15 +156,20 @@ class BatchStrategy(ABC):
         self.transform = options.get("transform")
         self._ready = False
         self._connect_query: ConnectQuery | None = None
+        self.report_key = uuid.uuid4().hex
+        """Names this object's reports in a Spark Connect session, where its copies run the
+        batches (:mod:`kafka_share_eos.strategies.session_reports`)."""
+        self._session_reports: SessionReports | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # A Spark Connect client pickles the strategy when the query starts; the copy finds
-        # its query again where it is unpickled.
-        return {**self.__dict__, "_connect_query": None}
+        # its query and the client's session again where it is unpickled.
+        return {**self.__dict__, "_connect_query": None, "_session_reports": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._connect_query = ConnectQuery.of_worker()
+        self._session_reports = SessionReports.of_worker(self.report_key)
 
     @property
     def screens_rows(self) -> bool:
@@ -296,6 +303,8 @@ class BatchStrategy(ABC):
             seconds=time.perf_counter() - started,
         )
         self._log.add(self.name, report)
+        if self._session_reports is not None:
+            self._session_reports.add(self.name, report)
         return report
 
     def _applied_records(self, rows: pa.Table) -> list[bool] | None:

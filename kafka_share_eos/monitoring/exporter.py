@@ -4,6 +4,11 @@ Nothing is counted between scrapes beyond Spark's progress events: each scrape r
 journal's metrics files and the strategies' reports added since the previous one (a directory
 listing and a few small files per pipeline), so a pipeline pays for its metrics only when it is
 scraped.
+
+In a Spark Connect session the endpoint runs in the client's process, like the session: Spark's
+progress events reach the client's listener over the session, the journal is read from its
+shared storage, and the strategies' reports from the client's session, where their copies in
+the server's foreachBatch worker hand them after each batch.
 """
 
 from __future__ import annotations
@@ -76,6 +81,11 @@ class MetricsServer:
             if spark is not None:
                 from kafka_share_eos.monitoring.progress_listener import ProgressListener
 
+                if _is_connect(spark):
+                    for pipeline in pipelines:
+                        if pipeline.reports is not None:
+                            pipeline.reports.read_from(spark)
+
                 self._listener = ProgressListener(pipelines)
                 spark.streams.addListener(self._listener)
             self._server, self._thread = prometheus_client.start_http_server(
@@ -112,6 +122,10 @@ class MetricsServer:
         self.close()
 
 
+def _is_connect(session: object) -> bool:
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
 def serve_metrics(
     *pipelines: PipelineMetrics,
     port: int = DEFAULT_PORT,
@@ -119,7 +133,8 @@ def serve_metrics(
     spark: SparkSession | None = None,
     registry: CollectorRegistry | None = None,
 ) -> MetricsServer:
-    """Serve the pipelines' metrics in Prometheus's format on the driver.
+    """Serve the pipelines' metrics in Prometheus's format on the driver (in a Spark Connect
+    session: in the client's process).
 
     Args:
         pipelines: what to export, one :class:`PipelineMetrics` per streaming query.
@@ -127,6 +142,8 @@ def serve_metrics(
         addr: the address to listen on.
         spark: with a session, Spark's own progress of each query (``numInputRows``,
             ``durationMs`` per stage) is exported too, through a ``StreamingQueryListener``.
+            A Spark Connect session is needed for the strategies' figures: their batches run
+            on the server, which hands the reports to this session.
         registry: the ``prometheus_client`` registry to add the pipelines to and serve
             (default: ``prometheus_client.REGISTRY``, with the process's own metrics).
 

@@ -109,6 +109,8 @@ def _report_of(pipeline: PipelineMetrics, batch_id: int) -> str:
     if pipeline.reports is None:
         return "no strategy watched"
     strategy = pipeline.reports.strategy
+    if pipeline.reports.session is not None:
+        return f"{strategy.name} applies its batches on the Spark Connect server"
     for report in reversed(strategy.reports):
         if report.batch_id == batch_id:
             return report.log_line(strategy.name)

@@ -256,7 +256,9 @@ def connect_spark(
     # classic session's functions into Connect's for the tests that follow: monkeypatch puts
     # the environment back after the test.
     for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
-        monkeypatch.delenv(name, raising=False)
+        # Set first, so that monkeypatch records an absent variable and deletes it again.
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     session = spark_connect_server.session()
     yield session
     for query in session.streams.active:

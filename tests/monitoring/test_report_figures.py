@@ -5,9 +5,12 @@ a two-phase coordinator's decisions in doubt. Real targets: SQLite, Delta tables
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
+import pytest
 from helpers.batches import source_rows
 
 from kafka_share_eos.deadletter import SqlDeadLetters
@@ -18,6 +21,11 @@ from kafka_share_eos.strategies import (
     DeadLetterPolicy,
     IdempotentUpsertSink,
     TwoPhaseCommitCoordinator,
+)
+from kafka_share_eos.strategies.session_reports import (
+    KEY_PREFIX,
+    SessionReports,
+    SessionReportsValue,
 )
 from kafka_share_eos.twophase import FileDecisionLog, Transaction
 from kafka_share_eos.twophase.delta import DeltaParticipant
@@ -62,6 +70,44 @@ def test_reports_are_counted_once_each_and_a_replay_is_absorbed(tmp_path: Path) 
     assert totals.dead_letters == 2
     assert totals.seconds.observations == 3
     assert totals.ledger_rows is None and totals.decisions_in_doubt is None
+    sink.close()
+    dead.close()
+
+
+@pytest.mark.connect
+def test_in_connect_the_reports_of_the_servers_copy_are_read_from_the_session(
+    connect_spark: Any, tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'shop.db'}"
+    dead = SqlDeadLetters(url, "orders_dead")
+    sink = IdempotentUpsertSink.sql(url, "orders", create_table=True, transform=decode,
+                                    dead_letters=DeadLetterPolicy(dead))
+    figures = ReportFigures(sink)
+    figures.read_from(connect_spark)
+    figures.refresh()
+    assert figures.totals.batches == 0
+    # What the server's foreachBatch worker does: its copy applies, its writer hands over.
+    copy = pickle.loads(pickle.dumps(sink))
+    writer = SessionReports(connect_spark, sink.report_key)
+    batch = orders([b'{"amount": 1}', b"{broken", b'{"amount": 3}'])
+    writer.add(copy.name, copy.apply(batch, 0))
+    figures.refresh()
+    writer.add(copy.name, copy.apply(batch, 0))
+    writer.add(copy.name, copy.apply(orders([b'{"amount": 4}'], first_offset=3), 1))
+    figures.refresh()
+    figures.refresh()
+
+    totals = figures.totals
+    assert sink.totals.batches == 0
+    assert (totals.batches, totals.rows_in, totals.rows_written, totals.dead_letters) == (
+        3, 7, 3, 2)
+    assert totals.replays_absorbed == 2
+    assert totals.seconds.observations == 3
+    # A server started again begins the session's totals anew: what was counted stays.
+    connect_spark.conf.set(KEY_PREFIX + sink.report_key,
+                           SessionReportsValue().plus(copy.last_report).to_json())
+    figures.refresh()
+    assert (totals.batches, totals.rows_in, totals.seconds.observations) == (4, 8, 4)
     sink.close()
     dead.close()
 
