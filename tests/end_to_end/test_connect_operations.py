@@ -11,6 +11,7 @@ the client, what the pipeline left on storage, on local disk and on an S3 server
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import urllib.request
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from helpers import produce
+from helpers import accounts, produce
 from helpers.broker_dead_letters import decode
 from helpers.processes import wait_until
 from helpers.streaming import share_stream
@@ -26,13 +27,15 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from pyspark import cloudpickle
 
-from kafka_share_eos import DeadLetterPolicy, IdempotentUpsertSink, SqlDeadLetters
+from kafka_share_eos import DeadLetterPolicy, IdempotentUpsertSink, SqlDeadLetters, register
 from kafka_share_eos.monitoring import PipelineMetrics, serve_metrics
 from kafka_share_eos.pipeline_status import journal_status
 from kafka_share_eos.proving_ground import streams
 from kafka_share_eos.proving_ground.launchers.spark import source_runners
 from kafka_share_eos.proving_ground.launchers.spark_connect import SparkConnectServer
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
+from kafka_share_eos.strategies.two_phase_commit import TwoPhaseCommitCoordinator
+from kafka_share_eos.twophase.postgres import PostgresParticipant
 
 pytestmark = [pytest.mark.connect, pytest.mark.timeout(300)]
 
@@ -118,3 +121,50 @@ def test_the_clients_endpoint_serves_what_the_server_ran(
     assert samples["kafka_share_eos_batch_seconds_count"] == batches
     sink.close()
     dead.close()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command line, as an operator on the client's machine runs it."""
+    return subprocess.run([sys.executable, "-m", "kafka_share_eos.cli.main", *args],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("store", ["local", "s3_server"])
+def test_status_doctor_and_recover_read_what_a_connect_pipeline_left(
+    store: str, connect_spark: Any, spark_connect_server: SparkConnectServer,
+    share_topic: ShareTopic, postgres_url: str, tmp_path: Path, request: pytest.FixtureRequest,
+) -> None:
+    accounts.create_accounts(postgres_url)
+    sent = accounts.produce_payments(share_topic, 90)
+    journal, storage = str(tmp_path / "journal"), {}
+    if store != "local":
+        s3 = request.getfixturevalue(store)
+        journal, storage = s3.url(f"{tmp_path.name}/journal"), s3.storage_options()
+    options = streams.source_options(
+        share_topic.bootstrap_servers, share_topic.group_id, share_topic.topic, journal,
+        maxRecordsPerTrigger="30", availableNowIdleMs="2000",
+        **{f"storage.{key}": value for key, value in storage.items()})
+    coordinator = TwoPhaseCommitCoordinator(
+        log=str(tmp_path / "decisions"),
+        participants=[PostgresParticipant(postgres_url, accounts.INCREMENT)], app_id="payments")
+    register(connect_spark)
+    stream = accounts.payment_columns(streams.share_stream(connect_spark, options))
+    run_query(connect_spark, stream, coordinator, tmp_path / "checkpoint", spark_connect_server)
+    assert accounts.balances(postgres_url) == accounts.expected_balances(sent)
+
+    settings = [arg for key, value in storage.items() for arg in ("-o", f"{key}={value}")]
+    status = cli("status", "--journal", journal, "--json", *settings)
+    assert status.returncode == 0, status.stderr
+    report = json.loads(status.stdout)
+    totals = report["totals"]
+    assert totals["records"] == 90 + totals["redelivered"]
+    assert totals["acknowledged"] == totals["records"] and report["pending"] == []
+    doctor = cli("doctor", "--checkpoint", str(tmp_path / "checkpoint"), "--json")
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert json.loads(doctor.stdout)["healthy"] is True
+    recover = cli("twophase", "recover", "--app-id", "payments", "--decision-log",
+                  str(tmp_path / "decisions"), "--postgres", postgres_url)
+    assert recover.returncode == 0, recover.stderr
+    assert recover.stdout.strip() == "payments: no transaction in doubt"
+    assert accounts.prepared_gids(postgres_url) == []
