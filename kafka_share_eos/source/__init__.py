@@ -31,9 +31,12 @@ __all__ = [
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``kafka-share`` format with ``spark``."""
+    """Register the ``kafka-share`` format with ``spark``, once its Python workers proved they
+    import the toolkit (:mod:`~kafka_share_eos.source.worker_python`)."""
     from kafka_share_eos.source.datasource import KafkaShareDataSource
+    from kafka_share_eos.source.worker_python import require_toolkit_on_workers
 
+    require_toolkit_on_workers(spark)
     spark.dataSource.register(KafkaShareDataSource)
 
 
