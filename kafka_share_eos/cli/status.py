@@ -18,12 +18,18 @@ from kafka_share_eos.journal import JournalStatus
 from kafka_share_eos.pipeline_status import journal_status
 
 
+def _count(n: int, noun: str) -> str:
+    plural = noun + ("es" if noun.endswith(("s", "sh", "ch", "x")) else "s")
+    return f"{n} {noun if n == 1 else plural}"
+
+
 def render(status: JournalStatus, console: Console) -> None:
     """Print ``status`` as tables for people."""
     totals = status.totals
     console.print(
-        f"journal {status.location}: {len(status.segments)} segments journaled, "
-        f"{totals.batches} batches acknowledged, {len(status.pending)} segments pending"
+        f"journal {status.location}: {_count(len(status.segments), 'segment')} journaled, "
+        f"{_count(totals.batches, 'batch')} acknowledged, "
+        f"{_count(len(status.pending), 'segment')} pending"
     )
     if status.segments:
         segments = Table("segment", "rows", "state", title="journal segments")

@@ -34,15 +34,22 @@ import pyarrow.fs as pafs
 
 from kafka_share_eos import formats
 from kafka_share_eos.errors import JournalError as JournalError
-from kafka_share_eos.journal.leases import Leases
-from kafka_share_eos.journal.metrics_store import DEFAULT_KEPT, MetricsStore
-from kafka_share_eos.journal.rejections import RecordRejections
+from kafka_share_eos.journal.leases import LEASES_DIR, Leases
+from kafka_share_eos.journal.metrics_store import DEFAULT_KEPT, METRICS_DIR, MetricsStore
+from kafka_share_eos.journal.rejections import REJECTIONS_DIR, RecordRejections
 from kafka_share_eos.journal.schema import JOURNAL_SCHEMA
 from kafka_share_eos.storage import Location, as_location, write_atomically, write_if_absent
 
 _SEGMENT = re.compile(r"^(\d{20})(?:-(\d{4})(?:-(\d{4}))?)?\.arrow$")
 # The schema metadata key of a slot part after which the slot's chain goes on.
 _MORE = b"kafka_share_eos.more"
+
+
+def is_journal_name(name: str) -> bool:
+    """Whether ``name``, directly in a journal's directory, is the journal's: a segment, its
+    metrics, leases or rejections folder, or a file an atomic write has not yet renamed."""
+    return (bool(_SEGMENT.match(name)) or name.startswith(".tmp-")
+            or name in (METRICS_DIR, LEASES_DIR, REJECTIONS_DIR))
 
 
 def segment_name(seq: int, slot: int | None = None, part: int = 0) -> str:
@@ -228,6 +235,12 @@ class Journal:
                 slot = None if match[2] is None else int(match[2])
                 found.append((int(match[1]), slot, info.path))
         return found
+
+    def names(self) -> list[str]:
+        """Base names of what lies directly in the journal's directory, segments and the
+        journal's own folders included."""
+        fs, root = self._filesystem()
+        return [info.base_name for info in fs.get_file_info(pafs.FileSelector(root))]
 
     def entries(self) -> list[tuple[int, int | None]]:
         """``(seq, slot)`` of every segment present, ascending; ``slot`` is None for a whole

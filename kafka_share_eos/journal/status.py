@@ -11,7 +11,7 @@ from typing import Any
 
 from kafka_share_eos.errors import LocationNotFoundError
 from kafka_share_eos.journal.metrics import BatchMetrics
-from kafka_share_eos.journal.segments import Journal
+from kafka_share_eos.journal.segments import Journal, is_journal_name
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,7 @@ def inspect_journal(journal: Journal) -> JournalStatus:
         journal.where.open_existing()
     except LocationNotFoundError as error:
         raise LocationNotFoundError(f"no journal at {journal.location!r}") from error
+    _require_journal(journal)
     batches = tuple(journal.metrics(create=False).read_all())
     rows: dict[int, int] = {}
     for seq, slot in journal.entries():
@@ -132,6 +133,22 @@ def inspect_journal(journal: Journal) -> JournalStatus:
             rows[seq] = rows.get(seq, 0) + table.num_rows
     segments = [Segment(seq, n, _settled(seq, batches)) for seq, n in sorted(rows.items())]
     return JournalStatus(journal.location, tuple(segments), batches)
+
+
+def _require_journal(journal: Journal) -> None:
+    """Refuse a directory that holds something, none of it a journal's: a Spark checkpoint
+    given for the journal would otherwise read as a journal with nothing in it."""
+    names = journal.names()
+    if not names or any(is_journal_name(name) for name in names):
+        return
+    if {"offsets", "commits"} <= set(names):
+        raise LocationNotFoundError(
+            f"{journal.location!r} is a Spark checkpoint, not a journal: give the stream's "
+            "journalPath option, not its checkpointLocation")
+    shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+    raise LocationNotFoundError(
+        f"no journal at {journal.location!r}: it holds {shown}, and a journal holds segments "
+        "(<seq>.arrow) and its _metrics, _leases and _rejections folders")
 
 
 def _settled(seq: int, batches: tuple[BatchMetrics, ...]) -> bool:

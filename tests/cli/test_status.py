@@ -99,7 +99,7 @@ def test_status_shows_pending_segments_and_dead_letters(tmp_path: Path) -> None:
     human = CliRunner().invoke(app, ["status", "--journal", options.journal_path],
                                env={"COLUMNS": "200", "NO_COLOR": "1"})
     assert human.exit_code == 0, human.output
-    assert "1 segments journaled, 1 batches acknowledged, 1 segments pending" in human.output
+    assert "1 segment journaled, 1 batch acknowledged, 1 segment pending" in human.output
     assert "pending" in human.output and "records polled" in human.output
 
 
@@ -109,3 +109,28 @@ def test_status_of_a_missing_journal_names_the_option(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "no journal at" in result.output and "--journal" in result.output
     assert not (tmp_path / "absent").exists()
+
+
+@pytest.mark.parametrize(
+    ("planted", "named"),
+    [
+        (("offsets/0", "commits/0", "metadata"), "is a Spark checkpoint, not a journal"),
+        (("notes.txt",), "it holds notes.txt, and a journal holds segments"),
+    ],
+)
+def test_status_of_a_directory_that_is_no_journal_says_so(
+    tmp_path: Path, planted: tuple[str, ...], named: str
+) -> None:
+    for name in planted:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}")
+    result = CliRunner().invoke(app, ["status", "--journal", str(tmp_path)],
+                                env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert result.exit_code == 2, result.output
+    assert named in " ".join(result.output.split())
+    assert "--journal" in result.output
+
+
+def test_status_of_a_journal_not_yet_written_is_empty(tmp_path: Path) -> None:
+    report = status_json("--journal", str(tmp_path))
+    assert report["segments"] == [] and report["acknowledged"] == 0
