@@ -1,4 +1,5 @@
-"""Prometheus metrics of running pipelines, served from the driver (extra ``metrics``).
+"""Prometheus metrics of running pipelines, served from the driver, or in a Spark Connect
+session from the client's process (extra ``metrics``).
 
 :class:`PipelineMetrics` names one streaming query, its source options and its strategy;
 :func:`serve_metrics` serves any number of them on one HTTP endpoint, read from the journal's

@@ -45,7 +45,8 @@ TINY = Sizes(
 # The object store's two Spark applications and S3 server would take this run past its
 # timeout: a run of its own below (marked full).
 IN_TINY_RUN = [name for name in BENCHMARKS
-               if name not in ("kafka peers", "delta-spark", "object-store", "metrics")]
+               if name not in ("kafka peers", "delta-spark", "object-store", "metrics",
+                               "connect")]
 
 SUITE = """
 import json, sys

@@ -96,11 +96,13 @@ def _drained(query: Any, journal: Path, records: int) -> bool:
 def run_pipeline(
     spark: Any, bootstrap: str, work: Path, write: ForeachBatch, tag: str, records: int,
     per_trigger: int, topic: str = TOPIC, prepare_group: Callable[[str], object] = lambda _: None,
-    query_name: str | None = None,
+    query_name: str | None = None, wait_for_runners: Callable[[], None] | None = None,
 ) -> dict[str, float]:
     """Run one pipeline over ``records`` records of ``topic`` in a share group of its own
     (``bench-<tag>``, passed to ``prepare_group`` before the query starts), named
-    ``query_name`` in Spark if given, and time it."""
+    ``query_name`` in Spark if given, and time it; ``wait_for_runners`` waits for the source
+    runners of a Spark Connect session's server to exit (a classic session's are found from
+    its JVM)."""
     from kafka_share_eos.proving_ground.launchers.spark import wait_for_source_runners
 
     journal = work / f"journal-{tag}"
@@ -122,15 +124,19 @@ def run_pipeline(
     drained = False
     while not drained and not query.awaitTermination(0.2) and time.monotonic() < deadline:
         drained = _drained(query, journal, records)
+    # Read before the stop: a Spark Connect server keeps no progress of a stopped query.
+    progress = batches_with_data(query)
     query.stop()
     # A departing runner drops every share session on the embedded broker: the next pipeline
     # waits for it, untimed.
-    wait_for_source_runners(spark)
+    if wait_for_runners is None:
+        wait_for_source_runners(spark)
+    else:
+        wait_for_runners()
     if query.exception() is not None:
         raise RuntimeError(f"pipeline {tag} failed: {query.exception()}")
     if not drained:
         raise RuntimeError(f"pipeline {tag} did not process its {records} records")
-    progress = batches_with_data(query)
     start, end = stream_window(progress)
     # Where the time went: foreachBatch (addBatch) and the source's planning (latestOffset).
     spent = {f"{phase}_s": sum(p["durationMs"].get(phase, 0) for p in progress) / 1000

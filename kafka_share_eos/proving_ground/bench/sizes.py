@@ -168,7 +168,8 @@ QUICK = Sizes(
     peers_long_records=200_000,
     object_store_records=100_000,
     object_store_rounds=1,
-    left_out=("kafka-topic", "kafka peers", "delta-spark", "object-store", "metrics"),
+    left_out=("kafka-topic", "kafka peers", "delta-spark", "object-store", "metrics",
+              "connect"),
 )
 """Sizes for a run under three minutes on an idle 2-core machine: one round each, a third of the
 full run's source records (over as many records per partition), half its records for the

@@ -68,12 +68,20 @@ def start_query(spark: Any, options: dict[str, str], checkpoint: Path) -> Any:
 def batches_with_data(query: Any) -> list[dict[str, Any]]:
     """The progress reports of the query's micro-batches that read records (set
     ``spark.sql.streaming.numRecentProgressUpdates`` high enough to keep them all)."""
-    return [p for p in query.recentProgress if p["numInputRows"]]
+    return [p for p in query.recentProgress if input_rows(p)]
+
+
+def input_rows(progress: dict[str, Any]) -> int:
+    """Rows one micro-batch read; a Spark Connect server's progress gives them per source
+    only."""
+    rows = progress["numInputRows"]
+    return int(rows) if rows is not None else sum(
+        int(source["numInputRows"]) for source in progress["sources"])
 
 
 def rows_read(progress: list[dict[str, Any]]) -> int:
     """Rows the micro-batches of ``progress`` read."""
-    return sum(p["numInputRows"] for p in progress)
+    return sum(input_rows(p) for p in progress)
 
 
 def _instant(timestamp: str) -> float:

@@ -168,6 +168,16 @@ def _run_metrics(sizes: Sizes, shared: _Resources) -> dict[str, Any]:
         )
 
 
+def _run_connect(sizes: Sizes, shared: _Resources) -> dict[str, Any]:
+    from kafka_share_eos.proving_ground.bench import connect
+
+    # The end-to-end benchmark's workload, as the metrics' cost takes it.
+    workload = {"records": sizes.end_to_end_records, "rounds": sizes.end_to_end_rounds,
+                "per_trigger": sizes.end_to_end_per_trigger}
+    with shared.databases.database() as url:
+        return connect.run(postgres_url=url, **workload)
+
+
 def _run_kafka_topic(sizes: Sizes, shared: _Resources) -> dict[str, Any]:
     from kafka_share_eos.proving_ground.bench import topic_sink as kafka_topic
 
@@ -256,9 +266,15 @@ def _run_delta_spark(_sizes: Sizes, _: _Resources) -> dict[str, Any]:
 
 
 _LEFT_OUT = ("left out of --quick: its Apache Kafka broker, pyspark 4.2 child, two Spark "
-             "applications on an S3 server or four served and plain pipelines a round alone "
-             "would take most of the quick run's minutes; "
+             "applications on an S3 server, a Spark Connect server or four served and plain "
+             "pipelines a round alone would take most of the quick run's minutes; "
              "`bench --quick --only NAME` runs it")
+
+def _connect_ratios(result: Mapping[str, Any]) -> list[Ratio]:
+    from kafka_share_eos.proving_ground.bench.connect import connect_ratios
+
+    return connect_ratios(result)
+
 
 Runner = Callable[[Sizes, _Resources], dict[str, Any]]
 Reducer = Callable[[Mapping[str, Any]], list[Ratio]]
@@ -270,6 +286,7 @@ BENCHMARKS: dict[str, tuple[Runner, Reducer]] = {
     "consumers": (_run_consumers, consumers_ratios),
     "end-to-end": (_run_end_to_end, end_to_end_ratios),
     "metrics": (_run_metrics, metrics_ratios),
+    "connect": (_run_connect, _connect_ratios),
     "kafka-topic": (_run_kafka_topic, kafka_topic_ratios),
     "kafka peers": (_run_peers, peers_ratios),
     # Its Spark applications run before its delta-rs tables, on one S3 server of its own.
