@@ -15,12 +15,16 @@ from kafka_share_eos.proving_ground.bench.streams import input_rows
 def test_the_row_compares_connect_with_classic_and_holds_it_to_09() -> None:
     run = {"records": 100_000, "per_trigger": 10_000, "cores": 2, "ratio": 0.88,
            "rounds": [{"ratio": r, "connect_records_per_second": 8_800.0,
-                       "classic_records_per_second": 10_000.0} for r in (0.85, 0.88, 0.93)]}
+                       "classic_records_per_second": 10_000.0,
+                       "connect": [{"addBatch_s": 7.5, "strategy_s": 3.1}],
+                       "classic": [{"addBatch_s": 3.7, "strategy_s": 2.9}]}
+                      for r in (0.85, 0.88, 0.93)]}
     (row,) = connect_ratios(run)
     assert (row.benchmark, row.value, row.meets, row.target_text) == (
         "connect", 0.88, False, "≥ 0.9x")
     assert "8,800 vs 10,000 records/s" in row.detail and "[0.85, 0.88, 0.93]" in row.detail
-    assert "local[2]" in row.detail
+    assert "local[2]" in row.detail and "foreachBatch 7.5 vs 3.7 s" in row.detail
+    assert "strategy's own 3.1 vs 2.9 s" in row.detail
 
 
 def test_the_classic_side_runs_without_the_connect_marks(monkeypatch: pytest.MonkeyPatch) -> None:
