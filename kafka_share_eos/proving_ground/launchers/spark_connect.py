@@ -29,14 +29,20 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import IO
 
 from kafka_share_eos._extras import CONNECT
 from kafka_share_eos._libs import spark_home, spark_sql
 from kafka_share_eos.proving_ground.errors import SparkConnectServerError
-from kafka_share_eos.proving_ground.launchers.jvm import java_options
+from kafka_share_eos.proving_ground.launchers.jvm import (
+    JVM_LOG_OPTIONS,
+    SHORT_LIVED_OPTIONS,
+    java_options,
+)
 from kafka_share_eos.proving_ground.launchers.lifecycle import Launcher
 from kafka_share_eos.proving_ground.launchers.ports import free_ports
 from kafka_share_eos.proving_ground.launchers.process_tree import launch, terminate
@@ -62,7 +68,8 @@ SAME_PORT_WAIT_S = 30.0
 GONE_WAIT_S = 30.0
 
 # Spark reports a port it cannot bind so; with spark.port.maxRetries=0 the server then exits.
-_PORT_TAKEN = ("Address already in use",)
+_PORT_TAKEN = ("Address already in use", "Failed to bind to address")
+_ERROR_LINE = re.compile(r"(Exception|Error)\b[^:]*: ")
 # What makes PySpark in a process a Connect client, as a test process that opened a session is:
 # the server and its Python workers are no client of another server, and ask for no token but
 # the one they were given.
@@ -84,6 +91,9 @@ class SparkConnectServer(Launcher):
         short_lived: start the JVM with the quick compiler and the serial collector only
             (:data:`~kafka_share_eos.proving_ground.launchers.jvm.SHORT_LIVED_OPTIONS`).
         start_timeout_s: how long a start may take.
+        python: the interpreter whose PySpark runs the server (its ``bin/spark-submit`` and
+            jars) and its Python workers, e.g. an environment with another PySpark release;
+            by default this interpreter. That environment must have the toolkit installed.
     """
 
     _label = "the Spark Connect server"
@@ -91,8 +101,10 @@ class SparkConnectServer(Launcher):
 
     def __init__(self, *, cores: int = 2, extra_conf: Mapping[str, str] | None = None,
                  token: str | None = None, short_lived: bool = False,
-                 start_timeout_s: float = START_TIMEOUT_S) -> None:
+                 start_timeout_s: float = START_TIMEOUT_S,
+                 python: str | Path | None = None) -> None:
         self.cores = cores
+        self.python = str(python) if python is not None else sys.executable
         self.extra_conf = dict(extra_conf or {})
         self._token = token
         self._short_lived = short_lived
@@ -100,6 +112,7 @@ class SparkConnectServer(Launcher):
         self._work: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
+        self._copier: threading.Thread | None = None
 
     @property
     def url(self) -> str:
@@ -214,6 +227,9 @@ class SparkConnectServer(Launcher):
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
             self._wait_gone(tree)
+        if self._copier is not None:
+            self._copier.join(GONE_WAIT_S)
+            self._copier = None
         if self._work is not None:
             shutil.rmtree(self._work, ignore_errors=True)
             self._work = None
@@ -233,10 +249,18 @@ class SparkConnectServer(Launcher):
             offset = log.stat().st_size if log.exists() else 0
             command, environment = self._command(port)
             with log.open("ab") as out:
+                # PySpark's foreachBatch worker prints the server's URL, token and all, when a
+                # query starts: with a token the output reaches the log through a filter.
                 self._process = process = launch(
-                    command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                    command, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                    stdout=out if self._token is None else subprocess.PIPE,
                     cwd=self._work, env=environment,
                 )
+            if self._token is not None:
+                self._copier = threading.Thread(
+                    target=_copy_without, args=(process.stdout, log, self._token.encode()),
+                    name="spark-connect-log", daemon=True)
+                self._copier.start()
         started = re.compile(rf"Spark Connect server started at: \S+:{port}\b")
         deadline = time.monotonic() + self._start_timeout_s
         while process.poll() is None:
@@ -245,15 +269,40 @@ class SparkConnectServer(Launcher):
                 return True
             if time.monotonic() > deadline:
                 raise self._error(f"{self._label} did not answer on port {port} within "
-                                  f"{self._start_timeout_s:.0f} s: {self._output(offset, 2000)}")
+                                  f"{self._start_timeout_s:.0f} s: {self._excerpt(offset)}")
             time.sleep(0.1)
+        if self._copier is not None:  # all the output is in the log once its copy ends
+            self._copier.join(GONE_WAIT_S)
         if any(text in self._output(offset) for text in _PORT_TAKEN):
             return False
         raise self._error(f"{self._label} exited with code {process.returncode} while "
-                          f"starting: {self._output(offset, 2000)}")
+                          f"starting: {self._excerpt(offset)}")
+
+    def _spark_home(self) -> Path:
+        """The PySpark installation of :attr:`python`."""
+        if self.python == sys.executable:
+            return Path(spark_home._find_spark_home())
+        found = subprocess.run(
+            [self.python, "-c", "import pyspark, os; print(os.path.dirname(pyspark.__file__))"],
+            capture_output=True, text=True, check=False, env=self._environment(),
+        )
+        if found.returncode != 0:
+            raise self._error(f"{self.python} has no PySpark to run {self._label}: "
+                              f"{found.stderr[-1000:]}")
+        return Path(found.stdout.strip())
+
+    def _java_options(self) -> list[str]:
+        if self.python == sys.executable:
+            return java_options(self._short_lived)
+        # The class archive is this interpreter's PySpark's; another release's jars refuse it.
+        return [*JVM_LOG_OPTIONS, *(SHORT_LIVED_OPTIONS if self._short_lived else ())]
+
+    def _environment(self) -> dict[str, str]:
+        return {key: value for key, value in os.environ.items()
+                if key not in _CLIENT_ENVIRONMENT}
 
     def _command(self, port: int) -> tuple[list[str], dict[str, str]]:
-        home = Path(spark_home._find_spark_home())
+        home = self._spark_home()
         settings = {
             **spark_settings_for_tests(self.cores),
             "spark.master": f"local[{self.cores}]",
@@ -263,16 +312,15 @@ class SparkConnectServer(Launcher):
             # Spark would otherwise move to the next port when this one is taken, away from
             # the port a restarted server's clients know.
             "spark.port.maxRetries": "0",
-            "spark.driver.extraJavaOptions": " ".join(java_options(self._short_lived)),
+            "spark.driver.extraJavaOptions": " ".join(self._java_options()),
             **self.extra_conf,
         }
         command = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS]
         for key, value in settings.items():
             command += ["--conf", f"{key}={value}"]
-        environment = {key: value for key, value in os.environ.items()
-                       if key not in _CLIENT_ENVIRONMENT}
+        environment = self._environment()
         environment.update(SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1",
-                           PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+                           PYSPARK_PYTHON=self.python, PYSPARK_DRIVER_PYTHON=self.python)
         if self._token is not None:
             environment[TOKEN_ENV] = self._token
         return command, environment
@@ -298,6 +346,14 @@ class SparkConnectServer(Launcher):
             output = output.replace(self._token, "<token>")
         return output[-last:] if last is not None else output
 
+    def _excerpt(self, offset: int, last: int = 2000) -> str:
+        """The end of what the server wrote since ``offset``, after the first error line when
+        the end is only a stack trace without it."""
+        output = self._output(offset)
+        tail = output[-last:]
+        cause = next((line for line in output.splitlines() if _ERROR_LINE.search(line)), None)
+        return tail if cause is None or cause in tail else f"{cause}\n...\n{tail}"
+
     def _wait_gone(self, pids: list[int]) -> None:
         deadline = time.monotonic() + GONE_WAIT_S
         while left := [pid for pid in pids if alive(pid)]:
@@ -305,3 +361,11 @@ class SparkConnectServer(Launcher):
                 raise self._error(f"processes {left} of {self._label} still run "
                                   f"{GONE_WAIT_S:.0f} s after it was stopped")
             time.sleep(0.02)
+
+
+def _copy_without(source: IO[bytes], log: Path, secret: bytes) -> None:
+    """Append ``source``'s lines to ``log`` with ``secret`` replaced, until its end."""
+    with source, log.open("ab") as out:
+        for line in iter(source.readline, b""):
+            out.write(line.replace(secret, b"<token>"))
+            out.flush()
