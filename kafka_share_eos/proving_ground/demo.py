@@ -5,14 +5,23 @@ The demo starts the embedded broker, produces orders, and runs a Spark pipeline 
 :class:`IdempotentUpsertSink`. It forces redeliveries the way production gets them: the pipeline
 fails once after writing a batch (Spark replays that batch from the journal on restart, and the
 broker redelivers its records because they were never acknowledged), then verifies the sinks.
+
+With ``--remote sc://...`` the pipeline runs in a Spark Connect session at that URL instead of a
+local Spark: the server runs the source and, in its ``foreachBatch`` worker, the sinks, so its
+Python needs the toolkit, and it must reach the embedded broker and the working directory (a
+server on this machine does). The URL is passed to PySpark as given and never printed: only its
+scheme, host and port are, since its parameters may hold a token.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -48,8 +57,9 @@ class _Pipeline:
     """The foreachBatch target: both sinks and live progress."""
 
     sinks: list[IdempotentUpsertSink]
-    progress: Progress
-    task: TaskID
+    progress: Progress | None
+    """None in a Connect session, where the pipeline runs in the server's worker."""
+    task: TaskID | None
     batches: int = 0
     records: int = 0
     redelivered: int = 0
@@ -77,6 +87,8 @@ class _Pipeline:
         self.batches += 1
         self.records += table.num_rows
         self.redelivered += redelivered
+        if self.progress is None or self.task is None:
+            return
         self.progress.update(
             self.task,
             advance=written,
@@ -121,7 +133,7 @@ def _run_query(
     spark: spark_sql.SparkSession,
     bootstrap: str,
     work: Path,
-    pipeline: CrashOnce,
+    pipeline: _Pipeline,
     per_trigger: int,
 ) -> None:
     import kafka_share_eos
@@ -132,8 +144,12 @@ def _run_query(
         maxRecordsPerTrigger=str(per_trigger),
         availableNowIdleMs=str(_RECORD_LOCK_MS + 2000),
     ))
+    # Fails once after batch 1 reached both sinks: Spark replays the batch on restart and the
+    # broker redelivers its records, never acknowledged. The restart gets the pipeline alone: a
+    # Connect session pickles the function at every start, the crash's spent state included.
+    attempts = iter([CrashOnce(pipeline, 1)])
     console.drain(
-        lambda: stream.writeStream.foreachBatch(pipeline)
+        lambda: stream.writeStream.foreachBatch(next(attempts, pipeline))
         .trigger(availableNow=True)
         .option("checkpointLocation", str(work / "checkpoint"))
         .start()
@@ -182,6 +198,16 @@ def demo(
         Path | None, typer.Option(help="Where journal, checkpoint and tables go (default: temp).")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the generated orders.")] = 7,
+    remote: Annotated[
+        str | None,
+        typer.Option(
+            "--remote",
+            help="Run the pipeline in a Spark Connect session at this URL (sc://host:port, "
+            "with ;token=... and ;use_ssl=true as the server needs) instead of a local Spark. "
+            "The server's Python needs kafka-share-eos, and the server must reach the working "
+            "directory and this machine's embedded broker. The URL is never printed.",
+        ),
+    ] = None,
 ) -> None:
     """Run an order pipeline on embedded defaults, force redeliveries, verify exactly-once."""
     from kafka_share_eos.strategies import IdempotentUpsertSink
@@ -191,12 +217,13 @@ def demo(
     sql_target = sql_url or f"sqlite:///{work / 'orders.db'}"
     delta_path = work / "orders-delta"
     started = time.monotonic()
-    with RunConsole("kafka-share-eos demo", work / "spark.log") as console:
+    with RunConsole("kafka-share-eos demo", work / "spark.log") as console, ExitStack() as stack:
         with EmbeddedBroker([f"{_TOPIC}:4"], record_lock_duration_ms=_RECORD_LOCK_MS) as broker:
             console.stage(f"embedded broker at {broker.bootstrap_servers}; working in {work}")
             expected = _produce(broker.bootstrap_servers, orders, seed)
             console.stage(f"produced {len(expected)} orders to '{_TOPIC}'")
-            spark = console.spark("kafka-share-eos-demo")
+            spark = (console.spark("kafka-share-eos-demo") if remote is None
+                     else stack.enter_context(_connect_session(console, remote)))
             sinks = [
                 IdempotentUpsertSink.sql(sql_target, "orders", create_table=True, name="sql"),
                 IdempotentUpsertSink.delta(delta_path, app_id="orders-demo", name="delta"),
@@ -205,25 +232,48 @@ def demo(
                 task = progress.add_task(
                     "orders", total=len(expected), batches=0, records=0, redelivered=0
                 )
-                pipeline = _Pipeline(sinks, progress, task)
-                # Fails once after batch 1 reached both sinks: Spark replays the batch on
-                # restart and the broker redelivers its records, never acknowledged.
-                _run_query(console, spark, broker.bootstrap_servers, work,
-                           CrashOnce(pipeline, 1), per_trigger)
-        ok = _summary(console, _verify(sql_target, delta_path, expected), pipeline,
-                      len(expected), time.monotonic() - started)
+                local = remote is None
+                pipeline = _Pipeline(sinks, progress if local else None, task if local else None)
+                _run_query(console, spark, broker.bootstrap_servers, work, pipeline, per_trigger)
+        stack.close()
+        ok = _summary(console, _verify(sql_target, delta_path, expected),
+                      pipeline if remote is None else None, len(expected),
+                      time.monotonic() - started)
     if not ok:
         raise typer.Exit(1)
+
+
+@contextmanager
+def _connect_session(console: RunConsole, remote: str) -> Iterator[spark_sql.SparkSession]:
+    """A Spark Connect session at ``remote``, stopped when the block ends."""
+    with console.waiting("connecting to Spark Connect"):
+        spark = spark_sql.SparkSession.builder.remote(remote).create()
+    console.stage(f"Spark Connect session at {shown_url(remote)} (Spark {spark.version})")
+    try:
+        yield spark
+    finally:
+        for query in spark.streams.active:
+            query.stop()
+        spark.stop()
+
+
+def shown_url(remote: str) -> str:
+    """What of a Spark Connect URL may be printed: scheme, host and port, without its
+    parameters (``;token=...``) and anything else after them."""
+    found = re.match(r"[a-z]+://[^/;?#@]*", remote)
+    return found.group(0) if found else "the given URL"
 
 
 def _summary(
     console: RunConsole,
     results: list[tuple[str, int, int]],
-    pipeline: _Pipeline,
+    pipeline: _Pipeline | None,
     produced: int,
     seconds: float,
 ) -> bool:
-    """Print the verification table; whether every sink holds every order exactly once."""
+    """Print the verification table; whether every sink holds every order exactly once.
+    Without ``pipeline`` (a Connect session: it ran in the server's worker) the counts of what
+    it saw stay blank."""
     summary = Table(title=f"kafka-share-eos demo ({seconds:.0f} s)")
     for column in ("sink", "orders", "rows", "records seen", "redelivered", "absorbed",
                    "exactly once"):
@@ -236,9 +286,8 @@ def _summary(
             name,
             str(produced),
             str(rows),
-            str(pipeline.records),
-            str(pipeline.redelivered),
-            str(pipeline.absorbed.get(name, 0)),
+            *((str(pipeline.records), str(pipeline.redelivered),
+               str(pipeline.absorbed.get(name, 0))) if pipeline is not None else ("",) * 3),
             "[green]verified[/]" if exact else f"[red]NO: {wrong} orders wrong[/]",
         )
     console.console.print(summary)

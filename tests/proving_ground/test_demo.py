@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from helpers.delta import read_delta
-from helpers.quiet import quiet_run_log
+from helpers.quiet import LINE_BUDGET, quiet_run_log
 from helpers.scripts import run_python
+
+from kafka_share_eos.proving_ground.launchers.pyspark_client import client_environment
+from kafka_share_eos.proving_ground.launchers.spark_connect import SparkConnectServer
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -68,3 +71,32 @@ def test_a_failing_demo_prints_its_cause_and_where_the_log_is(tmp_path: Path) ->
     assert str(tmp_path / "demo" / "spark.log") in result.stderr
     log = quiet_run_log(result.stdout + result.stderr)
     assert "Traceback" in log and "Connection refused" in log  # the whole error is kept there
+
+
+@pytest.mark.connect
+def test_demo_runs_its_pipeline_in_a_connect_session_and_never_prints_its_token(
+    spark_connect_server: SparkConnectServer, tmp_path: Path
+) -> None:
+    work = tmp_path / "demo"
+    # A server without a token takes a client's; the client sends it to localhost only.
+    token = "demo-secret-51c0e2"
+    url = f"sc://localhost:{spark_connect_server.port}/;token={token}"
+    result = run_python(
+        "-m", "kafka_share_eos.cli.main", "demo", "--orders", "300", "--per-trigger", "100",
+        "--workdir", str(work), "--remote", url, env=client_environment(),
+    )
+    output = result.stdout + result.stderr
+    assert result.stdout.count("verified") == 2
+    assert f"Spark Connect session at sc://localhost:{spark_connect_server.port} " in output
+    assert "simulated crash in batch 1 after the sink: restarting" in result.stdout
+    # The Connect server keeps Spark's logs; the terminal stays as quiet as with a local Spark.
+    assert len(output.splitlines()) < LINE_BUDGET and "Traceback" not in output, output
+    assert token not in output
+    assert not [path for path in work.rglob("*")
+                if path.is_file() and token.encode() in path.read_bytes()]
+
+    with sqlite3.connect(work / "orders.db") as db:
+        rows = db.execute("SELECT order_id, COUNT(*) FROM orders GROUP BY order_id").fetchall()
+    assert sorted(rows) == [(order_id, 1) for order_id in range(300)]
+    delta = read_delta(str(work / "orders-delta"), "SELECT order_id FROM t")
+    assert sorted(delta.column("order_id").to_pylist()) == list(range(300))
