@@ -100,3 +100,12 @@ def test_demo_runs_its_pipeline_in_a_connect_session_and_never_prints_its_token(
     assert sorted(rows) == [(order_id, 1) for order_id in range(300)]
     delta = read_delta(str(work / "orders-delta"), "SELECT order_id FROM t")
     assert sorted(delta.column("order_id").to_pylist()) == list(range(300))
+
+
+def test_the_demo_shows_a_connect_url_without_its_parameters() -> None:
+    from kafka_share_eos.proving_ground.demo import shown_url
+
+    assert shown_url("sc://spark.internal:443/;use_ssl=true;token=abc;user_id=me") == (
+        "sc://spark.internal:443")
+    assert shown_url("sc://localhost:15002;token=abc") == "sc://localhost:15002"
+    assert shown_url("local[2]") == "the given URL"
