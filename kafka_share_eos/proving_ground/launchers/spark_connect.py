@@ -53,6 +53,7 @@ from kafka_share_eos.proving_ground.launchers.processes import (
 )
 from kafka_share_eos.proving_ground.launchers.spark import spark_settings_for_tests
 from kafka_share_eos.proving_ground.launchers.spark_cluster import stopped_tree
+from kafka_share_eos.proving_ground.launchers.worker_spark_home import linked_spark_home
 from kafka_share_eos.proving_ground.signals import deferred_signals
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -315,6 +316,8 @@ class SparkConnectServer(Launcher):
             "spark.driver.extraJavaOptions": " ".join(self._java_options()),
             **self.extra_conf,
         }
+        assert self._work is not None  # made by _launch
+        home = linked_spark_home(home, self._work / "spark-home")
         command = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS]
         for key, value in settings.items():
             command += ["--conf", f"{key}={value}"]

@@ -50,6 +50,27 @@ def test_a_session_answers(connect_spark: Any) -> None:
     assert connect_spark.range(10).selectExpr("sum(id) AS total").collect()[0].total == 45
 
 
+def test_the_servers_python_workers_import_the_installed_pyspark_not_sparks_zip(
+    connect_spark: Any, tmp_path: Path
+) -> None:
+    """A zip's modules are compiled anew in every worker: too slow for the 10 s Spark gives a
+    query's foreachBatch worker to connect back on a loaded machine."""
+    import pyspark
+
+    seen = tmp_path / "pyspark-file"
+
+    def note(batch_df: Any, batch_id: int) -> None:
+        import pyspark as worker_pyspark
+
+        seen.write_text(worker_pyspark.__file__ or "")
+
+    query = (connect_spark.readStream.format("rate").load().writeStream.foreachBatch(note)
+             .option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    assert seen.read_text() == pyspark.__file__
+
+
 def test_a_killed_server_leaves_no_process_and_serves_its_url_again_with_its_data(
     tmp_path: Path,
 ) -> None:
