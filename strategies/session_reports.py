@@ -23,6 +23,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.strategies.report import BatchReport, ReportTotals
 
 if TYPE_CHECKING:
@@ -65,14 +66,15 @@ class SessionReportsValue:
         """The value written by :meth:`to_json`.
 
         Raises:
-            ValueError: ``text`` is not such a value.
+            ConfigurationError: ``text`` is not such a value.
         """
         try:
             parsed = json.loads(text)
             totals = ReportTotals(**parsed["totals"])
             seconds = deque((float(s) for s in parsed["seconds"]), maxlen=RECENT)
         except (TypeError, KeyError, json.JSONDecodeError) as error:
-            raise ValueError(f"not a strategy's session reports: {text[:80]!r}") from error
+            raise ConfigurationError(
+                f"not a strategy's session reports: {text[:80]!r}") from error
         return cls(totals, seconds)
 
 

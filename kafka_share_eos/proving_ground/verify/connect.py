@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_share_eos import faults
+from kafka_share_eos.proving_ground.errors import SparkConnectServerError
 from kafka_share_eos.proving_ground.verify.pipeline import STARTING_ENV, WORKER_ENV
 from kafka_share_eos.proving_ground.verify.points import (
     CONNECT_CLIENT_KILL,
@@ -154,8 +155,9 @@ class ConnectCrashes:
         deadline = time.monotonic() + timeout
         while self.server.foreach_batch_workers():
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the orphaned query still ran {timeout:.0f} s after its "
-                                   "client was killed and its batch let go")
+                raise SparkConnectServerError(
+                    f"the orphaned query still ran {timeout:.0f} s after its client was killed "
+                    "and its batch let go")
             time.sleep(_POLL_S)
 
 

@@ -39,6 +39,8 @@ class OtherPythonServer(SparkConnectServer):
 
     def _command(self, port: int) -> tuple[list[str], dict[str, str]]:
         command, environment = super()._command(port)
-        environment.update(PYSPARK_PYTHON=self.workers_python,
+        # The installation's own home, zip included: the workers' Python has no PySpark of
+        # its own to import instead.
+        environment.update(SPARK_HOME=str(self._spark_home()), PYSPARK_PYTHON=self.workers_python,
                            PYSPARK_DRIVER_PYTHON=self.workers_python)
         return command, environment
