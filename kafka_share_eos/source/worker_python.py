@@ -15,6 +15,7 @@ without the toolkit can still run it and say so.
 from __future__ import annotations
 
 import json
+import sys
 from typing import TYPE_CHECKING
 
 from kafka_share_eos._libs import spark_functions
@@ -30,7 +31,6 @@ def _probe() -> str:
     """Run on a Python worker: its interpreter, version, and the toolkit's import."""
     import importlib
     import platform
-    import sys
 
     try:
         importlib.import_module("kafka_share_eos")
@@ -42,8 +42,6 @@ def _probe() -> str:
 
 
 def _pickled_by_value() -> None:
-    import sys
-
     from pyspark import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
@@ -63,8 +61,6 @@ def require_toolkit_on_workers(spark: SparkSession) -> None:
     found = json.loads(row[PROBE_COLUMN])
     if found["missing"] is None:
         return
-    import sys
-
     raise ConfigurationError(
         f"Spark's Python workers run {found['executable']} (Python {found['version']}), which "
         f"cannot import kafka_share_eos ({found['missing']}): point PYSPARK_PYTHON or "
