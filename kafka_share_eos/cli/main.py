@@ -10,6 +10,7 @@ from kafka_share_eos.cli.bench import bench
 from kafka_share_eos.cli.broker import broker
 from kafka_share_eos.cli.dedup import dedup
 from kafka_share_eos.cli.doctor import doctor
+from kafka_share_eos.cli.kafka_tool import kafka_tool
 from kafka_share_eos.cli.status import status
 from kafka_share_eos.cli.twophase import twophase
 from kafka_share_eos.cli.verify import verify
@@ -26,6 +27,12 @@ app.command(name="bench")(bench)
 app.command(name="broker")(broker)
 app.command(name="demo")(demo)
 app.command(name="doctor")(doctor)
+app.command(
+    name="kafka-tool",
+    # Everything after the tool's name is the tool's, its --help included.
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+                      "allow_interspersed_args": False},
+)(kafka_tool)
 app.command(name="status")(status)
 app.command(name="verify")(verify)
 app.add_typer(dedup, name="dedup")

@@ -118,17 +118,48 @@ def _fetch(version: str, target: Path) -> None:
         raise KafkaLauncherError(f"fetching Apache Kafka {version}: Maven copied no broker jar")
 
 
+KAFKA_TOOLS = {
+    "share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+    "configs": "org.apache.kafka.tools.ConfigCommand",
+    "features": "org.apache.kafka.tools.FeatureCommand",
+    "topics": "org.apache.kafka.tools.TopicCommand",
+    "console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+    "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "groups": "org.apache.kafka.tools.GroupsCommand",
+}
+"""Kafka's command-line tools by the name of their script less ``kafka-`` and ``.sh``
+(``kafka-share-groups.sh`` is ``share-groups``), each the class its script runs."""
+
+
+def tool_command(name: str, *arguments: str, version: str | None = None) -> list[str]:
+    """The command line that runs Kafka's tool ``name`` (a key of :data:`KAFKA_TOOLS`) of
+    ``version`` with ``arguments``, as its ``bin/kafka-<name>.sh`` script would, from the jars
+    the launcher fetched (fetching them if missing).
+
+    Raises:
+        KafkaLauncherError: an unknown tool (the message lists the known ones), no Java 17, or
+            the jars could not be fetched.
+    """
+    if name not in KAFKA_TOOLS:
+        raise KafkaLauncherError(
+            f"Kafka has no tool {name!r} here; the tools are: {', '.join(KAFKA_TOOLS)}"
+        )
+    return [str(java_binary()), "-cp", f"{kafka_jars(version)}/*", KAFKA_TOOLS[name],
+            *arguments]
+
+
 def feature_command(version: str, bootstrap_servers: str, *arguments: str) -> str:
-    """Run Kafka's ``kafka-features.sh`` (``org.apache.kafka.tools.FeatureCommand``) of
-    ``version`` against the cluster at ``bootstrap_servers``; return what it printed.
+    """Run Kafka's ``kafka-features.sh`` of ``version`` against the cluster at
+    ``bootstrap_servers``; return what it printed.
 
     Raises:
         KafkaLauncherError: the command failed (the message has its last lines).
     """
     done = subprocess.run(
-        [str(java_binary()), "-cp", f"{kafka_jars(version)}/*",
-         "org.apache.kafka.tools.FeatureCommand", "--bootstrap-server", bootstrap_servers,
-         *arguments],
+        tool_command("features", "--bootstrap-server", bootstrap_servers, *arguments,
+                     version=version),
         capture_output=True, text=True, check=False,
     )
     if done.returncode != 0:
