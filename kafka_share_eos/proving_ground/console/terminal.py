@@ -159,7 +159,10 @@ class RunConsole:
         )):
             spark = self._spark = local_spark_session(app_name)
         spark.sparkContext.setLogLevel("WARN")  # in the log file: warnings help there
-        self.stage(f"Spark {spark.version} started in {time.monotonic() - started:.0f} s")
+        made = first and archive is not None and archive.exists()
+        self.stage(f"Spark {spark.version} started in {time.monotonic() - started:.0f} s" + (
+            ", making its class archive once for this installation: later starts skip that"
+            if made else ""))
         return spark
 
     @contextlib.contextmanager
