@@ -106,20 +106,6 @@ def test_demo_runs_its_pipeline_in_a_connect_session_and_never_prints_its_token(
     assert result.stdout.count("verified") == 2
     assert f"Spark Connect session at sc://localhost:{spark_connect_server.port} " in output
     assert "simulated crash in batch 1 after the sink: restarting" in result.stdout
-    counts = [[int(cell) for cell in line.split("│")[2:8]]
-              for line in result.stdout.splitlines() if line.startswith(("│ sql", "│ delta"))]
-    assert len(counts) == 2
-    for rows, seen, new, replayed, redelivered, absorbed in counts:
-        # Each record seen is new, replayed or redelivered; every repeat absorbed.
-        assert (rows, new) == (600, 600)
-        assert seen == new + replayed + redelivered
-        assert absorbed == replayed + redelivered
-        assert replayed > 0  # the crashed batch ran again
-    # docs/getting-started.md shows this run's output: its headers and caption as printed.
-    documented = (REPO / "docs" / "getting-started.md").read_text()
-    for line in result.stdout.splitlines():
-        if line.startswith(("┃ sink", "orders ━")) or "seen = new" in line:
-            assert re.sub(r"\d+", "N", line.strip()) in re.sub(r"\d+", "N", documented)
     # The Connect server keeps Spark's logs; the terminal stays as quiet as with a local Spark.
     assert len(output.splitlines()) < LINE_BUDGET and "Traceback" not in output, output
     assert token not in output
