@@ -15,6 +15,9 @@ from rich.spinner import Spinner
 from rich.table import Table
 
 from kafka_share_eos._extras import CHARTS
+from kafka_share_eos.cli import preflight
+from kafka_share_eos.cli.errors import given
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.bench.agreement import agreements, saved_ratios, summary
 from kafka_share_eos.proving_ground.bench.chart import chart_svg
 from kafka_share_eos.proving_ground.bench.ratios import Ratio
@@ -146,16 +149,20 @@ def _report(
 
 def _saved_run(path: Path) -> list[Ratio]:
     """The rows of the run saved at ``path``; a bad ``--against`` before any benchmark runs."""
-    try:
-        return saved_ratios(path)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise typer.BadParameter(
-            f"{path} is not a run saved by `bench --save` ({exc})", param_hint="--against"
-        ) from exc
+    with given("--against", str(path)):
+        try:
+            return saved_ratios(path)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigurationError(
+                f"not a run saved by `bench --save` ({type(exc).__name__}: {exc})"
+            ) from exc
 
 
-def _checked(only: list[str] | None, against: Path | None, save: Path | None) -> list[Ratio] | None:
+def _checked(
+    only: list[str] | None, against: Path | None, save: Path | None, postgres_url: str | None
+) -> list[Ratio] | None:
     """Check the options before any benchmark runs; the rows of the ``--against`` run."""
+    preflight.database("--postgres-url", postgres_url)
     unknown = unknown_benchmarks(only or ())
     if unknown:
         raise typer.BadParameter(unknown, param_hint="--only")
@@ -166,19 +173,16 @@ def _checked(only: list[str] | None, against: Path | None, save: Path | None) ->
 
 
 def bench(
-    quick: Annotated[
-        bool,
-        typer.Option(
-            "--quick",
-            help="Smaller sizes and one round each (a few minutes): indicative ratios.",
-        ),
-    ] = False,
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="Smaller sizes and one round each (a few minutes): indicative ratios.",
+    )] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the results as JSON instead of a table.")
     ] = False,
     postgres_url: Annotated[
         str | None,
         typer.Option(
+            metavar="URL",
             help="SQLAlchemy URL of a superuser on an existing PostgreSQL server; each benchmark "
             "creates and drops its own database there (default: a throwaway local server)."
         ),
@@ -186,19 +190,20 @@ def bench(
     save: Annotated[
         Path | None,
         typer.Option(
-            help="Also write the results to SAVE.json, the table to SAVE.md and a chart of "
-            "every ratio against its target to SAVE.svg (e.g. docs/results/benchmarks)."
+            metavar="PATH",
+            help="Also write the results to PATH.json, the table to PATH.md and a chart of "
+            "every ratio against its target to PATH.svg (e.g. docs/results/benchmarks)."
         ),
     ] = None,
     only: Annotated[
         list[str] | None,
-        typer.Option(
-            help=f"Run only this benchmark; repeatable: {', '.join(BENCHMARKS)}.",
-        ),
+        typer.Option(metavar="NAME",
+                     help=f"Run only this benchmark; repeatable: {', '.join(BENCHMARKS)}."),
     ] = None,
     against: Annotated[
         Path | None,
         typer.Option(
+            metavar="PATH",
             help="A run saved with --save (its .json, e.g. docs/results/benchmarks.json): "
             "after the table, say how far each row both runs have lands from that run's, and "
             "which are more than 20 % apart.",
@@ -214,7 +219,7 @@ def bench(
     in one line and exits with 130 or 143. Spark's, the JVMs' and the clients' logs go to a
     file, named on the last line.
     """
-    reference = _checked(only, against, save)
+    reference = _checked(only, against, save, postgres_url)
     log = Path(tempfile.mkdtemp(prefix="kafka-share-eos-bench-")) / "bench.log"
     # The terminal, kept before descriptor 2 goes to the log for the run.
     with os.fdopen(os.dup(2), "w", buffering=1) as terminal:

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from kafka_share_eos.cli import preflight
 from kafka_share_eos.proving_ground.broker import EmbeddedBroker, TopicSpec
 from kafka_share_eos.sharegroup.group_config import (
     AUTO_OFFSET_RESET,
@@ -36,47 +37,51 @@ def broker(
     ] = [],  # noqa: B006 - typer reads the default, it is never mutated
     lock_ms: Annotated[
         int | None,
-        typer.Option(min=1, max=KAFKA_INT_MAX, help="Record lock duration in milliseconds.")
+        typer.Option(min=1, max=KAFKA_INT_MAX, metavar="MS",
+                     help="Record lock duration in milliseconds."),
     ] = None,
     max_deliveries: Annotated[
         int | None,
-        typer.Option(min=1, max=KAFKA_INT_MAX, help="Deliveries before a record is archived.")
+        typer.Option(min=1, max=KAFKA_INT_MAX, metavar="N",
+                     help="Deliveries before a record is archived."),
     ] = None,
     session_timeout_ms: Annotated[
         int | None,
-        typer.Option(min=1, max=KAFKA_INT_MAX, help="Share-group session timeout in milliseconds.")
+        typer.Option(min=1, max=KAFKA_INT_MAX, metavar="MS",
+                     help="Share-group session timeout in milliseconds."),
     ] = None,
     heartbeat_ms: Annotated[
         int | None,
-        typer.Option(min=1, max=KAFKA_INT_MAX, help="Share-group heartbeat interval in ms."),
+        typer.Option(min=1, max=KAFKA_INT_MAX, metavar="MS",
+                     help="Share-group heartbeat interval in milliseconds."),
     ] = None,
     offset_reset: Annotated[
         str | None,
-        typer.Option(help="Where new share groups start: earliest or latest. The embedded "
+        typer.Option(metavar="earliest|latest", help="Where new share groups start. The embedded "
                      "broker: every group, earliest when not given. With --kafka: the groups "
                      "named with --group, earliest when not given; Kafka has no broker-wide "
                      "setting, so any other group starts at 'latest'."),
     ] = None,
-    addr_file: Annotated[
-        Path | None, typer.Option(help="Also write the bootstrap address to this file.")
-    ] = None,
+    addr_file: Annotated[Path | None, typer.Option(
+        metavar="PATH", help="Also write the bootstrap address to this file.")] = None,
     kafka: Annotated[
         bool, typer.Option("--kafka", help="Run Apache Kafka (fetched once with Maven) instead "
                            "of the embedded broker.")
     ] = False,
     brokers: Annotated[
-        int, typer.Option(min=1, help="With --kafka: KRaft nodes, each a broker and controller.")
+        int, typer.Option(min=1, metavar="N",
+                          help="With --kafka: KRaft nodes, each a broker and controller.")
     ] = 1,
     group: Annotated[
         list[str],
-        typer.Option("--group", "-g", help="With --kafka: share group to configure (where it "
-                     "starts, read_committed); repeatable. Kafka's groups start at 'latest' "
-                     "unless configured."),
+        typer.Option("--group", "-g", metavar="NAME", help="With --kafka: share group to "
+                     "configure (where it starts, read_committed); repeatable. Kafka's groups "
+                     "start at 'latest' unless configured."),
     ] = [],  # noqa: B006 - typer reads the default, it is never mutated
 ) -> None:
     """Run a share-group broker until SIGINT or SIGTERM; its bootstrap servers are the first
     line printed."""
-    _refuse_options_that_cannot_apply(offset_reset, kafka, brokers, group)
+    _refuse_options_that_cannot_apply(offset_reset, kafka, brokers, group, addr_file)
     console = Console(stderr=True)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -101,8 +106,9 @@ def broker(
 
 
 def _refuse_options_that_cannot_apply(
-    offset_reset: str | None, kafka: bool, brokers: int, group: list[str]
+    offset_reset: str | None, kafka: bool, brokers: int, group: list[str], addr_file: Path | None
 ) -> None:
+    preflight.new_file("--addr-file", addr_file)
     if offset_reset not in (None, "earliest", "latest"):
         raise typer.BadParameter("must be 'earliest' or 'latest'", param_hint="--offset-reset")
     if kafka and offset_reset is not None and not group:

@@ -9,6 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kafka_share_eos.cli.errors import given
+from kafka_share_eos.cli.group import Commands
 from kafka_share_eos.cli.options import StorageOpt, storage_options
 from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION, compact
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger
@@ -18,21 +20,23 @@ from kafka_share_eos.ledger.stats import ledger_stats
 
 dedup = typer.Typer(
     name="dedup",
+    cls=Commands,
     help="Inspect, prune and compact a checkpoint-dedup identity ledger (a Delta table).",
     no_args_is_help=True,
 )
 
-LedgerArg = Annotated[str, typer.Argument(help="Ledger table: a path or an object-store URI.")]
-AppIdOpt = Annotated[str, typer.Option(help="Application id the ledger records batches under.")]
+LedgerArg = Annotated[
+    str, typer.Argument(metavar="LEDGER", help="Ledger table: a path or an object-store URI.")
+]
+AppIdOpt = Annotated[
+    str, typer.Option(metavar="ID", help="Application id the ledger records batches under.")
+]
 
 
 def _open(uri: str, storage_option: list[str], app_id: str) -> IdentityLedger:
-    try:
-        return IdentityLedger.existing(
-            uri, app_id=app_id, storage_options=storage_options(storage_option)
-        )
-    except (FileNotFoundError, ValueError) as exc:
-        raise typer.BadParameter(str(exc), param_hint="LEDGER") from exc
+    options = storage_options(storage_option)
+    with given("LEDGER", uri):
+        return IdentityLedger.existing(uri, app_id=app_id, storage_options=options)
 
 
 @dedup.command("prune")
@@ -40,14 +44,16 @@ def prune_command(
     ledger: LedgerArg,
     offset_window: Annotated[
         int | None,
-        typer.Option(min=0, help="Keep identities within this many offsets of their "
+        typer.Option(min=0, metavar="N", help="Keep identities within N offsets of their "
                      "partition's highest applied offset (record identity only)."),
     ] = RetentionPolicy.offset_window,
-    no_offset_window: Annotated[
-        bool, typer.Option(help="Prune on age alone (business-key ledgers).")
+    age_only: Annotated[
+        bool, typer.Option("--age-only", help="Prune on age alone, with no offset window "
+                           "(business-key ledgers).")
     ] = False,
     min_age_seconds: Annotated[
-        float | None, typer.Option(min=0, help="Keep identities applied more recently than this.")
+        float | None, typer.Option(min=0, metavar="SECONDS",
+                                   help="Keep identities applied more recently than this.")
     ] = None,
     storage_option: StorageOpt = [],  # noqa: B006 - typer reads the default, never mutated
     app_id: AppIdOpt = DEFAULT_APP_ID,
@@ -56,7 +62,7 @@ def prune_command(
     default_age = RetentionPolicy.min_age
     try:
         policy = RetentionPolicy(
-            offset_window=None if no_offset_window else offset_window,
+            offset_window=None if age_only else offset_window,
             min_age=dt.timedelta(seconds=min_age_seconds) if min_age_seconds is not None
             else default_age,
         )
@@ -72,20 +78,22 @@ def prune_command(
 def compact_command(
     ledger: LedgerArg,
     target_size: Annotated[
-        int | None, typer.Option(min=1, help="Target file size in bytes (delta-rs default).")
+        int | None,
+        typer.Option(min=1, metavar="BYTES", help="Target file size (delta-rs default)."),
     ] = None,
     vacuum_retention_hours: Annotated[
-        float, typer.Option(min=0, help="Keep replaced files this long before deleting them.")
+        float,
+        typer.Option(min=0, metavar="HOURS",
+                     help="Keep replaced files this long before deleting them."),
     ] = DEFAULT_VACUUM_RETENTION.total_seconds() / 3600,
     storage_option: StorageOpt = [],  # noqa: B006 - typer reads the default, never mutated
     app_id: AppIdOpt = DEFAULT_APP_ID,
 ) -> None:
     """Rewrite small ledger files into large ones, then vacuum replaced files."""
-    result = compact(
-        _open(ledger, storage_option, app_id),
-        target_size=target_size,
-        vacuum_retention=dt.timedelta(hours=vacuum_retention_hours),
-    )
+    opened = _open(ledger, storage_option, app_id)
+    with given("LEDGER", ledger):
+        result = compact(opened, target_size=target_size,
+                         vacuum_retention=dt.timedelta(hours=vacuum_retention_hours))
     print(f"compacted {result.files_removed} files into {result.files_added}; "
           f"vacuumed {result.files_vacuumed} files")
 
@@ -97,7 +105,9 @@ def stats_command(
     app_id: AppIdOpt = DEFAULT_APP_ID,
 ) -> None:
     """Show rows, files, last recorded batch and per-partition offset coverage."""
-    stats = ledger_stats(_open(ledger, storage_option, app_id))
+    opened = _open(ledger, storage_option, app_id)
+    with given("LEDGER", ledger):
+        stats = ledger_stats(opened)
     print(f"ledger {stats.uri}: version {stats.version}, last batch {stats.last_batch}, "
           f"{stats.rows} identities in {stats.files} files ({stats.size_bytes} bytes)")
     if stats.partitions:

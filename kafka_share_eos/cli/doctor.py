@@ -7,15 +7,17 @@ from typing import Annotated
 
 import typer
 
+from kafka_share_eos.cli.errors import given
 from kafka_share_eos.cli.options import StorageOpt, storage_options
+from kafka_share_eos.errors import LocationNotFoundError
 from kafka_share_eos.spark_checkpoint import diagnose, repair
 
 
 def doctor(
     checkpoint: Annotated[
         str,
-        typer.Option("--checkpoint", help="The query's checkpointLocation (path, object "
-                     "store or pyarrow.fs URI)."),
+        typer.Option("--checkpoint", metavar="PATH", help="The query's checkpointLocation (a "
+                     "path, an object store or a pyarrow.fs URI)."),
     ],
     fix: Annotated[
         bool,
@@ -27,12 +29,12 @@ def doctor(
 ) -> None:
     """Check that Spark can restart a query from its checkpoint; explain and, with --fix,
     repair what a kill during its first batch left. Exits 1 when a problem remains."""
-    try:
-        options = storage_options(storage_option)
-        report = repair(checkpoint, options) if fix else diagnose(checkpoint, options)
-    except FileNotFoundError as exc:
-        raise typer.BadParameter(f"no checkpoint at {checkpoint!r}",
-                                 param_hint="--checkpoint") from exc
+    options = storage_options(storage_option)
+    with given("--checkpoint", checkpoint):
+        try:
+            report = repair(checkpoint, options) if fix else diagnose(checkpoint, options)
+        except FileNotFoundError as exc:
+            raise LocationNotFoundError(f"no checkpoint at {checkpoint!r}") from exc
     if as_json:
         print(json.dumps(report.to_dict()))
     else:

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from kafka_share_eos.cli.bench import bench
 from kafka_share_eos.cli.broker import broker
 from kafka_share_eos.cli.dedup import dedup
 from kafka_share_eos.cli.doctor import doctor
+from kafka_share_eos.cli.group import Commands
 from kafka_share_eos.cli.kafka_tool import kafka_tool
 from kafka_share_eos.cli.status import status
 from kafka_share_eos.cli.twophase import twophase
 from kafka_share_eos.cli.verify import verify
-from kafka_share_eos.errors import KafkaShareEosError
 from kafka_share_eos.proving_ground.demo import demo
 
 app = typer.Typer(
@@ -22,6 +20,10 @@ app = typer.Typer(
     help="Exactly-once effects for PySpark pipelines on Kafka share groups.",
     no_args_is_help=True,
     add_completion=False,
+    cls=Commands,
+    # A failure on the user's side is one or two lines (Commands), any other a defect whose
+    # plain traceback is what its report needs.
+    pretty_exceptions_enable=False,
 )
 app.command(name="bench")(bench)
 app.command(name="broker")(broker)
@@ -45,13 +47,9 @@ def main() -> None:
 
 
 def run() -> None:
-    """The console script: the toolkit's own errors end the command with their message, not a
-    traceback (a missing extra names the ``pip install`` line to run)."""
-    try:
-        app()
-    except KafkaShareEosError as error:
-        print(f"kafka-share-eos: {error}", file=sys.stderr)
-        sys.exit(1)
+    """The console script: a failure on the user's side ends it in one or two lines with the
+    exit code of its kind (:mod:`kafka_share_eos.cli.errors`), never a traceback."""
+    app()
 
 
 if __name__ == "__main__":

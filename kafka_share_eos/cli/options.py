@@ -8,8 +8,9 @@ import typer
 
 StorageOpt = Annotated[
     list[str],
-    typer.Option("--storage-option", "-o", help="object store setting KEY=VALUE (as delta-rs "
-                 "and the source's storage.* options take them); repeatable."),
+    typer.Option("--storage-option", "-o", metavar="KEY=VALUE",
+                 help="An object store setting, as delta-rs and the source's storage.* "
+                 "options take them; repeatable."),
 ]
 
 

@@ -10,10 +10,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kafka_share_eos.cli.errors import given
 from kafka_share_eos.cli.options import StorageOpt, storage_options
 from kafka_share_eos.deadletter import count_dead_letters
 from kafka_share_eos.deadletter.sql import DEFAULT_TABLE
-from kafka_share_eos.errors import LocationNotFoundError
 from kafka_share_eos.journal import JournalStatus
 from kafka_share_eos.pipeline_status import journal_status
 
@@ -62,33 +62,30 @@ def render(status: JournalStatus, console: Console) -> None:
 def status(
     journal: Annotated[
         str,
-        typer.Option("--journal", help="The stream's journalPath (path, object store or "
-                     "pyarrow.fs URI)."),
+        typer.Option("--journal", metavar="PATH", help="The stream's journalPath (a path, an "
+                     "object store or a pyarrow.fs URI)."),
     ],
     dead_letters: Annotated[
         str | None,
-        typer.Option("--dead-letters", help="Count the records in this dead-letter sink "
-                     "(a Postgres/SQLite URL, kafka://host:port/topic, or a Delta table); "
-                     "read only: nothing is created."),
+        typer.Option("--dead-letters", metavar="URL", help="Count the records in this "
+                     "dead-letter sink (a Postgres/SQLite URL, kafka://host:port/topic, or a "
+                     "Delta table); read only: nothing is created."),
     ] = None,
     dead_letter_table: Annotated[
         str | None,
-        typer.Option("--dead-letter-table", help="The dead-letter table in the SQL database "
-                     f"of --dead-letters (default {DEFAULT_TABLE})."),
+        typer.Option("--dead-letter-table", metavar="TABLE", help="The dead-letter table in "
+                     f"the SQL database of --dead-letters (default {DEFAULT_TABLE})."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     storage_option: StorageOpt = [],  # noqa: B006 - typer reads the default, never mutated
 ) -> None:
     """Show batches journaled, acknowledged and pending, batch-metric totals and dead letters."""
-    try:
-        result = journal_status(journal, storage_options=storage_options(storage_option))
-    except LocationNotFoundError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--journal") from exc
+    options = storage_options(storage_option)
+    with given("--journal", journal):
+        result = journal_status(journal, storage_options=options)
     if dead_letters is not None:
-        try:
+        with given("--dead-letters", dead_letters):
             counted = count_dead_letters(dead_letters, dead_letter_table)
-        except (LocationNotFoundError, ValueError) as exc:  # ValueError: a URI none takes
-            raise typer.BadParameter(str(exc), param_hint="--dead-letters") from exc
         result = dataclasses.replace(result, dead_letters=counted)
     if as_json:
         print(json.dumps(result.to_dict()))

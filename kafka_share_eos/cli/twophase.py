@@ -14,9 +14,12 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from pyarrow.fs import FileSelector, FileType
 
+from kafka_share_eos.cli.errors import given
+from kafka_share_eos.cli.group import Commands
 from kafka_share_eos.cli.options import StorageOpt, storage_options
-from kafka_share_eos.errors import LocationNotFoundError
+from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
 from kafka_share_eos.storage import open_existing
 from kafka_share_eos.twophase import (
     DecisionLog,
@@ -29,72 +32,92 @@ from kafka_share_eos.twophase import (
 
 twophase = typer.Typer(
     name="twophase",
+    cls=Commands,
     help="Resolve two-phase-commit transactions an application left prepared.",
     no_args_is_help=True,
 )
 
 
-def _decision_log(location: str, table: str) -> DecisionLog:
+def _decision_log(location: str, table: str, options: dict[str, str] | None) -> DecisionLog:
     if location.startswith("postgresql"):
         from kafka_share_eos.twophase.postgres_log import PostgresDecisionLog
 
         return PostgresDecisionLog(location, table)
-    try:
-        open_existing(location)
-    except LocationNotFoundError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--decision-log") from exc
-    log = FileDecisionLog(location)
+    fs, root = open_existing(location, options)
+    entries = [info.base_name for info in fs.get_file_info(FileSelector(root))]
+    if entries and not any(name.endswith(".json") for name in entries):
+        shown = ", ".join(sorted(entries)[:3]) + (", ..." if len(entries) > 3 else "")
+        raise LocationNotFoundError(
+            f"no decision log at {location!r}: it holds {shown}, and a FileDecisionLog holds "
+            "one <txid>.json file per decision"
+        )
+    log = FileDecisionLog(location, options)
     if not log.first_writer_wins:
-        raise typer.BadParameter(
+        raise ConfigurationError(
             f"{location!r} cannot refuse a second decision atomically, so resolving the "
             "application's transactions could race with the application itself; restart the "
             "application instead (it resolves them on start), or use a local path or a "
-            "PostgresDecisionLog for applications that share targets",
-            param_hint="--decision-log",
+            "PostgresDecisionLog for applications that share targets"
         )
     return log
+
+
+def _delta_participants(
+    uri: str, prefix: str, options: dict[str, str] | None
+) -> list[Participant]:
+    from kafka_share_eos.twophase.delta import staged_participants
+
+    fs, root = open_existing(uri, options)
+    if fs.get_file_info(f"{root}/_delta_log").type != FileType.Directory:
+        raise LocationNotFoundError(f"no Delta table at {uri!r} (it has no _delta_log)")
+    return list(staged_participants(uri, prefix, options))
 
 
 def _participants(
     prefix: str, postgres: list[str], delta: list[str], options: dict[str, str] | None
 ) -> list[Participant]:
-    from kafka_share_eos.twophase.delta import staged_participants
     from kafka_share_eos.twophase.postgres import prepared_participants
 
     found: list[Participant] = []
     for url in postgres:
-        found.extend(prepared_participants(url, prefix))
+        with given("--postgres", url):
+            found.extend(prepared_participants(url, prefix))
     for uri in delta:
-        found.extend(staged_participants(uri, prefix, options))
+        with given("--delta", uri):
+            found.extend(_delta_participants(uri, prefix, options))
     return found
 
 
 @twophase.command("recover")
 def recover_command(
-    app_id: Annotated[str, typer.Option("--app-id", help="The application's app_id.")],
+    app_id: Annotated[
+        str, typer.Option("--app-id", metavar="ID", help="The application's app_id.")
+    ],
     decision_log: Annotated[
         str,
-        typer.Option("--decision-log", help="The application's decision log: the directory of "
-                     "its FileDecisionLog, or the postgresql+psycopg:// URL of its "
-                     "PostgresDecisionLog."),
+        typer.Option("--decision-log", metavar="PATH|URL", help="The application's decision "
+                     "log: the directory of its FileDecisionLog, or the postgresql+psycopg:// "
+                     "URL of its PostgresDecisionLog."),
     ],
     postgres: Annotated[
         list[str],
-        typer.Option("--postgres", help="URL of a database where the application prepares "
-                     "transactions (every participant there is resolved); repeatable."),
+        typer.Option("--postgres", metavar="URL", help="URL of a database where the "
+                     "application prepares transactions (every participant there is "
+                     "resolved); repeatable."),
     ] = [],  # noqa: B006 - typer reads the default, never mutated
     delta: Annotated[
         list[str],
-        typer.Option("--delta", help="Path or URI of a Delta table the application stages "
-                     "files in; repeatable."),
+        typer.Option("--delta", metavar="PATH", help="Path or URI of a Delta table the "
+                     "application stages files in; repeatable."),
     ] = [],  # noqa: B006 - typer reads the default, never mutated
     decision_table: Annotated[
-        str, typer.Option(help="Table of a PostgresDecisionLog.")
+        str, typer.Option(metavar="TABLE", help="Table of a PostgresDecisionLog.")
     ] = "kse_2pc_decisions",
     storage_option: StorageOpt = [],  # noqa: B006 - typer reads the default, never mutated
 ) -> None:
-    """Commit or roll back every transaction APP_ID left prepared, fenced by its decision log:
-    one line per transaction. Pass every database and Delta table the application writes."""
+    """Commit or roll back every transaction the application --app-id left prepared, fenced by
+    its decision log: one line per transaction. Pass every database and Delta table the
+    application writes."""
     if not postgres and not delta:
         raise typer.BadParameter("name at least one --postgres database or --delta table")
     try:
@@ -102,7 +125,8 @@ def recover_command(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--app-id") from exc
     options = storage_options(storage_option)
-    log = _decision_log(decision_log, decision_table)
+    with given("--decision-log", decision_log):
+        log = _decision_log(decision_log, decision_table, options)
     participants = _participants(prefix, postgres, delta, options)
     report = resolve_in_doubt(log, participants, prefix, forget=False)
     outcomes = report.transactions()

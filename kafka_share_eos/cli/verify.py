@@ -8,12 +8,41 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from kafka_share_eos.cli import preflight
+from kafka_share_eos.cli.verify_options import (
+    AfterJournalOpt,
+    BadRecordsOpt,
+    BrokerOpt,
+    ConsumersOpt,
+    CrashesPerRunOpt,
+    CrashPointsOpt,
+    FaultsOnlyOpt,
+    FaultsOpt,
+    HandoffsOpt,
+    JsonOpt,
+    KeepOpt,
+    ParallelOpt,
+    PartitionsOpt,
+    PerTriggerOpt,
+    PipelinesOpt,
+    PostgresUrlOpt,
+    RandomKillsOpt,
+    RecordsOpt,
+    ResultsOpt,
+    RunsOpt,
+    SeedOpt,
+    SessionDropsOpt,
+    SlowSinkOpt,
+    SparkConnectOpt,
+    StorageOpt,
+    StrategyOpt,
+    WorkdirOpt,
+)
 from kafka_share_eos.proving_ground.verify.defaults import (
     BROKER,
     CONSUMERS,
@@ -27,11 +56,11 @@ from kafka_share_eos.proving_ground.verify.defaults import (
     SEED,
     STORAGE,
 )
-from kafka_share_eos.proving_ground.verify.known_targets import SAFE_TARGETS, TARGETS
+from kafka_share_eos.proving_ground.verify.known_targets import SAFE_TARGETS
 from kafka_share_eos.proving_ground.verify.matrix import MatrixResult, run_matrix
 from kafka_share_eos.proving_ground.verify.matrix_options import MatrixOptions
 from kafka_share_eos.proving_ground.verify.outages import OUTAGES
-from kafka_share_eos.proving_ground.verify.points import DESCRIPTIONS, RANDOM_KILL
+from kafka_share_eos.proving_ground.verify.points import RANDOM_KILL
 from kafka_share_eos.proving_ground.verify.spec import Mix, RunResult
 
 
@@ -84,105 +113,6 @@ def _span(values: list[int]) -> str:
         return ""
     low, high = min(values), max(values)
     return str(low) if low == high else f"{low}-{high}"
-
-
-StrategyOpt = Annotated[
-    list[str],
-    typer.Option(help=f"Strategy to verify; repeatable or comma-separated: "
-                 f"{', '.join(TARGETS)} (default: all but the unsafe control)."),
-]
-CrashPointsOpt = Annotated[
-    list[str],
-    typer.Option(help="Crash points; repeatable or comma-separated (default: every point "
-                 f"of each strategy): {', '.join(DESCRIPTIONS)}."),
-]
-FaultsOpt = Annotated[
-    list[str],
-    typer.Option(help="Faults run as cells of every strategy they fit, beside the crash "
-                 "points; repeatable or comma-separated; Kafka's need --broker kafka (a "
-                 "three-node cluster; worker-kill also a Spark standalone cluster; "
-                 "rolling-upgrade one of its own per run, started on the Kafka release before "
-                 "the launcher's); postgres-kill (strategies with PostgreSQL, a durable server "
-                 "of its own per run) and delta-maintenance (strategies with Delta tables) run "
-                 f"on either broker: {', '.join(OUTAGES)}."),
-]
-FaultsOnlyOpt = Annotated[bool, typer.Option(help="Run the --faults cells only, no crash point.")]
-RecordsOpt = Annotated[int, typer.Option(min=1, help="Records produced per run.")]
-RunsOpt = Annotated[int, typer.Option(min=1, help="Runs per strategy and crash point.")]
-CrashesPerRunOpt = Annotated[
-    int, typer.Option(min=1, help="Crash-restart cycles per run before the final drain.")
-]
-PerTriggerOpt = Annotated[int, typer.Option(min=1, help="maxRecordsPerTrigger of the pipelines.")]
-SeedOpt = Annotated[int, typer.Option(help="Seed of records, crash hits and kill moments.")]
-ParallelOpt = Annotated[int, typer.Option(min=1, help="Runs at a time.")]
-RandomKillsOpt = Annotated[
-    bool, typer.Option(help="Also SIGKILL pipelines from outside at random moments.")
-]
-PipelinesOpt = Annotated[
-    int, typer.Option(min=1, help="Applications consuming the share group into the same "
-                      "sinks, each with its own checkpoint, journal and app_id; the first "
-                      "is crashed at the run's point.")
-]
-HandoffsOpt = Annotated[
-    bool, typer.Option(help="Every pipeline start holds one batch past the record lock at "
-                       "the strategy's hold point, so its records go to another "
-                       "application while it still holds them.")
-]
-SessionDropsOpt = Annotated[
-    bool, typer.Option(help="Drop every share session on the broker at random moments.")
-]
-SlowSinkOpt = Annotated[
-    bool, typer.Option(help="Short record locks and batches that outlast them.")
-]
-BadRecordsOpt = Annotated[
-    bool, typer.Option(help="Add a null key, an invalid payload, an oversized value and a "
-                       "poison record to every run.")
-]
-AfterJournalOpt = Annotated[
-    bool, typer.Option(help="Pipelines ACCEPT records right after the journal write "
-                       "(acknowledge=afterJournal) instead of after Spark's commit.")
-]
-ConsumersOpt = Annotated[
-    int, typer.Option(min=1, help="Share consumers per pipeline (the source's 'consumers' "
-                      "option); above 1 they poll in executor tasks, under afterJournal, and "
-                      "the slot.* crash points replace the source.* ones.")
-]
-PartitionsOpt = Annotated[int, typer.Option(min=1, help="Partitions of each run's topic.")]
-BrokerOpt = Annotated[
-    str, typer.Option(help="Where the runs' share groups live: 'embedded' (librdkafka's "
-                      "mock cluster in this process) or 'kafka' (Apache Kafka, fetched once "
-                      "with Maven; needs Java 17+ and Maven).")
-]
-StorageOpt = Annotated[
-    str, typer.Option(help="Where the runs keep journals, checkpoints, ledgers, decision "
-                      "logs, Delta tables and dead letters: 'local' (the run's directory), "
-                      "'s3' (a SeaweedFS S3 server started for the run; checkpoints on s3a) "
-                      "or 'abfs' (Azurite, Azure Blob's emulator; checkpoints stay local); "
-                      "the store's settings reach the pipelines through their environment.")
-]
-PostgresUrlOpt = Annotated[
-    str | None,
-    typer.Option(help="SQLAlchemy URL of a superuser on a PostgreSQL server with "
-                 "max_prepared_transactions > 0; each run creates and drops a database "
-                 "there (default: a throwaway local server)."),
-]
-WorkdirOpt = Annotated[
-    Path | None, typer.Option(help="Where runs keep their state (default: a temp dir).")
-]
-KeepOpt = Annotated[bool, typer.Option(help="Keep the working directory.")]
-ResultsOpt = Annotated[
-    Path | None,
-    typer.Option(help="JSON-lines file recording every finished run; runs already "
-                 "recorded there are not run again, so a long matrix can resume."),
-]
-SparkConnectOpt = Annotated[
-    bool, typer.Option(help="Run each pipeline as a client of a Spark Connect server started "
-                       "for its run, and crash it at the Connect kinds instead of the "
-                       "classic crash points: the server SIGKILLed and started again, the "
-                       "client SIGKILLed, the server's foreachBatch worker SIGKILLed, each "
-                       "while a batch is held mid-strategy.")
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 def verify(
@@ -242,7 +172,11 @@ def verify(
         storage=storage,  # type: ignore[arg-type]  # checked by options.check()
         spark_connect=spark_connect,
     )
-    progress = _Progress(Console(stderr=True), _run_count(options), results)
+    total = _run_count(options)
+    preflight.database("--postgres-url", postgres_url)
+    preflight.directory("--workdir", workdir)
+    preflight.json_lines("--results", results)
+    progress = _Progress(Console(stderr=True), total, results)
     result = _run_stoppable_by_sigterm(options, progress)
     if as_json:
         _print_json(result)

@@ -198,25 +198,31 @@ def _verify(sql_url: str, delta_path: Path, expected: dict[int, int]) -> list[tu
 
 
 def demo(
-    orders: Annotated[int, typer.Option(min=1, help="Orders to produce.")] = 5_000,
-    per_trigger: Annotated[int, typer.Option(min=1, help="Records per micro-batch.")] = 1_000,
+    orders: Annotated[int, typer.Option(min=1, metavar="N", help="Orders to produce.")] = 5_000,
+    per_trigger: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Records per micro-batch.")
+    ] = 1_000,
     sql_url: Annotated[
         str | None,
         typer.Option(
             "--sql-url",
             "--postgres-url",
-            help="SQLAlchemy URL of the SQL sink, e.g. postgresql+psycopg://user@host/db "
+            metavar="URL",
+            help="SQLAlchemy URL of the SQL sink, a postgresql+psycopg:// one for PostgreSQL "
             "(default: an SQLite file in the working directory).",
         ),
     ] = None,
     workdir: Annotated[
-        Path | None, typer.Option(help="Where journal, checkpoint and tables go (default: temp).")
+        Path | None,
+        typer.Option(metavar="PATH",
+                     help="Where journal, checkpoint and tables go (default: temp)."),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the generated orders.")] = 7,
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the generated orders.")] = 7,
     remote: Annotated[
         str | None,
         typer.Option(
             "--remote",
+            metavar="URL",
             help="Run the pipeline in a Spark Connect session at this URL (sc://host:port, "
             "with ;token=... and ;use_ssl=true as the server needs) instead of a local Spark. "
             "The server's Python needs kafka-share-eos, and the server must reach the working "
