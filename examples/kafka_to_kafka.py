@@ -4,6 +4,8 @@
     python examples/kafka_to_kafka.py --bootstrap-servers broker:9092 --topic orders \\
         --group enrich --output orders-enriched      # your Apache Kafka 4.2+ cluster
 
+The output topic must exist (the sink refuses one that does not, before reading any order).
+
 Each order {"order_id", "amount"} gets a tax and a total and goes to the output topic, keyed by
 order, with its source record in the headers. Each micro-batch is one producer transaction with
 a marker of the batch, so a replayed batch writes nothing again. Read the output with
@@ -30,11 +32,11 @@ TAX = 0.2
 
 
 @contextlib.contextmanager
-def broker_with_sample_orders(topic: str, count: int) -> Iterator[str]:
-    """An embedded broker holding ``count`` sample orders."""
+def broker_with_sample_orders(topic: str, output: str, count: int) -> Iterator[str]:
+    """An embedded broker holding ``count`` sample orders, and the output topic."""
     from confluent_kafka import Producer
 
-    with EmbeddedBroker([f"{topic}:3"]) as broker:
+    with EmbeddedBroker([f"{topic}:3", f"{output}:3"]) as broker:
         producer = Producer(broker.client_config())
         for order_id in range(count):
             order = {"order_id": order_id, "amount": order_id % 90 + 10}
@@ -119,7 +121,8 @@ def main() -> None:
     ):
         bootstrap = args.bootstrap_servers
         if bootstrap is None:
-            bootstrap = stack.enter_context(broker_with_sample_orders(args.topic, args.orders))
+            bootstrap = stack.enter_context(
+                broker_with_sample_orders(args.topic, args.output, args.orders))
             console.stage(f"embedded broker at {bootstrap} with {args.orders} sample orders")
         run(console, args, bootstrap, workdir)
         keys = committed_keys(bootstrap, args.output)

@@ -20,6 +20,7 @@ from .errors import ClaimConflictError as ClaimConflictError
 from .errors import CommitConflictError as CommitConflictError
 from .errors import ConfigurationError as ConfigurationError
 from .errors import DatabaseUnavailableError as DatabaseUnavailableError
+from .errors import DatabaseUnreachableError as DatabaseUnreachableError
 from .errors import DecisionOverruledError as DecisionOverruledError
 from .errors import DeliveryLimitReached as DeliveryLimitReached
 from .errors import GroupConfigError as GroupConfigError

@@ -19,6 +19,7 @@ __all__ = [
     "CommitConflictError",
     "ConfigurationError",
     "DatabaseUnavailableError",
+    "DatabaseUnreachableError",
     "DecisionOverruledError",
     "DeliveryLimitReached",
     "GroupConfigError",
@@ -128,7 +129,9 @@ class MissingColumnsError(SinkConfigurationError):
 
 
 class TargetTableError(SinkConfigurationError):
-    """The target table is missing or cannot receive idempotent upserts."""
+    """The target is missing or cannot receive the strategy's writes: a SQL table that does
+    not exist (without ``create_table=True``) or has no unique key on the key columns, a path
+    holding something other than a Delta table, a Kafka topic that does not exist."""
 
 
 class ValueNotStorableError(KafkaShareEosError, ValueError):
@@ -179,11 +182,20 @@ class ClaimConflictError(KafkaShareEosError, RuntimeError):
 
 
 class DatabaseUnavailableError(KafkaShareEosError, ConnectionError):
-    """A SQL database (PostgreSQL) could not be reached, or the connection to it was lost, while
-    the toolkit wrote or read it. The message names the database (its URL without the password)
-    and the operation; the driver's error is the cause. When the connection was lost during a
-    commit, whether the commit took effect is unknown: the batch fails, and a restart of the
-    query on the same checkpoint applies it exactly once."""
+    """The connection to a SQL database (PostgreSQL) was lost while the toolkit wrote or read
+    it. The message names the database (its URL without the password) and the operation; the
+    driver's error is the cause. Whether a commit sent on the lost connection took effect is
+    unknown: the batch fails, and a restart of the query on the same checkpoint applies it
+    exactly once. A connection that never opened raises the subclass
+    :class:`DatabaseUnreachableError`."""
+
+
+class DatabaseUnreachableError(DatabaseUnavailableError):
+    """A connection to a SQL database (PostgreSQL, or a SQLite file) never opened: refused,
+    timed out, an unknown host or database, a sign-in refused. Nothing of the operation reached
+    the database. Raised when a strategy checks its targets before the query reads any record
+    (then no record was read or written), or when a batch finds the database gone; the message
+    names the database, its host and port, and the driver's reason."""
 
 
 # -- Two-phase commit

@@ -16,7 +16,7 @@ import sys
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import pyarrow as pa
@@ -30,6 +30,7 @@ from kafka_share_eos.deadletter import (
 )
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.sinks import RowChecker, UpsertOutcome
+from kafka_share_eos.sinks.target_checks import check_targets
 from kafka_share_eos.strategies.identity import SOURCE_IDENTITY, RecordIdentity
 from kafka_share_eos.strategies.report import BatchReport, ReportLog, ReportTotals
 from kafka_share_eos.strategies.session_reports import SessionReports
@@ -72,6 +73,11 @@ class StrategyOptions(TypedDict, total=False):
             delivery limit, that ``transform`` cannot handle, with a null identity or that the
             target refuses go there, with the error, and the rest of the batch is applied.
         metrics_path: a local file to which one JSON line per batch report is appended.
+        check_on_create: whether building the strategy checks its targets
+            (:meth:`BatchStrategy.check_target`); True by default. Turn it off where the
+            process building the strategy cannot reach them, such as a Spark Connect client
+            outside the cluster's network: the server's copy checks them when the query starts
+            either way.
     """
 
     name: str
@@ -79,6 +85,7 @@ class StrategyOptions(TypedDict, total=False):
     transform: Callable[[pa.Table], pa.Table]
     dead_letters: DeadLetterPolicy | DeadLetterSink | str
     metrics_path: str
+    check_on_create: bool
 
 
 def _refuse_unknown(strategy: type, options: Mapping[str, object]) -> None:
@@ -160,6 +167,36 @@ class BatchStrategy(ABC):
         """Names this object's reports in a Spark Connect session, where its copies run the
         batches (:mod:`kafka_share_eos.strategies.session_reports`)."""
         self._session_reports: SessionReports | None = None
+        self._check_on_create = options.get("check_on_create", True)
+
+    def check_target(self) -> None:
+        """Check every target of the strategy, and its dead-letter sink, without writing: a
+        database that answers, a table that exists (or will be created), a path that holds a
+        Delta table or nothing yet, a Kafka topic that exists.
+
+        A strategy calls it when it is built (unless ``check_on_create=False``), so that a
+        target that cannot work is refused before the query reads any record, rather than
+        failing the first batch after the source took the records' locks; and a copy
+        unpickled by a Spark Connect server's foreachBatch worker calls it again while the
+        query starts, from the server.
+
+        Raises:
+            DatabaseUnreachableError: a database could not be connected to.
+            TargetTableError: a table, Delta location or Kafka topic cannot take the writes.
+            PreparedTransactionsDisabledError: a two-phase participant's server cannot
+                PREPARE TRANSACTION.
+        """
+        letters = [] if self.dead_letters is None else [self.dead_letters.sink]
+        check_targets([*self._targets(), *letters])
+
+    def _targets(self) -> Sequence[object]:
+        """What the strategy writes to (anything with a ``check_target()`` is checked)."""
+        return ()
+
+    def _checked(self) -> None:
+        """Check the targets, as the last step of a constructor (see :meth:`check_target`)."""
+        if self._check_on_create:
+            self.check_target()
 
     def __getstate__(self) -> dict[str, Any]:
         # A Spark Connect client pickles the strategy when the query starts; the copy finds
@@ -170,6 +207,10 @@ class BatchStrategy(ABC):
         self.__dict__.update(state)
         self._connect_query = ConnectQuery.of_worker()
         self._session_reports = SessionReports.of_worker(self.report_key)
+        if self._connect_query is not None:
+            # The server's foreachBatch worker unpickles the strategy while the query starts:
+            # the targets are checked from where the batches will run, before any record.
+            self.check_target()
 
     @property
     def screens_rows(self) -> bool:

@@ -129,6 +129,10 @@ class CheckpointDedupStore(BatchStrategy):
         self.prune_every = prune_every
         self.compact_every = compact_every
         self.vacuum_retention = vacuum_retention
+        self._checked()
+
+    def _targets(self) -> Sequence[object]:
+        return (self.ledger, self.sink)
 
     def _prepare(self, schema: pa.Schema) -> None:
         table = self.ledger.location.table()

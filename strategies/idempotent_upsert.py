@@ -105,6 +105,7 @@ class IdempotentUpsertSink(BatchStrategy):
         self.writer = writer
         self.write_path = write_path
         self.executor_threshold = executor_threshold
+        self._checked()
 
     @classmethod
     def sql(
@@ -244,6 +245,9 @@ class IdempotentUpsertSink(BatchStrategy):
                 return False
             return batch_df.count() >= self.executor_threshold
         return self.write_path == "executors"
+
+    def _targets(self) -> Sequence[object]:
+        return (self.writer,)
 
     def _prepare(self, schema: pa.Schema) -> None:
         self.writer.prepare(schema)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
 import pyarrow as pa
@@ -100,6 +100,7 @@ class KafkaTopicSink(BatchStrategy):
             columns=Columns(key_column, value_column, headers_column, partition_column),
             timeout_s=timeout_s, source_header=source_header,
         )
+        self._checked()
 
     @property
     def app_id(self) -> str:
@@ -131,6 +132,9 @@ class KafkaTopicSink(BatchStrategy):
     def close(self) -> None:
         """Close the producer (the next batch opens a new one)."""
         self.writer.close()
+
+    def _targets(self) -> Sequence[object]:
+        return (self.writer,)
 
     def _prepare(self, schema: pa.Schema) -> None:
         """Nothing to create up front: the progress topic is made on the first batch."""

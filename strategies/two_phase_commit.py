@@ -131,6 +131,7 @@ class TwoPhaseCommitCoordinator(BatchStrategy):
         self.transactions = TransactionCoordinator(decision_log, participants, app_id)
         self.prepare_on = prepare_on
         self.last_commit: CommitResult | None = None
+        self._checked()
         if recover_on_start:
             self.transactions.recover()
 
@@ -161,6 +162,9 @@ class TwoPhaseCommitCoordinator(BatchStrategy):
         written = _rows_written(result)
         outcome = UpsertOutcome(written, rows_in - duplicates - written, f"{WRITE_PATH}-executors")
         return self._record(batch_id, rows_in, duplicates, outcome, started)
+
+    def _targets(self) -> Sequence[object]:
+        return (self.transactions.log, *self.transactions.participants)
 
     def _prepare(self, schema: pa.Schema) -> None:
         # Nothing to check up front: participants create their ledgers and tables from the

@@ -40,6 +40,8 @@ BUILT_IN_BASES = {
     "kafka_share_eos.errors.MissingColumnsError": ValueError,
     "kafka_share_eos.errors.TargetTableError": ValueError,
     "kafka_share_eos.errors.CommitConflictError": RuntimeError,
+    "kafka_share_eos.errors.DatabaseUnavailableError": ConnectionError,
+    "kafka_share_eos.errors.DatabaseUnreachableError": ConnectionError,
     "kafka_share_eos.errors.TwoPhaseCommitError": RuntimeError,
     "kafka_share_eos.errors.PreparedTransactionsDisabledError": RuntimeError,
     "kafka_share_eos.errors.DeliveryLimitReached": Exception,

@@ -28,6 +28,7 @@ from kafka_share_eos.deadletter.sink import DeadLetterSink
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.journal import Journal
 from kafka_share_eos.sharegroup.dead_letter_queue import prepare_dead_letter_queue
+from kafka_share_eos.sinks.target_checks import check_targets
 from kafka_share_eos.storage import Location
 
 
@@ -126,6 +127,14 @@ class BrokerDeadLetters(DeadLetterSink):
             for (topic, partition, offset), batch_id in sorted(self.rejections.decided().items())
         ]
         return pa.Table.from_pylist(rows, schema=DEAD_LETTER_SCHEMA)
+
+    def check_target(self) -> None:
+        """Check the ``reasons`` sink, if any (the constructor checked the dead-letter topic).
+
+        Raises:
+            DatabaseUnreachableError, TargetTableError: as the ``reasons`` sink's check does.
+        """
+        check_targets([self.reasons])
 
     def close(self) -> None:
         if self.reasons is not None:

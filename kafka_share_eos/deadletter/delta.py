@@ -13,6 +13,7 @@ from kafka_share_eos.deadletter.sink import DeadLetterSink
 from kafka_share_eos.delta.conflicts import describe_winners, lost_to_others
 from kafka_share_eos.delta.handles import KeptTable
 from kafka_share_eos.errors import CommitConflictError
+from kafka_share_eos.sinks.target_checks import check_delta_table
 
 _ATTEMPTS = 5
 # Pause before the second attempt, doubled on each further one: a compaction, and the vacuum
@@ -40,6 +41,15 @@ class DeltaDeadLetters(DeadLetterSink):
     @property
     def target(self) -> str:
         return f"delta:{self.location.uri}"
+
+    def check_target(self) -> None:
+        """Check, before any record is read, that the location holds a Delta table or
+        nothing yet.
+
+        Raises:
+            TargetTableError: a file, or a directory of other files, is there.
+        """
+        check_delta_table(self.location)
 
     def write(self, letters: pa.Table) -> int:
         """MERGE ``letters`` in on ``letter_id``; return how many were new.

@@ -15,6 +15,7 @@ from kafka_share_eos.deadletter.sink import DeadLetterSink
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.sharegroup.access import SignInWatch, access_error
 from kafka_share_eos.sinks import error_chain
+from kafka_share_eos.sinks.target_checks import check_kafka_topic
 
 HEADER_PREFIX = "kse."
 _HEADER_COLUMNS = tuple(
@@ -52,6 +53,14 @@ class KafkaDeadLetters(DeadLetterSink, ProcessLocal):
     @property
     def target(self) -> str:
         return f"kafka:{self.topic}"
+
+    def check_target(self) -> None:
+        """Check, before any record is read, that the topic exists.
+
+        Raises:
+            TargetTableError: the topic does not exist, or the cluster did not answer.
+        """
+        check_kafka_topic(self.config, self.topic, "KafkaDeadLetters")
 
     def write(self, letters: pa.Table) -> int:
         from confluent_kafka import KafkaError, KafkaException, Producer

@@ -15,6 +15,7 @@ from kafka_share_eos.deadletter.sink import DeadLetterSink
 from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
 from kafka_share_eos.sinks import database_errors
 from kafka_share_eos.sinks.sql_engine import SqlDatabase
+from kafka_share_eos.sinks.target_checks import check_sql_database
 
 DEFAULT_TABLE = "kafka_share_dead_letters"
 
@@ -56,10 +57,21 @@ class SqlDeadLetters(DeadLetterSink):
                 f"dead letters need a PostgreSQL or SQLite database, not {dialect!r}"
             )
         self.table = _table_for(table, db_schema)
-        if create_table:
-            self.table.metadata.create_all(self.engine, checkfirst=True)
-        else:
-            self._require_table()
+        with database_errors(self._database.url, f"opening dead letters {self.target!r}",
+                             before_any_record=True):
+            if create_table:
+                self.table.metadata.create_all(self.engine, checkfirst=True)
+            else:
+                self._require_table()
+
+    def check_target(self) -> None:
+        """Connect to the database, before any record is read (the constructor made or found
+        the table).
+
+        Raises:
+            DatabaseUnreachableError: no connection to the database could be opened.
+        """
+        check_sql_database(self._database, f"dead letters {self.target!r}")
 
     @property
     def engine(self) -> sa.Engine:

@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from kafka_share_eos.ledger.claims import Claim, claim
 from kafka_share_eos.ledger.lookup import LedgerLookup
+from kafka_share_eos.sinks.target_checks import check_delta_table
 
 
 class IdentityLedger(LedgerLookup):
@@ -15,6 +16,15 @@ class IdentityLedger(LedgerLookup):
     batch by batch; it takes the arguments of
     :class:`~kafka_share_eos.ledger.lookup.LedgerLookup`.
     """
+
+    def check_target(self) -> None:
+        """Check, before any record is read, that the ledger's location holds a Delta table or
+        nothing yet (the first batch creates the ledger).
+
+        Raises:
+            TargetTableError: a file, or a directory of other files, is there.
+        """
+        check_delta_table(self.location)
 
     def claim(self, batch: pa.Table, batch_id: int) -> Claim:
         """Claim the identities of ``batch`` for batch ``batch_id``; see

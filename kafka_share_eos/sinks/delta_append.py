@@ -12,6 +12,7 @@ from kafka_share_eos.delta.handles import KeptTable
 from kafka_share_eos.delta.transactions import append_once
 from kafka_share_eos.delta.types import storable, table_schema
 from kafka_share_eos.errors import MissingColumnsError
+from kafka_share_eos.sinks.target_checks import check_delta_table
 
 DEFAULT_SINK_APP_ID = "kafka-share-eos.delta-append"
 QUERY_SINK_APP_ID_PREFIX = "kafka-share-eos/delta-append"
@@ -73,6 +74,15 @@ class DeltaAppendSink:
             self.location, table, app_id=self.app_id, batch_id=batch_id,
             partition_by=self.partition_by,
         )
+
+    def check_target(self) -> None:
+        """Check, before any record is read, that the location holds a Delta table or
+        nothing yet (the first batch creates the table).
+
+        Raises:
+            TargetTableError: a file, or a directory of other files, is there.
+        """
+        check_delta_table(self.location)
 
     def check(self, table: pa.Table) -> None:
         """Raise what appending ``table`` would raise about its rows; writes nothing."""

@@ -46,6 +46,7 @@ from kafka_share_eos.errors import (
 from kafka_share_eos.sinks.columns import require_columns
 from kafka_share_eos.sinks.dedup import contained, split_by_stored
 from kafka_share_eos.sinks.outcome import UpsertOutcome
+from kafka_share_eos.sinks.target_checks import check_delta_table
 
 DEFAULT_APP_ID_PREFIX = "kafka-share-eos/upsert"
 
@@ -155,6 +156,15 @@ class DeltaMergeWriter:
         """Record batch ids under the streaming query's id, unless an ``app_id`` was given."""
         if not self._app_id_given:
             self.app_id = f"{DEFAULT_APP_ID_PREFIX}:{query_id}"
+
+    def check_target(self) -> None:
+        """Check, before any record is read, that the location holds a Delta table or
+        nothing yet (the first batch creates the table).
+
+        Raises:
+            TargetTableError: a file, or a directory of other files, is there.
+        """
+        check_delta_table(self.location)
 
     def prepare(self, schema: pa.Schema) -> None:
         """Check that an existing table has every column of ``schema``."""

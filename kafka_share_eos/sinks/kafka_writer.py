@@ -44,6 +44,7 @@ from kafka_share_eos.sinks.kafka_progress import (
     identities,
 )
 from kafka_share_eos.sinks.sql_refusals import error_chain
+from kafka_share_eos.sinks.target_checks import check_kafka_topic
 
 SOURCE_HEADER = "kse.source"
 """The header naming an output record's source record, ``topic:partition:offset:delivery count``
@@ -124,6 +125,15 @@ class KafkaTopicWriter(ProcessLocal):
     def transactional_id(self) -> str:
         """The producer's ``transactional.id``: the application's, stable across restarts."""
         return f"kafka-share-eos:{self.app_id}"
+
+    def check_target(self) -> None:
+        """Check, before any record is read, that the output topic exists (the progress topic
+        is the writer's own to create).
+
+        Raises:
+            TargetTableError: the topic does not exist, or the cluster did not answer.
+        """
+        check_kafka_topic(self.config, self.topic, f"KafkaTopicSink[{self.topic}]")
 
     def write(self, rows: pa.Table, batch_id: int) -> int | None:
         """Write ``rows`` as batch ``batch_id`` in one transaction with its marker, leaving out

@@ -32,6 +32,7 @@ from kafka_share_eos.sinks.sql_bulk import CopyUpsert
 from kafka_share_eos.sinks.sql_engine import SqlDatabase, database_errors
 from kafka_share_eos.sinks.sql_schema import open_target
 from kafka_share_eos.sinks.sql_values import python_rows as python_rows
+from kafka_share_eos.sinks.target_checks import check_sql_table
 
 _DIALECTS = ("postgresql", "sqlite")
 
@@ -147,6 +148,18 @@ class SqlUpsertWriter(ProcessLocal):
     def engine(self) -> sa.Engine:
         """The engine, created from the URL on first use (also in a pickled copy)."""
         return self._database.engine
+
+    def check_target(self) -> None:
+        """Check, before any record is read, that the database answers and that the table
+        exists with a unique key on the key columns (or will be created, ``create_table``).
+
+        Raises:
+            DatabaseUnreachableError: no connection to the database could be opened.
+            TargetTableError: the table (or SQLite file) is missing without ``create_table``,
+                or has no unique key on exactly the key columns.
+        """
+        check_sql_table(self._database, self.table_name, self.key_columns,
+                        db_schema=self.db_schema, create=self.create_table)
 
     def prepare(self, schema: pa.Schema) -> None:
         """Reflect or create the table and check its unique key and columns against ``schema``."""

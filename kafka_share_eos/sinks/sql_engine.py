@@ -10,7 +10,12 @@ from typing import Any
 
 from kafka_share_eos._libs import sa
 from kafka_share_eos._process_local import ProcessLocal, nothing
-from kafka_share_eos.errors import ConfigurationError, DatabaseUnavailableError, MissingExtraError
+from kafka_share_eos.errors import (
+    ConfigurationError,
+    DatabaseUnavailableError,
+    DatabaseUnreachableError,
+    MissingExtraError,
+)
 
 SQLITE_BUSY_TIMEOUT_S = 60.0
 """How long a SQLite writer waits for another's write lock unless the URL sets ``timeout``."""
@@ -169,24 +174,77 @@ def _unreachable(error: sa.exc.DBAPIError) -> bool:
     return state is None or state.startswith("08") or state in _UNREACHABLE_STATES
 
 
-@contextmanager
-def database_errors(url: str | sa.URL, operation: str) -> Iterator[None]:
-    """Raise :class:`~kafka_share_eos.errors.DatabaseUnavailableError` for a connection to
-    ``url`` that fails or is lost during ``operation`` (other errors pass unchanged).
+_NEVER_CONNECTED = "_kafka_share_eos_never_connected"
 
-    The message shows the URL without its password, and says that a commit sent on the lost
-    connection may or may not have taken effect.
+
+def _note_first_connection(context: Any) -> None:
+    """Mark an error raised while a connection was being opened: SQLAlchemy gives such an
+    error no ``Connection``, and nothing of the operation reached the database."""
+    if context.connection is None and context.sqlalchemy_exception is not None:
+        setattr(context.sqlalchemy_exception, _NEVER_CONNECTED, True)
+
+
+def _listen_for_first_connections() -> None:
+    # Registered on first use rather than at import: importing the toolkit loads no SQLAlchemy.
+    if not sa.event.contains(sa.Engine, "handle_error", _note_first_connection):
+        sa.event.listen(sa.Engine, "handle_error", _note_first_connection)
+
+
+def never_connected(error: BaseException) -> bool:
+    """Whether ``error`` is SQLAlchemy's for a connection that never opened."""
+    return bool(getattr(error, _NEVER_CONNECTED, False))
+
+
+def describe_database(url: str | sa.URL) -> str:
+    """The database of ``url`` as a person names it: a SQLite file, or a database at a host
+    and port (PostgreSQL's 5432 when the URL gives none), with the URL without its password."""
+    parsed = sa.make_url(url)
+    shown = parsed.render_as_string(hide_password=True)
+    if parsed.get_backend_name() == "sqlite":
+        return f"the SQLite database {parsed.database or ':memory:'!r}"
+    port = parsed.port or (5432 if parsed.get_backend_name() == "postgresql" else "?")
+    return (f"the database {parsed.database or '(default)'!r} at {parsed.host or 'localhost'}:"
+            f"{port} ({shown})")
+
+
+def _reason(error: sa.exc.DBAPIError) -> str:
+    text = str(error.orig).strip()
+    return f"{type(error.orig).__name__}: {text.splitlines()[0] if text else 'no reason'}"
+
+
+@contextmanager
+def database_errors(url: str | sa.URL, operation: str, *,
+                    before_any_record: bool = False) -> Iterator[None]:
+    """Raise :class:`~kafka_share_eos.errors.DatabaseUnavailableError` for a connection to
+    ``url`` that is lost during ``operation``, and its subclass
+    :class:`~kafka_share_eos.errors.DatabaseUnreachableError` for one that never opened (other
+    errors pass unchanged).
+
+    The message shows the URL without its password. For a lost connection it says that a
+    commit sent on it may or may not have taken effect; for one that never opened, that
+    nothing reached the database, and with ``before_any_record`` (a check before the query
+    reads) that no record was read or written either.
     """
+    _listen_for_first_connections()
     try:
         yield
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
+        if never_connected(error):
+            raise DatabaseUnreachableError(
+                f"{operation}: could not connect to {describe_database(url)}: {_reason(error)}"
+                + ("; the connection never opened and no record was read or written: check "
+                   "the URL and that the database is up, then start the query"
+                   if before_any_record else
+                   "; the connection never opened, so nothing of it reached the database. "
+                   "Once the database is reachable, restart the query on the same checkpoint, "
+                   "which applies the batch exactly once")
+            ) from error
         if not _unreachable(error):
             raise
         shown = sa.make_url(url).render_as_string(hide_password=True)
-        reason = str(error.orig).strip().splitlines()[0] if str(error.orig).strip() else "no reason"
         raise DatabaseUnavailableError(
-            f"{operation}: the database {shown} could not be reached or the connection was lost "
-            f"({type(error.orig).__name__}: {reason}); a commit sent on that connection may or "
-            "may not have taken effect. Nothing is retried here: once the database is back, "
-            "restart the query on the same checkpoint, which applies the batch exactly once"
+            f"{operation}: the connection to the database {shown} was lost ({_reason(error)}); "
+            "a commit sent on that connection may or may not have taken effect. Nothing is "
+            "retried here: once the database is back, restart the query on the same "
+            "checkpoint, which applies the batch exactly once"
         ) from error

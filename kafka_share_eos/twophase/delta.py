@@ -48,6 +48,7 @@ from kafka_share_eos.errors import (
     TwoPhaseCommitError,
 )
 from kafka_share_eos.sinks.delta_upsert import delta_keys_held, rows_absent
+from kafka_share_eos.sinks.target_checks import check_delta_table
 from kafka_share_eos.storage import open_location
 from kafka_share_eos.twophase.delta_staging import StagingArea, action_rows
 from kafka_share_eos.twophase.protocol import Token, Transaction, check_name
@@ -121,6 +122,15 @@ class DeltaParticipant(ProcessLocal):
     def name(self) -> str:
         """Participant name."""
         return self._name
+
+    def check_target(self) -> None:
+        """Check, before any record is read, that the location holds a Delta table or
+        nothing yet (the first batch creates it).
+
+        Raises:
+            TargetTableError: a file, or a directory of other files, is there.
+        """
+        check_delta_table(self._location)
 
     def prepare(self, rows: pa.Table, txn: Transaction) -> Token:
         """Write the records whose keys are not in the table yet as unlisted files.

@@ -136,6 +136,18 @@ class PostgresParticipant:
         """Name of the ledger of applied keys."""
         return self._ledger_name
 
+    def check_target(self) -> None:
+        """Connect to the database and check that it can PREPARE TRANSACTION (the ledger table
+        is the participant's own to create), before any record is read.
+
+        Raises:
+            DatabaseUnreachableError: no connection could be opened.
+            PreparedTransactionsDisabledError: the server has ``max_prepared_transactions = 0``.
+        """
+        with database_errors(self._database.url, f"checking participant {self._name!r}",
+                             before_any_record=True):
+            self._check_server()
+
     def gid(self, txid: str, part: str = "") -> str:
         """The Postgres global transaction id of this participant's ``part`` of ``txid``."""
         return f"{txid}:{self._name}" + (f":{part}" if part else "")

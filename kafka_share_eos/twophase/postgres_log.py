@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager
 from kafka_share_eos._extras import require_sql
 from kafka_share_eos._libs import sa
 from kafka_share_eos.sinks.sql_engine import SqlDatabase, database_errors
+from kafka_share_eos.sinks.target_checks import check_sql_database
 from kafka_share_eos.twophase.protocol import Decision, store_first
 
 
@@ -35,7 +36,8 @@ class PostgresDecisionLog:
         self._database = SqlDatabase(engine)
         self.first_writer_wins = True
         self._table = self._engine.dialect.identifier_preparer.quote(table)
-        with self._engine.begin() as conn:
+        with database_errors(self._database.url, f"decision log {self._table}: creating it",
+                             before_any_record=True), self._engine.begin() as conn:
             conn.execute(
                 sa.text(
                     f"CREATE TABLE IF NOT EXISTS {self._table} ("
@@ -48,6 +50,15 @@ class PostgresDecisionLog:
     @property
     def _engine(self) -> sa.Engine:
         return self._database.engine
+
+    def check_target(self) -> None:
+        """Connect to the database, before any record is read (the constructor created the
+        table).
+
+        Raises:
+            DatabaseUnreachableError: no connection to the database could be opened.
+        """
+        check_sql_database(self._database, f"decision log {self._table}")
 
     def _errors(self, operation: str) -> AbstractContextManager[None]:
         """A lost or refused connection as an error naming this log and ``operation``."""

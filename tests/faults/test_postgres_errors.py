@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 from helpers import upsert_rows
 
-from kafka_share_eos import DatabaseUnavailableError
+from kafka_share_eos import DatabaseUnavailableError, DatabaseUnreachableError
 from kafka_share_eos.deadletter import SqlDeadLetters
 from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA
 from kafka_share_eos.proving_ground.launchers.tcp_proxy import TcpProxy
@@ -75,6 +75,10 @@ def test_upsert_of_a_batch_when_the_connection_is_cut(
     with pytest.raises(DatabaseUnavailableError) as error:
         writer.upsert(rows(0, count), 1)
     assert_names_database(error, proxied_url, "upsert of batch 1 into 'postgresql:t'")
+    # The pooled connection was open: what it had sent is unknown, not "never connected".
+    assert not isinstance(error.value, DatabaseUnreachableError)
+    assert "was lost" in str(error.value)
+    assert "may or may not have taken effect" in str(error.value)
     proxy.heal()
     outcome = writer.upsert(rows(0, count), 1)
     assert (outcome.written, outcome.path) == (count - 3, "copy" if count >= 100 else "rows")
@@ -98,8 +102,9 @@ def test_executor_writes_when_the_connection_is_cut(
     sink(spark.createDataFrame(upsert_rows.records(pairs[:60])), 0)
     df = spark.createDataFrame(upsert_rows.records(pairs)).repartition(4)
     proxy.cut("reset")
-    # Each task's copy of the writer opens the table first: that is where the cut meets it.
-    with pytest.raises(Exception, match="DatabaseUnavailableError: opening table 'postgresql:ev"
+    # Each task's copy of the writer opens the table first, on a connection of its own that
+    # the cut proxy refuses: it never opened.
+    with pytest.raises(Exception, match="DatabaseUnreachableError: opening table 'postgresql:ev"
                        ) as error:
         sink(df, 1)
     assert sa.make_url(proxied_url).render_as_string(hide_password=True) in str(error.value)
@@ -120,9 +125,11 @@ def test_a_refused_connection_names_the_table_being_opened(
 ) -> None:
     proxy.cut("reset")
     writer = SqlUpsertWriter(proxied_url, "t", key_columns=["id"], create_table=True)
-    with pytest.raises(DatabaseUnavailableError) as error:
+    with pytest.raises(DatabaseUnreachableError) as error:
         writer.upsert(rows(0, 3), 0)
     assert_names_database(error, proxied_url, "opening table 'postgresql:t'")
+    assert "never opened, so nothing of it reached the database" in str(error.value)
+    assert "may or may not" not in str(error.value)
 
 
 def test_a_blackholed_database_fails_a_new_connection_after_connect_timeout(

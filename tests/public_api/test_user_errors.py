@@ -45,10 +45,14 @@ def test_a_string_that_is_no_sql_url_is_refused_without_echoing_it(
 
 
 def test_a_url_whose_driver_is_missing_names_the_driver_and_the_extra() -> None:
-    sink = IdempotentUpsertSink.sql("postgresql+asyncpg://app@127.0.0.1:9/orders", "orders")
+    url = "postgresql+asyncpg://app@127.0.0.1:9/orders"
+    # Building the sink checks its database, which needs the driver.
     with pytest.raises(MissingExtraError, match="asyncpg is not installed") as missing:
-        sink.apply(ROWS, 0)
+        IdempotentUpsertSink.sql(url, "orders")
     assert missing.value.extra == "postgres" and "postgresql+psycopg://" in str(missing.value)
+    sink = IdempotentUpsertSink.sql(url, "orders", check_on_create=False)
+    with pytest.raises(MissingExtraError, match="asyncpg is not installed"):
+        sink.apply(ROWS, 0)
 
 
 @pytest.mark.parametrize("build", [

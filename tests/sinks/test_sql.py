@@ -55,8 +55,11 @@ def _create(url: str, *constraints: sa.SchemaItem, name: str = "items") -> None:
 def test_table_without_unique_key_on_exactly_the_keys_is_refused(
     url: str, constraints: Callable[[], tuple[sa.SchemaItem, ...]]
 ) -> None:
+    """Refused when the sink is built; built without that check, at the first batch."""
     _create(url, *constraints())
-    sink = IdempotentUpsertSink.sql(url, "items", key_columns=["id"])
+    with pytest.raises(TargetTableError, match=r"'items'.*\['id'\]"):
+        IdempotentUpsertSink.sql(url, "items", key_columns=["id"])
+    sink = IdempotentUpsertSink.sql(url, "items", key_columns=["id"], check_on_create=False)
     with pytest.raises(TargetTableError, match=r"'items'.*\['id'\]"):
         sink.apply(ITEMS, 0)
     sink.close()
@@ -82,7 +85,9 @@ def test_any_unique_key_on_the_key_columns_is_accepted(
 
 
 def test_missing_table_needs_create_table(url: str) -> None:
-    sink = IdempotentUpsertSink.sql(url, "absent", key_columns=["id"])
+    with pytest.raises(TargetTableError, match=r"'absent' does not exist.*create_table=True"):
+        IdempotentUpsertSink.sql(url, "absent", key_columns=["id"])
+    sink = IdempotentUpsertSink.sql(url, "absent", key_columns=["id"], check_on_create=False)
     with pytest.raises(TargetTableError, match=r"'absent' does not exist.*create_table=True"):
         sink.apply(ITEMS, 0)
     sink.close()

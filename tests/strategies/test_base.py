@@ -28,7 +28,8 @@ from kafka_share_eos.strategies import BatchStrategy, as_arrow
 Build = Callable[[Path, dict[str, Any]], BatchStrategy]
 
 BUILDERS: dict[str, Build] = {
-    "sql": lambda tmp, kw: IdempotentUpsertSink.sql(f"sqlite:///{tmp / 't.db'}", "t", **kw),
+    "sql": lambda tmp, kw: IdempotentUpsertSink.sql(f"sqlite:///{tmp / 't.db'}", "t",
+                                                   create_table=True, **kw),
     "delta": lambda tmp, kw: IdempotentUpsertSink.delta(str(tmp / "delta"), **kw),
     "dedup": lambda tmp, kw: CheckpointDedupStore(
         str(tmp / "ledger"), DeltaAppendSink(str(tmp / "sink")), **kw
