@@ -98,7 +98,7 @@ def run(console: RunConsole, args: argparse.Namespace, bootstrap_servers: str,
         .option("kafka.share.group.id", args.group)
         .option("subscribe", args.topic)
         .option("journalPath", str(args.workdir / "journal"))
-        .option("maxRecordsPerTrigger", str(args.per_trigger))
+        .option("kafka.max.poll.records", str(args.per_trigger))
         .load()
         .select("topic", "partition", "offset",
                 F.from_json(F.col("value").cast("string"), PAYMENT_SCHEMA).alias("payment"))

@@ -150,7 +150,7 @@ def run(orders: int = 400, per_trigger: int = 20, broken_every: int = 50,
     from kafka_share_eos.proving_ground.broker import EmbeddedBroker
     from kafka_share_eos.proving_ground.launchers.prometheus import PrometheusServer
     from kafka_share_eos.proving_ground.launchers.spark import local_spark_session
-    from kafka_share_eos.proving_ground.streams import share_stream, source_options
+    from kafka_share_eos.proving_ground.streams import batch_size, share_stream, source_options
     from kafka_share_eos.source import register
 
     with EmbeddedBroker(topics=[f"{TOPIC}:{PARTITIONS}", f"{WARM_UP}:1"],
@@ -167,7 +167,7 @@ def run(orders: int = 400, per_trigger: int = 20, broken_every: int = 50,
         sink = IdempotentUpsertSink.sql(url, "orders", create_table=True, transform=transform,
                                         dead_letters=DeadLetterPolicy(dead), name="upsert")
         options = source_options(broker.bootstrap_servers, "orders-eos", TOPIC, journal,
-                                 maxRecordsPerTrigger=str(per_trigger),
+                                 **batch_size(per_trigger),
                                  lockDurationMs=str(LOCK_MS))
         spark = local_spark_session("kafka-share-eos-monitored-run")
         register(spark)

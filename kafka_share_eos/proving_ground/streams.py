@@ -34,6 +34,15 @@ def source_options(
     return {**options, **extra}
 
 
+def batch_size(records: int, acknowledge: str = "afterCommit") -> dict[str, str]:
+    """The option that sizes micro-batches at ``records`` under ``acknowledge``: the hard cap
+    ``maxRecordsPerTrigger`` under afterJournal; under afterCommit, where a micro-batch is one
+    poll and that cap is refused, the poll's ``kafka.max.poll.records``."""
+    if acknowledge == "afterCommit":
+        return {"kafka.max.poll.records": str(records)}
+    return {"maxRecordsPerTrigger": str(records)}
+
+
 def share_stream(spark: SparkSession, options: Mapping[str, str]) -> DataFrame:
     """The streaming DataFrame of the ``kafka-share`` source with ``options`` (see
     :func:`source_options`) in ``spark``, where the source must be registered."""

@@ -32,12 +32,14 @@ __all__ = [
 
 def register(spark: SparkSession) -> None:
     """Register the ``kafka-share`` format with ``spark``, once its Python workers proved they
-    import the toolkit (:mod:`~kafka_share_eos.source.worker_python`)."""
-    from kafka_share_eos.source.datasource import KafkaShareDataSource
+    import the toolkit (:mod:`~kafka_share_eos.source.worker_python`), with the settings that
+    count its task slots (:mod:`~kafka_share_eos.source.task_slots`)."""
+    from kafka_share_eos.source.datasource import with_session_settings
+    from kafka_share_eos.source.task_slots import session_settings
     from kafka_share_eos.source.worker_python import require_toolkit_on_workers
 
     require_toolkit_on_workers(spark)
-    spark.dataSource.register(KafkaShareDataSource)
+    spark.dataSource.register(with_session_settings(session_settings(spark)))
 
 
 def __getattr__(name: str) -> Any:

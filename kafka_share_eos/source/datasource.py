@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
+from typing import ClassVar
 
 from kafka_share_eos._extras import SPARK
 from kafka_share_eos.journal.schema import DELIVERY_COUNT, DELIVERY_COUNT_LIMIT_KEY, HEADERS
@@ -31,6 +32,10 @@ class KafkaShareDataSource(DataSource):
     Options are validated when the stream is loaded; see ``docs/source.md`` for the reference.
     """
 
+    session_settings: ClassVar[Mapping[str, str] | None] = None
+    """The registering session's settings that count its task slots
+    (:mod:`~kafka_share_eos.source.task_slots`); None when registered without them."""
+
     def __init__(self, options: MutableMapping[str, str]) -> None:
         super().__init__(options)
         self.source_options = SourceOptions.parse(options)
@@ -48,7 +53,17 @@ class KafkaShareDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """The reader planning micro-batches in Spark's source runner."""
-        return KafkaShareStreamReader(self.source_options)
+        return KafkaShareStreamReader(self.source_options, self.session_settings)
+
+
+def with_session_settings(settings: Mapping[str, str]) -> type[KafkaShareDataSource]:
+    """:class:`KafkaShareDataSource` carrying ``settings`` of the registering session to the
+    source's planning, which runs where no session is at hand. The class is made here, so it
+    is pickled with them by value; the class itself goes by name, without them."""
+    return type(KafkaShareDataSource.__name__, (KafkaShareDataSource,), {
+        "session_settings": dict(settings), "__module__": __name__,
+        "__doc__": KafkaShareDataSource.__doc__,
+    })
 
 
 def spark_schema(include_headers: bool, delivery_count_limit: int | None = None) -> StructType:

@@ -20,8 +20,8 @@ _LONGER_LOCK = (
     "default group.share.record.lock.duration.ms) and lockDurationMs with it"
 )
 _ADVICE = {
-    AckPolicy.AFTER_COMMIT: f"{_LONGER_LOCK}, lower maxRecordsPerTrigger, or use "
-    "acknowledge=afterJournal",
+    AckPolicy.AFTER_COMMIT: f"{_LONGER_LOCK}, lower kafka.max.poll.records (a batch is one "
+    "poll), or use acknowledge=afterJournal",
     AckPolicy.AFTER_JOURNAL: f"{_LONGER_LOCK}, or lower kafka.max.poll.records: the journal "
     "write is this slow",
 }

@@ -233,13 +233,17 @@ class SourceOptions:
         """Records one poll returns at most (the client's ``max.poll.records``)."""
         return int(self.consumer_config["max.poll.records"])
 
-    @property
-    def slot_records(self) -> int:
-        """Records one slot takes per micro-batch at most, over one poll or several: its share
-        of ``maxRecordsPerTrigger``, or one poll's when that is not set."""
+    def slot_records(self, slot: int) -> int:
+        """Records slot ``slot`` takes per micro-batch at most, over one poll or several: its
+        share of ``maxRecordsPerTrigger`` (the shares add up to it exactly, the first slots
+        taking one more when it does not divide), or one poll's when that is not set. A slot
+        beyond ``consumers`` (carried there by a run with more) takes nothing more."""
+        if slot >= self.consumers:
+            return 0
         if self.max_records_per_trigger is None:
             return self.max_poll_records
-        return -(-self.max_records_per_trigger // self.consumers)
+        share, rest = divmod(self.max_records_per_trigger, self.consumers)
+        return share + (1 if slot < rest else 0)
 
     @property
     def on_executors(self) -> bool:
@@ -277,6 +281,7 @@ class SourceOptions:
         journal_path = given["journalpath"][1].strip()
         policy = _policy(consumers, raw("acknowledge"), journal_path)
         max_per_trigger = value("maxRecordsPerTrigger", _positive_int, None)
+        _check_cap(max_per_trigger, policy, consumers)
         client = {
             key[len(KAFKA_PREFIX) :]: text
             for key, (_, text) in given.items()
@@ -340,16 +345,42 @@ def _policy(consumers: int, given: str | None, journal_path: str) -> AckPolicy:
     return AckPolicy.AFTER_JOURNAL
 
 
+def _check_cap(max_per_trigger: int | None, policy: AckPolicy, consumers: int) -> None:
+    """``maxRecordsPerTrigger`` is a hard cap on every micro-batch, so it is refused where it
+    could not be one.
+
+    Under afterCommit a micro-batch is one poll, none of whose records may be acknowledged
+    before the batch commits nor left unacknowledged at the next poll, and librdkafka cannot
+    ask Apache Kafka for a poll of at most ``max.poll.records`` records (KIP-1206's
+    ``record_limit`` acquisition): a fetch there takes whole producer batches.
+    """
+    if max_per_trigger is None:
+        return
+    if policy is AckPolicy.AFTER_COMMIT:
+        raise SourceOptionError(
+            "option 'maxRecordsPerTrigger' caps a micro-batch only with "
+            "acknowledge=afterJournal: under afterCommit a micro-batch is one poll, which on "
+            "Apache Kafka holds whole producer batches beyond any limit (librdkafka cannot ask "
+            "for KIP-1206's record_limit fetch); set acknowledge=afterJournal, or "
+            "kafka.max.poll.records for the size a poll aims at"
+        )
+    if max_per_trigger < consumers:
+        raise SourceOptionError(
+            f"option 'maxRecordsPerTrigger' ({max_per_trigger}) must be at least 'consumers' "
+            f"({consumers}): each consumer takes its share of it in every micro-batch"
+        )
+
+
 def _poll_size(
     policy: AckPolicy, max_per_trigger: int | None, client_value: str | None, consumers: int
 ) -> int:
     """Choose ``max.poll.records``.
 
     Under afterCommit a batch is exactly one poll (explicit acknowledgement forbids polling again
-    before every record of the last poll is acknowledged), so ``maxRecordsPerTrigger`` *is* the poll
-    size. Under afterJournal a batch spans several polls, so a poll never exceeds the batch limit.
-    With ``consumers`` above 1 a poll is at most a consumer's share of a batch, which it fills
-    over one poll or several.
+    before every record of the last poll is acknowledged), of ``kafka.max.poll.records``. Under
+    afterJournal a batch spans several polls, so a poll never exceeds the batch limit. With
+    ``consumers`` above 1 a poll is at most a consumer's share of a batch, which it fills over
+    one poll or several.
     """
     client = None if client_value is None else _positive_int("kafka.max.poll.records", client_value)
     if consumers > 1:
@@ -357,12 +388,5 @@ def _poll_size(
             return client or DEFAULT_SLOT_POLL_RECORDS
         share = -(-max_per_trigger // consumers)
         return share if client is None else min(client, share)
-    if policy is AckPolicy.AFTER_COMMIT:
-        if client is not None and max_per_trigger is not None and client != max_per_trigger:
-            raise SourceOptionError(
-                "options 'maxRecordsPerTrigger' and 'kafka.max.poll.records' disagree: with "
-                "acknowledge=afterCommit a micro-batch is one poll, so set only one of them"
-            )
-        return max_per_trigger or client or DEFAULT_MAX_POLL_RECORDS
     size = client or DEFAULT_MAX_POLL_RECORDS
     return size if max_per_trigger is None else min(size, max_per_trigger)

@@ -9,7 +9,7 @@ consumer in the runner: each batch is N slots whose tasks poll on the executors
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from kafka_share_eos._extras import SPARK
@@ -23,6 +23,7 @@ from kafka_share_eos.source.options import AckPolicy, LockBudgetAction, SourceOp
 from kafka_share_eos.source.planning import Planner, SegmentPartition
 from kafka_share_eos.source.slot_planner import SlotPlanner
 from kafka_share_eos.source.slots import SlotPartition
+from kafka_share_eos.source.task_slots import warn_if_consumers_wait
 
 with SPARK.needed_by("the kafka-share Spark source"):
     from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -72,10 +73,19 @@ def _refuse_early_acceptance(options: SourceOptions) -> None:
 
 
 class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Plans micro-batches from a share group through the journal, and reads them back."""
+    """Plans micro-batches from a share group through the journal, and reads them back.
 
-    def __init__(self, options: SourceOptions) -> None:
+    Args:
+        options: the stream's options.
+        session_settings: the registering session's settings that count its task slots, to
+            warn when ``consumers`` exceeds them (None: not known).
+    """
+
+    def __init__(
+        self, options: SourceOptions, session_settings: Mapping[str, str] | None = None
+    ) -> None:
         self._options = options
+        self._session_settings = session_settings
         self._journal = Journal(options.journal)
         self._planner: Planner | None = None
 
@@ -92,6 +102,7 @@ class KafkaShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             _refuse_early_acceptance(self._options)
             options = resolve_group(self._options)
             if options.on_executors:
+                warn_if_consumers_wait(options.consumers, self._session_settings)
                 self._planner = SlotPlanner(options, self._journal)
             else:
                 # Its consumer's first poll waits out the share group's join, while Arrow's

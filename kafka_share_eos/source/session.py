@@ -117,6 +117,18 @@ class ShareSession:
         with self._calls:
             self._settle(ack_type, reject)
 
+    def settle_journaled(self, journaled: int) -> None:
+        """ACCEPT the first ``journaled`` held records, RELEASE the rest (none made it into
+        the journal, so the broker may hand them out again), and commit."""
+        with self._calls:
+            kept, left = self.held[:journaled], self.held[journaled:]
+            self.held = kept
+            if kept:
+                self._settle(ACCEPT)
+            self.held = left
+            if left:
+                self._settle(RELEASE)
+
     def _settle(
         self, ack_type: AcknowledgeType, reject: Collection[tuple[str, int, int]] = frozenset()
     ) -> None:

@@ -29,7 +29,7 @@ from kafka_share_eos.journal.leases import log_wait
 from kafka_share_eos.source.lock_budget import LockBudget
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
 from kafka_share_eos.source.planning import SegmentPartition
-from kafka_share_eos.source.slots import SlotPartition
+from kafka_share_eos.source.slots import CARRIED, SlotPartition
 
 log = logging.getLogger("kafka_share_eos.source")
 
@@ -78,11 +78,13 @@ class SlotPlanner:
             self._journal.purge(start)
             self._metrics.prune()
             self._purged_through = start
-        present = self._journal.sequences()
-        if present and present[-1] > start:
+        whole = sorted(seq for seq, slot in self._journal.entries() if slot is None)
+        if whole and whole[-1] > start:
             # Journaled in a run that died before Spark logged the offset (a runner's segment
-            # from a run with one consumer): the journal is the records' only copy.
-            return present[-1]
+            # from a run with one consumer): the journal is the records' only copy. Slots of
+            # later batches hold records carried there by a poll beyond its slot's share: their
+            # batches come one by one.
+            return whole[-1]
         if self._draining and start in self._empty and start in self._listening:
             unknown = [member for member in self._journal.leases.members_in_group()
                        if self._last_found.get(member) != 0]
@@ -112,16 +114,20 @@ class SlotPlanner:
     def partitions(self, start: int, end: int) -> list[SlotPartition | SegmentPartition]:
         """The slots of each batch in ``(start, end]``; a sequence journaled whole (by a
         runner consumer of an earlier run) stays one partition."""
-        whole = {seq for seq, slot in self._journal.entries() if slot is None}
+        entries = self._journal.entries()
+        whole = {seq for seq, slot in entries if slot is None}
         planned: list[SlotPartition | SegmentPartition] = []
         for seq in range(start + 1, end + 1):
             if seq in whole:
                 planned.append(SegmentPartition(seq))
             else:
                 idle_ms = self._options.available_now_idle_ms if seq in self._listening else 0
+                # A slot beyond 'consumers' holds records a run with more consumers carried.
+                slots = max([self._options.consumers - 1,
+                             *(slot for s, slot in entries if s == seq and slot is not None)])
                 planned.extend(
                     SlotPartition(seq, slot, self.run, idle_ms, self._options.join_ms)
-                    for slot in range(self._options.consumers)
+                    for slot in range(slots + 1)
                 )
         return planned
 
@@ -132,12 +138,14 @@ class SlotPlanner:
             batch = self._combine([report for _, report in slots])
             found: dict[str, int] = defaultdict(int)
             for entry in batch.consumers:
-                if "member" in entry:
+                # A carried slot's records came from an earlier poll, not the member's last.
+                if "member" in entry and not entry.get(CARRIED):
                     found[entry["member"]] += entry["records"]
             self._last_found.update(found)
             self._metrics.write(batch)
             empty = [entry for entry in batch.consumers if entry["records"] == 0]
-            if seq in self._planned and len(empty) == self._options.consumers:
+            everyone = len(empty) == len(batch.consumers) >= self._options.consumers
+            if seq in self._planned and everyone:
                 self._empty.add(seq)
             for path, _ in slots:
                 self._metrics.delete_slot_report(path)

@@ -29,6 +29,7 @@ import logging
 import os
 import threading
 import time
+from typing import Any
 
 import pyarrow as pa
 
@@ -38,7 +39,7 @@ from kafka_share_eos.errors import JournalError
 from kafka_share_eos.journal import EXECUTOR, BatchMetrics, Journal
 from kafka_share_eos.source.conversion import to_record_batch
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
-from kafka_share_eos.source.session import ACCEPT, RELEASE, ShareSession
+from kafka_share_eos.source.session import RELEASE, ShareSession
 from kafka_share_eos.source.tally import BatchTally
 
 with SPARK.needed_by("the kafka-share Spark source"):
@@ -47,6 +48,8 @@ with SPARK.needed_by("the kafka-share Spark source"):
 log = logging.getLogger("kafka_share_eos.source")
 
 IDLE_CHECK_S = 0.5
+CARRIED = "carried"
+"""Marks a slot report's consumer entry whose records an earlier batch's poll fetched."""
 # A poll after the first that carries on a slot only takes what the fetches in flight bring.
 FOLLOW_UP_POLL_MS = 200
 
@@ -92,7 +95,8 @@ class SlotConsumer:
     def fill(self, journal: Journal, part: SlotPartition, done: list[pa.Table]) -> pa.Table:
         """Poll the slot's records after the parts ``done`` already journaled, each poll's
         into the next part first-writer-wins, ACCEPT them; return the whole slot (with other
-        attempts' parts where they wrote first)."""
+        attempts' parts where they wrote first). A poll beyond the slot's share is carried
+        into the same slot of the next batches (:meth:`_carry`)."""
         session = self.session
         if session.held:
             # Left by an attempt that failed before journaling them in this worker.
@@ -101,20 +105,24 @@ class SlotConsumer:
         parts = list(done)
         for table in parts:
             tally.polled(part.seq, table)
+        share = self.options.slot_records(part.slot)
         taken = sum(table.num_rows for table in parts)
         until = time.monotonic() + self.options.poll_timeout_ms / 1000.0
         while True:
-            records = self._poll(part, first=len(parts) == len(done))
+            # No room (a slot beyond a restart's fewer consumers): it ends with what it holds.
+            records = self._poll(part, first=len(parts) == len(done)) if taken < share else []
             faults.maybe_crash(faults.SLOT_AFTER_POLL)
-            batch = to_record_batch(records)
-            last = (not records or taken + batch.num_rows >= self.options.slot_records
+            polled = to_record_batch(records)
+            batch, beyond = self._within_share(polled, share - taken)
+            last = (not records or taken + batch.num_rows >= share
                     or time.monotonic() >= until)
             won = self._journal_part(journal, part, len(parts), batch, last)
             if won:
                 faults.maybe_crash(faults.SLOT_AFTER_SEGMENT)
                 tally.polled(part.seq, batch)
+                carried = self._carry(journal, part, beyond)
                 acquired_at = session.acquired_at
-                session.settle(ACCEPT)
+                session.settle_journaled(batch.num_rows + carried)
                 if batch.num_rows:
                     tally.settled((time.monotonic() - acquired_at) * 1000)
                 table = pa.Table.from_batches([batch])
@@ -129,8 +137,56 @@ class SlotConsumer:
                 break
         if won:
             # The writer of the last part reports for the slot.
-            self._report(part, tally.finish(session.stats, lock_budget_used=0.0))
+            self._report(part.seq, part.slot, tally.finish(session.stats, lock_budget_used=0.0))
         return pa.concat_tables(parts)
+
+    def _within_share(
+        self, polled: pa.RecordBatch, room: int
+    ) -> tuple[pa.RecordBatch, pa.RecordBatch | None]:
+        """The poll's records that fit the slot, and those beyond (None when all fit, or
+        when no ``maxRecordsPerTrigger`` caps the batch)."""
+        if self.options.max_records_per_trigger is None or polled.num_rows <= room:
+            return polled, None
+        return polled.slice(0, room), polled.slice(room)
+
+    def _carry(self, journal: Journal, part: SlotPartition, beyond: pa.RecordBatch | None) -> int:
+        """Journal the records a poll brought beyond the slot's share into the same slot of
+        the batches after it, a share each, and return how many were journaled.
+
+        A Kafka fetch acquires whole producer batches, so a poll can exceed the share; the
+        records are journaled now and ACCEPTed with the poll (a RELEASE would bring them back
+        with a higher delivery count), and the next batches' tasks of this slot find them
+        there: complete, they read them and never poll; the last, short of a share, is left
+        unfinished for its task to fill. Nothing of this slot lies beyond the batch (its
+        task found room), so each carried part is the first of its slot, written
+        first-writer-wins: one lost (a later batch's task ran first, possible only beside a
+        speculative attempt) ends the carry and the rest is RELEASEd.
+        """
+        if beyond is None:
+            return 0
+        share = self.options.slot_records(part.slot)
+        seq, carried = part.seq, 0
+        while carried < beyond.num_rows:
+            seq += 1
+            chunk = beyond.slice(carried, share)
+            full = chunk.num_rows >= share
+            if not journal.write_slot(seq, part.slot, chunk, part=0, last=full):
+                log.warning("slot %d of batch %d was journaled by another task first: %d "
+                            "records polled for it are RELEASEd", part.slot, seq,
+                            beyond.num_rows - carried)
+                break
+            if full:
+                self._report_carried(seq, part.slot, chunk)
+            carried += chunk.num_rows
+        return carried
+
+    def _report_carried(self, seq: int, slot: int, chunk: pa.RecordBatch) -> None:
+        # Acknowledged (and counted) with the poll that fetched it; its own batch counts
+        # its records. Not a poll of the member's either: the drain must not read it as one.
+        tally = BatchTally(AckPolicy.AFTER_JOURNAL, self.session.stats)
+        tally.polled(seq, chunk)
+        self._report(seq, slot, tally.finish(self.session.stats, lock_budget_used=0.0),
+                     carried=True)
 
     def _journal_part(
         self, journal: Journal, part: SlotPartition, index: int, batch: pa.RecordBatch, last: bool
@@ -166,16 +222,18 @@ class SlotConsumer:
             if records or time.monotonic() >= idle_until:
                 return records
 
-    def _report(self, part: SlotPartition, metrics: BatchMetrics) -> None:
+    def _report(self, seq: int, slot: int, metrics: BatchMetrics, carried: bool = False) -> None:
         # The planner measures the batch against the lock budget once every slot reported.
-        report = dataclasses.replace(metrics, consumers=[
-            {"slot": part.slot, "records": metrics.records, "member": self.lease.member}
-        ])
+        entry: dict[str, Any] = {"slot": slot, "records": metrics.records,
+                                 "member": self.lease.member}
+        if carried:
+            entry[CARRIED] = True
+        report = dataclasses.replace(metrics, consumers=[entry])
         try:
-            self.journal.metrics().write_slot_report(part.slot, report)
+            self.journal.metrics().write_slot_report(slot, report)
         except OSError:
             # Metrics are not data: the batch's entry then lacks this slot.
-            log.warning("could not write the metrics of slot %d of batch %d", part.slot, part.seq)
+            log.warning("could not write the metrics of slot %d of batch %d", slot, seq)
 
     def close(self) -> None:
         """RELEASE what is held, leave the group, drop the lease."""

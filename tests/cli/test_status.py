@@ -44,7 +44,7 @@ def test_status_of_a_drained_stream_counts_every_record(
         seen[batch_id] = batch.count()
 
     journal = tmp_path / "journal"
-    df = share_stream(spark, share_topic, journal, maxRecordsPerTrigger="30",
+    df = share_stream(spark, share_topic, journal, **{"kafka.max.poll.records": "30"},
                       availableNowIdleMs="2000")
     run_available_now(df, tmp_path / "checkpoint", count)
 
@@ -68,7 +68,7 @@ def test_status_shows_pending_segments_and_dead_letters(tmp_path: Path) -> None:
         options = SourceOptions.parse({
             "kafka.bootstrap.servers": broker.bootstrap_servers,
             "kafka.share.group.id": "orders-status", "subscribe": "orders",
-            "journalPath": str(tmp_path / "journal"), "maxRecordsPerTrigger": "20",
+            "journalPath": str(tmp_path / "journal"), "kafka.max.poll.records": "20",
             "pollTimeoutMs": "3000",
         })
         journal = Journal(options.journal_path)

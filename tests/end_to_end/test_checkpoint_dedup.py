@@ -48,7 +48,7 @@ class FailsOnceAfterWriting:
 
 
 def run(spark: SparkSession, topic: ShareTopic, tmp: Path, store: CheckpointDedupStore) -> None:
-    df = share_stream(spark, topic, tmp / "journal", maxRecordsPerTrigger="40")
+    df = share_stream(spark, topic, tmp / "journal", **{"kafka.max.poll.records": "40"})
     run_available_now(df, tmp / "checkpoint", store)
 
 

@@ -43,7 +43,7 @@ def test_each_record_is_merged_once_through_a_refused_acknowledgement_and_a_reru
     table = str(tmp_path / "orders")
     sink = IdempotentUpsertSink.delta(table, engine="spark", app_id="connect-merge")
     stream = share_stream(connect_spark, share_topic, tmp_path / "journal",
-                          maxRecordsPerTrigger="50")
+                          **{"kafka.max.poll.records": "50"})
     # The broker drops the share sessions after batch 0: its records come again, in a later
     # batch, and the MERGE keeps their first rows.
     run_available_now(stream, tmp_path / "checkpoint",

@@ -89,12 +89,12 @@ def test_the_clients_endpoint_serves_what_the_server_ran(
             partitions=share_topic.partitions)
     options = streams.source_options(share_topic.bootstrap_servers, share_topic.group_id,
                                      share_topic.topic, tmp_path / "journal",
-                                     maxRecordsPerTrigger="20", availableNowIdleMs="2000")
+                                     **{"kafka.max.poll.records": "20"}, availableNowIdleMs="2000")
     with serve_metrics(PipelineMetrics(QUERY, options, sink), port=0, addr="127.0.0.1",
                        spark=connect_spark, registry=CollectorRegistry()) as endpoint:
         assert scrape(endpoint.url)["kafka_share_eos_batches_total"] == 0
         stream = share_stream(connect_spark, share_topic, tmp_path / "journal",
-                              maxRecordsPerTrigger="20", availableNowIdleMs="2000")
+                              **{"kafka.max.poll.records": "20"}, availableNowIdleMs="2000")
         run_query(connect_spark, stream, sink, tmp_path / "cp", spark_connect_server)
 
         with sa.create_engine(url).connect() as conn:
@@ -143,7 +143,7 @@ def test_status_doctor_and_recover_read_what_a_connect_pipeline_left(
         journal, storage = s3.url(f"{tmp_path.name}/journal"), s3.storage_options()
     options = streams.source_options(
         share_topic.bootstrap_servers, share_topic.group_id, share_topic.topic, journal,
-        maxRecordsPerTrigger="30", availableNowIdleMs="2000",
+        **{"kafka.max.poll.records": "30"}, availableNowIdleMs="2000",
         **{f"storage.{key}": value for key, value in storage.items()})
     coordinator = TwoPhaseCommitCoordinator(
         log=str(tmp_path / "decisions"),

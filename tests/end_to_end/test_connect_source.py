@@ -26,6 +26,7 @@ from kafka_share_eos import IdempotentUpsertSink
 from kafka_share_eos.pipeline_status import journal_status
 from kafka_share_eos.proving_ground.launchers.spark_connect import SparkConnectServer
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
+from kafka_share_eos.proving_ground.streams import batch_size
 from kafka_share_eos.sharegroup.group_config import describe_share_group
 
 pytestmark = [pytest.mark.connect, pytest.mark.timeout(300)]
@@ -56,7 +57,7 @@ def test_every_record_reaches_the_target_once_with_one_or_several_consumers(
                       partitions=share_topic.partitions)
     url = f"sqlite:///{tmp_path / 'target.db'}"
     stream = share_stream(connect_spark, share_topic, tmp_path / "journal", consumers=consumers,
-                          acknowledge=acknowledge, maxRecordsPerTrigger="60",
+                          acknowledge=acknowledge, **batch_size(60, acknowledge),
                           availableNowIdleMs="3000")
 
     run_available_now(stream, tmp_path / "checkpoint",
@@ -84,7 +85,7 @@ def test_starting_offsets_sets_where_a_new_group_starts_on_apache_kafka(
                       partitions=2, batch_records=20)
     url = f"sqlite:///{tmp_path / 'target.db'}"
     stream = share_stream(connect_spark, topic, tmp_path / "journal", startingOffsets="earliest",
-                          maxRecordsPerTrigger="80", availableNowIdleMs="2000")
+                          **{"kafka.max.poll.records": "80"}, availableNowIdleMs="2000")
 
     run_available_now(stream, tmp_path / "checkpoint",
                       IdempotentUpsertSink.sql(url, "events", create_table=True),

@@ -52,7 +52,7 @@ def test_each_record_is_applied_once_through_a_connect_session(
     produce(share_topic.bootstrap_servers, share_topic.topic,
             [b"unpaid" if offset in bad else payment(offset) for offset in range(COUNT)])
     stream = share_stream(connect_spark, share_topic, tmp_path / "journal",
-                          maxRecordsPerTrigger="10")
+                          **{"kafka.max.poll.records": "10"})
 
     run_available_now(payment_columns(stream), tmp_path / "checkpoint",
                       DropsShareSessions(case.strategy, share_topic.bootstrap_servers),

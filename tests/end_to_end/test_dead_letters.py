@@ -90,7 +90,7 @@ def test_poison_constraint_and_delivery_limit_records_end_in_dead_letters(
         dead_letters=DeadLetterPolicy(dead, max_delivery_count=3),
     )
     run_available_now(share_stream(spark, share_topic, tmp_path / "journal",
-                                   maxRecordsPerTrigger="40", **IDLE_LONGER_THAN_A_LOCK),
+                                   **{"kafka.max.poll.records": "40"}, **IDLE_LONGER_THAN_A_LOCK),
                       tmp_path / "cp", sink)
 
     with engine.connect() as conn:
@@ -154,7 +154,8 @@ def test_records_back_at_the_limit_after_a_lost_acknowledgement_are_not_dead_let
             Producer({"bootstrap.servers": share_topic.bootstrap_servers}).list_topics(timeout=10)
 
     run_available_now(share_stream(spark, share_topic, tmp_path / "journal",
-                                   maxRecordsPerTrigger=str(count), **IDLE_LONGER_THAN_A_LOCK),
+                                   **{"kafka.max.poll.records": str(count)},
+                                   **IDLE_LONGER_THAN_A_LOCK),
                       tmp_path / "cp", apply_then_drop_sessions)
 
     lines = metric_lines(metrics)

@@ -75,7 +75,7 @@ def test_prometheus_sees_the_rows_and_dead_letters_of_a_run(
                                     dead_letters=DeadLetterPolicy(dead), name="upsert")
     options = streams.source_options(share_topic.bootstrap_servers, share_topic.group_id,
                                      share_topic.topic, tmp_path / "journal",
-                                     maxRecordsPerTrigger="20")
+                                     **{"kafka.max.poll.records": "20"})
     labels = f'query="{QUERY}",group="{share_topic.group_id}",topic="{share_topic.topic}"'
     with serve_metrics(PipelineMetrics(QUERY, options, sink), port=0, addr="127.0.0.1",
                        spark=spark, registry=CollectorRegistry()) as endpoint:
@@ -84,7 +84,8 @@ def test_prometheus_sees_the_rows_and_dead_letters_of_a_run(
         server.wait_for("the first scrape", lambda: value_of(
             server, f"kafka_share_eos_dead_letters_total{{{labels}}}") == 0)
 
-        df = share_stream(spark, share_topic, tmp_path / "journal", maxRecordsPerTrigger="20")
+        df = share_stream(spark, share_topic, tmp_path / "journal",
+                          **{"kafka.max.poll.records": "20"})
         query = (df.writeStream.foreachBatch(sink).queryName(QUERY).trigger(availableNow=True)
                  .option("checkpointLocation", str(tmp_path / "cp")).start())
         try:

@@ -37,7 +37,7 @@ def driver_lost(batch_id: int) -> RuntimeError:
 
 
 def payments_stream(spark: SparkSession, topic: ShareTopic, journal: Path) -> DataFrame:
-    return share_stream(spark, topic, journal, maxRecordsPerTrigger="40").selectExpr(
+    return share_stream(spark, topic, journal, **{"kafka.max.poll.records": "40"}).selectExpr(
         "topic", "partition", "offset",
         "CAST(split(CAST(value AS STRING), ':')[0] AS INT) AS account",
         "CAST(split(CAST(value AS STRING), ':')[1] AS BIGINT) AS amount",

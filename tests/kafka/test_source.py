@@ -11,6 +11,7 @@ from helpers.streaming import Offsets, run_available_now, share_stream
 
 from kafka_share_eos.pipeline_status import journal_status
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
+from kafka_share_eos.proving_ground.streams import batch_size
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -26,9 +27,10 @@ def test_one_partition_is_read_once(
     written = produce(kafka_topic.bootstrap_servers, kafka_topic.topic,
                       (b"%d" % i for i in range(2000)), batch_records=10)
     sink = Offsets()
+    batches = (batch_size(400) if consumers == 1
+               else {"maxRecordsPerTrigger": "400", "kafka.max.poll.records": "50"})
     df = share_stream(spark, kafka_topic, tmp_path / "journal", consumers=str(consumers),
-                      maxRecordsPerTrigger="400", availableNowIdleMs="3000",
-                      **({"kafka.max.poll.records": "50"} if consumers > 1 else {}))
+                      availableNowIdleMs="3000", **batches)
     run_available_now(df, tmp_path / "checkpoint", sink)
     assert sorted(sink.seen) == written
     assert set(sink.seen.values()) == {1}

@@ -42,7 +42,8 @@ def test_progress_events_are_counted_per_query(
     caplog.set_level(logging.INFO, logger="kafka_share_eos.monitoring")
     with serve_metrics(watched, other, port=0, addr="127.0.0.1", spark=spark,
                        registry=registry):
-        df = share_stream(spark, share_topic, tmp_path / "journal", maxRecordsPerTrigger="10")
+        df = share_stream(spark, share_topic, tmp_path / "journal",
+                          **{"kafka.max.poll.records": "10"})
         query = (df.writeStream.foreachBatch(sink).queryName("watched")
                  .trigger(availableNow=True)
                  .option("checkpointLocation", str(tmp_path / "cp")).start())

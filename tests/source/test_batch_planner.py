@@ -52,7 +52,7 @@ def test_after_commit_accepts_only_when_the_next_planning_starts(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     journal = Journal(str(tmp_path))
-    planner = BatchPlanner(options(broker, tmp_path, maxRecordsPerTrigger="1000"), journal)
+    planner = BatchPlanner(options(broker, tmp_path, **{"kafka.max.poll.records": "1000"}), journal)
     end = planner.latest(0, None)
     assert end == 1
     assert len(identities(journal, [1])) > 0
@@ -69,7 +69,7 @@ def test_after_commit_settles_the_committed_batch_and_purges_it(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     journal = Journal(str(tmp_path))
-    planner = BatchPlanner(options(broker, tmp_path, maxRecordsPerTrigger="1000"), journal)
+    planner = BatchPlanner(options(broker, tmp_path, **{"kafka.max.poll.records": "1000"}), journal)
     seen: list[tuple[str, int, int]] = []
     start = 0
     while (end := planner.latest(start, None)) != start:
@@ -153,7 +153,9 @@ def test_expired_locks_are_counted_not_fatal_and_records_return(tmp_path: Path) 
     with EmbeddedBroker(topics=[TOPIC], record_lock_duration_ms=1000) as broker:
         produce(broker.bootstrap_servers, TOPIC, (b"%d" % i for i in range(RECORDS)))
         journal = Journal(str(tmp_path))
-        planner = BatchPlanner(options(broker, tmp_path, maxRecordsPerTrigger="1000"), journal)
+        planner = BatchPlanner(
+            options(broker, tmp_path, **{"kafka.max.poll.records": "1000"}), journal
+        )
         assert planner.latest(0, None) == 1
         first = identities(journal, [1])
         time.sleep(2.5)  # the batch outlives its locks
@@ -175,7 +177,7 @@ def test_expired_locks_are_counted_not_fatal_and_records_return(tmp_path: Path) 
 def test_a_close_whose_release_fails_still_leaves_the_group(
     broker: EmbeddedBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    planner = BatchPlanner(options(broker, tmp_path, maxRecordsPerTrigger="1000"),
+    planner = BatchPlanner(options(broker, tmp_path, **{"kafka.max.poll.records": "1000"}),
                            Journal(str(tmp_path)))
     assert planner.latest(0, None) == 1
 

@@ -73,7 +73,7 @@ def test_records_of_aborted_transactions_never_reach_the_sink(
 ) -> None:
     committed = produce_transactions(kafka_topic, [True, False, True, False, False, True], 30)
     sink = Values()
-    df = share_stream(spark, kafka_topic, tmp_path / "journal", maxRecordsPerTrigger="25",
+    df = share_stream(spark, kafka_topic, tmp_path / "journal", **{"kafka.max.poll.records": "25"},
                       availableNowIdleMs="3000")
     run_available_now(df, tmp_path / "checkpoint", sink)
     assert sorted(sink.values) == sorted(committed)

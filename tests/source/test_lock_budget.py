@@ -48,7 +48,7 @@ def test_a_batch_over_budget_is_named_in_a_warning(
     (warning,) = [w for w in budget_warnings(caplog) if w.startswith("kafka-share batch 1 ")]
     assert f"of the {LOCK_MS} ms record lock" in warning
     assert "group.share.record.lock.duration.ms" in warning
-    assert "maxRecordsPerTrigger" in warning and "acknowledge=afterJournal" in warning
+    assert "kafka.max.poll.records" in warning and "acknowledge=afterJournal" in warning
     first = metrics(tmp_path)[1]
     assert first.ack_policy == "afterCommit"
     assert first.records == first.acknowledged == 20

@@ -60,11 +60,23 @@ def test_option_names_are_case_insensitive_and_values_parsed() -> None:
     assert options.max_poll_records == 250
 
 
-def test_after_commit_maps_max_records_per_trigger_onto_the_poll_size() -> None:
-    assert parse(maxRecordsPerTrigger="1000").max_poll_records == 1000
+def test_after_commit_refuses_a_cap_it_could_not_hold() -> None:
     assert parse(**{"kafka.max.poll.records": "70"}).max_poll_records == 70
-    with pytest.raises(SourceOptionError, match=r"maxRecordsPerTrigger.*kafka\.max\.poll\.records"):
-        parse(maxRecordsPerTrigger="100", **{"kafka.max.poll.records": "70"})
+    # One poll is one batch there, and Apache Kafka's polls exceed max.poll.records.
+    for given in ({}, {"acknowledge": "afterCommit"},
+                  {"lockBudgetAction": "switchToAfterJournal"}):
+        with pytest.raises(SourceOptionError) as refused:
+            parse(maxRecordsPerTrigger="100", **given)
+        assert str(refused.value).startswith(
+            "option 'maxRecordsPerTrigger' caps a micro-batch only with acknowledge=afterJournal"
+        )
+        assert "KIP-1206" in str(refused.value) and "kafka.max.poll.records" in str(refused.value)
+
+
+def test_every_executor_consumer_needs_a_share_of_the_cap() -> None:
+    with pytest.raises(SourceOptionError, match=r"'maxRecordsPerTrigger' \(3\).*'consumers' \(4\)"):
+        parse(maxRecordsPerTrigger="3", consumers="4", journalPath="/tmp/journal")
+    assert parse(maxRecordsPerTrigger="4", consumers="4").slot_records(3) == 1
 
 
 def test_after_journal_polls_never_exceed_the_batch_limit() -> None:

@@ -14,6 +14,7 @@ from helpers.streaming import run_available_now
 
 from kafka_share_eos.journal import Journal
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
+from kafka_share_eos.proving_ground.streams import batch_size
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -81,7 +82,7 @@ def test_every_record_arrives_once_with_its_columns(
     sent = produce_varied(share_topic, 300)
     sink = Collector()
     df = stream(spark, share_topic, tmp_path / "journal", includeHeaders="true",
-                maxRecordsPerTrigger="100")
+                **{"kafka.max.poll.records": "100"})
     run_available_now(df, tmp_path / "checkpoint", sink)
     rows = sink.rows()
     assert len(rows) == len(sent)
@@ -113,7 +114,7 @@ def run_failing_then_restarted(
     """
     produce(topic.bootstrap_servers, topic.topic, (b"%d" % i for i in range(300)),
             partitions=topic.partitions)
-    options = {"maxRecordsPerTrigger": "100", "acknowledge": policy}
+    options = {**batch_size(100, policy), "acknowledge": policy}
     journal, checkpoint = tmp_path / "journal", tmp_path / "cp"
     first = Collector(fail_on_batch=1)
     with pytest.raises(Exception, match="sink failed on batch 1"):

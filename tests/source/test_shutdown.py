@@ -57,7 +57,7 @@ def test_sigterm_releases_the_uncommitted_batch_and_chains(
 ) -> None:
     raw = {
         "kafka.bootstrap.servers": broker.bootstrap_servers, "kafka.share.group.id": GROUP,
-        "subscribe": TOPIC, "journalPath": str(tmp_path), "maxRecordsPerTrigger": "1000",
+        "subscribe": TOPIC, "journalPath": str(tmp_path), "kafka.max.poll.records": "1000",
     }
     child = subprocess.Popen(
         [sys.executable, "-c", RUNNER, json.dumps(raw)],

@@ -69,7 +69,7 @@ def test_earliest_reads_the_records_from_before_the_group_once_and_a_later_start
                       partitions=2, batch_records=20)
     sink = Offsets()
     df = share_stream(spark, topic, tmp_path / "journal", startingOffsets="earliest",
-                      maxRecordsPerTrigger="80", availableNowIdleMs="2000")
+                      **{"kafka.max.poll.records": "80"}, availableNowIdleMs="2000")
     run_available_now(df, tmp_path / "checkpoint", sink)
     assert sorted(sink.seen) == sorted(written)
     assert set(sink.seen.values()) == {1}

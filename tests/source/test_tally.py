@@ -27,7 +27,7 @@ def test_metrics_count_polled_and_redelivered_records(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     # A first query stops before Spark commits its batch: its records are RELEASEd.
-    stopped = planner_for(broker, tmp_path / "stopped", maxRecordsPerTrigger="15")
+    stopped = planner_for(broker, tmp_path / "stopped", **{"kafka.max.poll.records": "15"})
     assert stopped.latest(0, None) == 1
     released = Journal(str(tmp_path / "stopped")).read(1).num_rows
     stopped.close()

@@ -53,7 +53,7 @@ from kafka_share_eos.proving_ground.launchers.spark import (
     local_spark_session,
     wait_for_source_runners,
 )
-from kafka_share_eos.proving_ground.streams import source_options
+from kafka_share_eos.proving_ground.streams import batch_size, source_options
 from kafka_share_eos.source import SourceOptions, register
 from kafka_share_eos.source.batch_planner import BatchPlanner
 from kafka_share_eos.source.conversion import to_record_batch
@@ -101,7 +101,7 @@ def _planner(
     # A short poll timeout: the last planning waits that long to find nothing more.
     options = SourceOptions.parse(
         source_options(bootstrap, group, TOPIC, journal,
-                       maxRecordsPerTrigger=str(poll_records), pollTimeoutMs="100")
+                       pollTimeoutMs="100", **batch_size(poll_records))
     )
     planner = BatchPlanner(options, Journal(options.journal))
     # pyarrow imports pandas on its first conversion from Python objects: a one-time cost of
@@ -216,7 +216,7 @@ def _round(
     if spark is not None:
         entries["spark_after_commit"] = spark_drain(
             spark, bootstrap, work, "afterCommit", records, tag,
-            {"maxRecordsPerTrigger": str(poll_records)},
+            batch_size(poll_records),
         )
         entries["spark_after_journal"] = spark_drain(
             spark, bootstrap, work, "afterJournal", records, tag,

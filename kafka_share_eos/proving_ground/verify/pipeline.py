@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_share_eos import faults
-from kafka_share_eos.proving_ground.streams import share_stream, source_options
+from kafka_share_eos.proving_ground.streams import batch_size, share_stream, source_options
 from kafka_share_eos.proving_ground.verify.known_targets import TARGETS
 from kafka_share_eos.proving_ground.verify.records import effect_rows
 from kafka_share_eos.proving_ground.verify.stall import ConsumerStall
@@ -198,13 +198,12 @@ def run(config: PipelineConfig, name: str) -> None:
                     else {"kafka.max.poll.records": str(config.max_poll_records)})
     stream = share_stream(spark, source_options(
         config.bootstrap_servers, config.group_id, config.topic, config.journal(name),
-        maxRecordsPerTrigger=str(config.max_records_per_trigger),
         availableNowIdleMs=str(config.idle_ms),
         acknowledge=config.acknowledge,
         consumers=str(config.consumers),
         lockDurationMs=str(config.lock_duration_ms),
         sessionTimeoutMs=str(config.session_timeout_ms),
-        **poll_records,
+        **{**batch_size(config.max_records_per_trigger, config.acknowledge), **poll_records},
     ))
     if starting := os.environ.get(STARTING_ENV):
         Path(starting).touch()

@@ -78,7 +78,7 @@ def pipeline_options(config: Mapping[str, Any]) -> dict[str, str]:
     return {
         "kafka.bootstrap.servers": config["bootstrap_servers"],
         "kafka.share.group.id": config["group"], "subscribe": config["topic"],
-        "journalPath": config["journal"], "maxRecordsPerTrigger": "10",
+        "journalPath": config["journal"], "kafka.max.poll.records": "10",
         "availableNowIdleMs": "3000",
     }
 
@@ -114,8 +114,8 @@ def run_in_spark(spark: Any, kafka: Any, folder: Path, copy: bool,
     sink, dead = sink_for(config)
     options = pipeline_options(config)
     df = share_stream(spark, ShareTopic(config["bootstrap_servers"], topic, 1, config["group"]),
-                      folder / "journal", maxRecordsPerTrigger=options["maxRecordsPerTrigger"],
-                      availableNowIdleMs=options["availableNowIdleMs"])
+                      folder / "journal", availableNowIdleMs=options["availableNowIdleMs"],
+                      **{"kafka.max.poll.records": options["kafka.max.poll.records"]})
     run_available_now(df, folder / "checkpoint", sink, server=server)
     return config, good, bad, dead
 

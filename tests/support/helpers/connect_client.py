@@ -55,7 +55,7 @@ def main(url: str, bootstrap: str, topic: str, group: str, workdir: str) -> None
     kafka_share_eos.register(spark)
     orders = share_stream(spark, source_options(
         bootstrap, group, topic, Path(workdir, "journal"),
-        maxRecordsPerTrigger="100", availableNowIdleMs="3000",
+        **{"kafka.max.poll.records": "100"}, availableNowIdleMs="3000",
     ))
     sink = IdempotentUpsertSink.sql(f"sqlite:///{Path(workdir, 'orders.db')}", "orders",
                                     create_table=True)

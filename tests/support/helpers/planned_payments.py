@@ -19,7 +19,7 @@ RECORDS = 60
 
 def planner_for(broker: EmbeddedBroker, journal: Path, **extra: str) -> BatchPlanner:
     options = planner_options(
-        broker, TOPIC, GROUP, journal, **{"maxRecordsPerTrigger": "20", **extra}
+        broker, TOPIC, GROUP, journal, **{"kafka.max.poll.records": "20", **extra}
     )
     return BatchPlanner(options, Journal(options.journal_path))
 
