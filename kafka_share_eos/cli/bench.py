@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.live import Live
 from rich.spinner import Spinner
-from rich.table import Table
 
 from kafka_share_eos._extras import CHARTS
 from kafka_share_eos.cli import preflight
 from kafka_share_eos.cli.errors import given
+from kafka_share_eos.cli.tables import Column, fitted
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.bench.agreement import agreements, saved_ratios, summary
 from kafka_share_eos.proving_ground.bench.chart import chart_svg
@@ -55,32 +55,22 @@ def _caption(result: SuiteResult) -> str:
     )
 
 
-def render(result: SuiteResult) -> Table:
-    """The ratios as one table, captioned with the machine, versions and sizes."""
-    table = Table(title=_title(result), caption=_caption(result), caption_justify="left")
-    for column, justify in (
-        ("benchmark", "left"),
-        ("comparison", "left"),
-        ("measured", "right"),
-        ("target", "right"),
-        ("met", "center"),
-        ("detail", "left"),
-    ):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for ratio in result.ratios:
-        table.add_row(
-            ratio.benchmark,
-            ratio.name,
-            ratio.value_text,
-            ratio.target_text,
-            _verdict(ratio),
-            ratio.detail,
-        )
-    for name, error in result.failures.items():
-        table.add_row(name, "[red]failed[/]", "", "", "[red]no[/]", error)
-    for name, row, reason in _not_run(result):
-        table.add_row(name, row, "not run", "", "", reason)
-    return table
+BENCH_COLUMNS = (
+    Column("benchmark"), Column("comparison", wrap=True), Column("measured", "right"),
+    Column("target", "right"), Column("met", "center"), Column("detail", wrap=True),
+)
+
+
+def render(result: SuiteResult, width: int | None = None) -> RenderableType:
+    """The ratios as one table, captioned with the machine, versions and sizes; one block per
+    row when the table does not fit in ``width`` (any width when None)."""
+    rows = [[ratio.benchmark, ratio.name, ratio.value_text, ratio.target_text,
+             _verdict(ratio), ratio.detail] for ratio in result.ratios]
+    rows += [[name, "[red]failed[/]", "", "", "[red]no[/]", error]
+             for name, error in result.failures.items()]
+    rows += [[name, row, "not run", "", "", reason] for name, row, reason in _not_run(result)]
+    return fitted(BENCH_COLUMNS, rows, width or 10_000, keys=2, title=_title(result),
+                  caption=_caption(result))
 
 
 def _not_run(result: SuiteResult) -> list[tuple[str, str, str]]:
@@ -140,7 +130,8 @@ def _report(
     if as_json:
         print(json.dumps(result.to_json(), indent=2, default=str))
     else:
-        Console().print(render(result))
+        console = Console()
+        console.print(render(result, console.width))
     if reference is not None:
         Console(stderr=as_json, highlight=False).print(
             summary(agreements(result.ratios, reference)), soft_wrap=True

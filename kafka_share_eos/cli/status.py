@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from kafka_share_eos.cli.errors import given
 from kafka_share_eos.cli.options import StorageOpt, storage_options
+from kafka_share_eos.cli.tables import Column, fitted
 from kafka_share_eos.deadletter import count_dead_letters
 from kafka_share_eos.deadletter.sql import DEFAULT_TABLE
 from kafka_share_eos.journal import JournalStatus
@@ -23,40 +23,51 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun if n == 1 else plural}"
 
 
+def _sequences(first: int, last: int) -> str:
+    return f"journal sequence {last}" if first == last else f"journal sequences {first}-{last}"
+
+
 def render(status: JournalStatus, console: Console) -> None:
-    """Print ``status`` as tables for people."""
+    """Print ``status`` as tables for people, each whole at the console's width.
+
+    The journal knows its own sequences, not Spark's batch ids: a batch is named by the
+    journal sequences it spans (its last is Spark's end offset of the batch)."""
     totals = status.totals
+    width = console.width
     console.print(
         f"journal {status.location}: {_count(len(status.segments), 'segment')} journaled, "
         f"{_count(totals.batches, 'batch')} acknowledged, "
         f"{_count(len(status.pending), 'segment')} pending"
     )
     if status.segments:
-        segments = Table("segment", "rows", "state", title="journal segments")
-        for s in status.segments:
-            segments.add_row(str(s.seq), str(s.rows), "settled" if s.settled else "pending")
-        console.print(segments)
-    summary = Table("metric", "value", title=f"batch metrics ({totals.batches} batches kept)")
-    summary.add_row("records polled", str(totals.records))
-    summary.add_row("redelivered (deliveryCount > 1)", str(totals.redelivered))
-    summary.add_row("acknowledged", str(totals.acknowledged))
-    summary.add_row("acknowledgement failures", str(totals.ack_failures))
-    summary.add_row("max lock budget used", f"{totals.max_lock_budget_used:.1%}")
+        console.print(fitted(
+            (Column("journal sequence", "right"), Column("rows", "right"), Column("state")),
+            [[str(s.seq), str(s.rows), "settled" if s.settled else "pending"]
+             for s in status.segments], width, title="journal segments"))
+    rows = [
+        ["records polled", str(totals.records)],
+        ["redelivered (deliveryCount > 1)", str(totals.redelivered)],
+        ["acknowledged", str(totals.acknowledged)],
+        ["acknowledgement failures", str(totals.ack_failures)],
+        ["max lock budget used", f"{totals.max_lock_budget_used:.1%}"],
+    ]
     if status.batches:
         last = status.batches[-1]
-        summary.add_row("last batch", f"{last.seq} ({last.ack_policy}, settled {last.settled_at})")
+        rows.append(["last settled batch", f"{_sequences(last.first_seq, last.seq)} "
+                     f"({last.ack_policy}, settled {last.settled_at})"])
     if status.dead_letters is not None:
-        summary.add_row("dead letters", str(status.dead_letters))
-    console.print(summary)
+        rows.append(["dead letters", str(status.dead_letters)])
+    console.print(fitted((Column("metric", wrap=True), Column("value", wrap=True)), rows, width,
+                         title=f"batch metrics ({_count(totals.batches, 'batch')} kept)"))
     if status.batches:
-        consumers = Table("consumer slot", "records", title="records per consumer")
-        for entry in status.consumers:
-            consumers.add_row(str(entry["slot"]), str(entry["records"]))
-        console.print(consumers)
-        members = Table("member", "records", title="records per share-group member")
-        for member, records in status.members.items():
-            members.add_row(member, str(records))
-        console.print(members)
+        console.print(fitted(
+            (Column("consumer slot", "right"), Column("records", "right")),
+            [[str(entry["slot"]), str(entry["records"])] for entry in status.consumers],
+            width, title="records per consumer"))
+        console.print(fitted(
+            (Column("member"), Column("records", "right")),
+            [[member, str(records)] for member, records in status.members.items()],
+            width, title="records per share-group member"))
 
 
 def status(

@@ -11,7 +11,6 @@ from types import FrameType
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from kafka_share_eos.cli import preflight
 from kafka_share_eos.cli.verify_options import (
@@ -43,6 +42,7 @@ from kafka_share_eos.cli.verify_options import (
     StrategyOpt,
     WorkdirOpt,
 )
+from kafka_share_eos.cli.verify_table import render
 from kafka_share_eos.proving_ground.verify.defaults import (
     BROKER,
     CONSUMERS,
@@ -59,60 +59,12 @@ from kafka_share_eos.proving_ground.verify.defaults import (
 from kafka_share_eos.proving_ground.verify.known_targets import SAFE_TARGETS
 from kafka_share_eos.proving_ground.verify.matrix import MatrixResult, run_matrix
 from kafka_share_eos.proving_ground.verify.matrix_options import MatrixOptions
-from kafka_share_eos.proving_ground.verify.outages import OUTAGES
-from kafka_share_eos.proving_ground.verify.points import RANDOM_KILL
 from kafka_share_eos.proving_ground.verify.spec import Mix, RunResult
 
 
 def _names(values: list[str]) -> list[str]:
     """Repeated and comma-separated values, flattened."""
     return [name.strip() for value in values for name in value.split(",") if name.strip()]
-
-
-def render(result: MatrixResult) -> Table:
-    """Strategy x crash point (or fault): runs, records, duplicates, losses, redeliveries
-    absorbed, and the longest stall a fault caused."""
-    table = Table(title=f"kafka-share-eos verify ({result.seconds:.0f} s)")
-    for column, justify in (
-        ("strategy", "left"), ("crash point", "left"), ("runs", "right"),
-        ("crashes", "right"), ("records", "right"), ("duplicates", "right"),
-        ("losses", "right"), ("dead-lettered", "right"), ("redeliveries absorbed", "right"),
-        ("consumers with records", "right"), ("applications applying", "right"),
-        ("members with records", "right"), ("handoffs", "right"), ("s/crash cycle", "right"),
-        ("stall s", "right"), ("verdict", "left"),
-    ):
-        table.add_column(column, justify=justify, no_wrap=justify == "left")  # type: ignore[arg-type]
-    for cell in result.cells:
-        cell_json = cell.to_json()
-        crashes = cell_json["kills"] if cell.point == RANDOM_KILL else cell_json["crashes"]
-        cycle = cell_json["mean_crash_cycle_seconds"]
-        stall = cell_json["max_stall_seconds"]
-        if cell.ok:
-            verdict = "[green]exactly once[/]"
-        elif cell.errors:
-            verdict = f"[red]error[/] ({len(cell.errors)} runs)"
-        elif not cell.exercised:
-            verdict = ("[yellow]fault never struck[/]" if cell.point in OUTAGES
-                       else "[yellow]crash point never hit[/]")
-        else:
-            verdict = "[red]NOT exactly once[/]"
-        table.add_row(
-            cell.target, cell.point, str(len(cell.runs)), str(crashes),
-            str(cell_json["records"]), str(cell_json["duplicates"]), str(cell_json["losses"]),
-            str(cell_json["dead_lettered"]), str(cell_json["redeliveries_absorbed"]),
-            _span(cell.consumers_applying()), _span(cell.applications_applying()),
-            _span(cell.members_acquiring()), str(cell_json["handoffs"]),
-            "" if cycle is None else f"{cycle:.1f}", "" if stall is None else f"{stall:.1f}",
-            verdict,
-        )
-    return table
-
-
-def _span(values: list[int]) -> str:
-    if not values:
-        return ""
-    low, high = min(values), max(values)
-    return str(low) if low == high else f"{low}-{high}"
 
 
 def verify(
@@ -258,9 +210,6 @@ def _print_json(result: MatrixResult) -> None:
 
 def _print_table(result: MatrixResult, stderr: Console) -> None:
     console = Console()
-    # Piped output defaults to 80 columns, too narrow for the table.
-    Console(width=max(console.width, 160) if not console.is_terminal else None).print(
-        render(result)
-    )
+    console.print(render(result, console.width))
     if result.workdir is not None:
         stderr.print(f"run state kept in {result.workdir}")

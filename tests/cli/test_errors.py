@@ -174,7 +174,8 @@ def test_the_console_script_prints_no_traceback(tmp_path: Path) -> None:
     )
     assert done.returncode == FAILED
     assert done.stdout == "" and "Traceback" not in done.stderr
-    assert done.stderr.splitlines()[0].startswith(f"kafka-share-eos: --dead-letters {DOWN_DB_SHOWN}")
+    first = done.stderr.splitlines()[0]
+    assert first.startswith(f"kafka-share-eos: --dead-letters {DOWN_DB_SHOWN}: ")
 
 
 def test_a_defect_keeps_its_traceback() -> None:

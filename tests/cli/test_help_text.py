@@ -3,6 +3,7 @@ choice whole, descriptions that wrap at the width rather than where the docstrin
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 
@@ -57,7 +58,7 @@ def assert_description_fills_its_lines(lines: list[str]) -> None:
     start = next(i for i, line in enumerate(lines) if "Usage:" in line) + 1
     end = next((i for i, line in enumerate(lines) if line.startswith("╭")), len(lines))
     body = [line.strip() for line in lines[start:end]]
-    for line, following in zip(body, body[1:], strict=False):
+    for line, following in itertools.pairwise(body):
         if line and following:
             next_word = following.split()[0]
             assert len(line) + 1 + len(next_word) > WIDTH - 4, (line, following)
