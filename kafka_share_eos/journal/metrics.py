@@ -36,6 +36,9 @@ class BatchMetrics:
         consumers: with ``consumers=N``, ``{"slot": s, "records": n, "member": m}`` per slot
             that reported, ``m`` naming the consumer that polled it; empty for a batch of the
             runner's single consumer.
+        partitions: ``{"topic": t, "partition": p, "records": n, "last_offset": o}`` per
+            partition the batch polled from, ``o`` the highest offset among its ``n`` records;
+            empty in a file an earlier release wrote.
     """
 
     seq: int
@@ -51,6 +54,7 @@ class BatchMetrics:
     planned_at: str
     settled_at: str
     consumers: list[dict[str, Any]] = field(default_factory=list)
+    partitions: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> str:
         """One JSON object, with its format version."""
@@ -69,3 +73,17 @@ class BatchMetrics:
                              where)
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in raw.items() if k in names})
+
+
+def merged_partitions(*parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``partitions`` of several polls or slots of one batch as one list: records summed
+    and the highest offset kept per partition, ordered by topic and partition."""
+    merged: dict[tuple[str, int], dict[str, Any]] = {}
+    for entries in parts:
+        for entry in entries:
+            key = (str(entry["topic"]), int(entry["partition"]))
+            seen = merged.setdefault(key, {"topic": key[0], "partition": key[1], "records": 0,
+                                           "last_offset": -1})
+            seen["records"] += int(entry["records"])
+            seen["last_offset"] = max(seen["last_offset"], int(entry["last_offset"]))
+    return [merged[key] for key in sorted(merged)]

@@ -26,6 +26,7 @@ from collections import defaultdict
 
 from kafka_share_eos.journal import BatchMetrics, Journal
 from kafka_share_eos.journal.leases import log_wait
+from kafka_share_eos.journal.metrics import merged_partitions
 from kafka_share_eos.source.lock_budget import LockBudget
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
 from kafka_share_eos.source.planning import SegmentPartition
@@ -173,6 +174,7 @@ class SlotPlanner:
             consumers=sorted(
                 (entry for r in slots for entry in r.consumers), key=lambda e: e["slot"]
             ),
+            partitions=merged_partitions(*(r.partitions for r in slots)),
         )
 
     def close(self) -> None:

@@ -12,7 +12,7 @@ import datetime as dt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_share_eos.journal.metrics import BatchMetrics
+from kafka_share_eos.journal.metrics import BatchMetrics, merged_partitions
 from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.options import AckPolicy
 
@@ -39,6 +39,7 @@ class BatchTally:
         self.redelivered = 0
         self.held_ms = 0.0
         self.planned_at = ""
+        self.partitions: list[dict[str, object]] = []
 
     def polled(self, seq: int, batch: pa.RecordBatch | pa.Table) -> None:
         """Count journal segment ``seq`` (or a part of it) holding ``batch``."""
@@ -49,6 +50,8 @@ class BatchTally:
         self.records += batch.num_rows
         again = pc.sum(pc.greater(batch.column("deliveryCount"), 1)).as_py()
         self.redelivered += int(again or 0)
+        if batch.num_rows:
+            self.partitions = merged_partitions(self.partitions, _per_partition(batch))
 
     def count_from(self, stats: AckStats) -> None:
         """Count the acknowledgements from ``stats`` on (a batch that begins inside a poll, whose
@@ -76,4 +79,14 @@ class BatchTally:
             ack_policy=self.policy.value,
             planned_at=self.planned_at,
             settled_at=_now(),
+            partitions=self.partitions,
         )
+
+
+def _per_partition(batch: pa.RecordBatch | pa.Table) -> list[dict[str, object]]:
+    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+    grouped = table.group_by(["topic", "partition"]).aggregate(
+        [("offset", "count"), ("offset", "max")]).to_pylist()
+    return [{"topic": row["topic"], "partition": row["partition"],
+             "records": row["offset_count"], "last_offset": row["offset_max"]}
+            for row in grouped]

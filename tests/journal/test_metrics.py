@@ -11,7 +11,7 @@ from helpers.metrics import batch_metrics
 
 from kafka_share_eos import formats
 from kafka_share_eos.errors import UnsupportedFormatError
-from kafka_share_eos.journal.metrics import BatchMetrics
+from kafka_share_eos.journal.metrics import BatchMetrics, merged_partitions
 
 SLOTS = [{"slot": 0, "records": 6, "member": "11-aaa"}, {"slot": 1, "records": 4}]
 
@@ -54,3 +54,15 @@ def test_a_newer_format_is_refused_naming_where_it_is() -> None:
     with pytest.raises(UnsupportedFormatError,
                        match=r"batch metrics at /j/_metrics/7\.json is in format '2'"):
         BatchMetrics.from_json(json.dumps(fields), "/j/_metrics/7.json")
+
+
+def test_the_partitions_of_a_batchs_polls_are_merged_and_read_back() -> None:
+    merged = merged_partitions(
+        [{"topic": "b", "partition": 0, "records": 2, "last_offset": 9},
+         {"topic": "a", "partition": 1, "records": 3, "last_offset": 4}],
+        [{"topic": "a", "partition": 1, "records": 1, "last_offset": 12}])
+    assert merged == [{"topic": "a", "partition": 1, "records": 4, "last_offset": 12},
+                      {"topic": "b", "partition": 0, "records": 2, "last_offset": 9}]
+    written = dataclasses.replace(batch_metrics(2), partitions=merged)
+    assert BatchMetrics.from_json(written.to_json(), "m.json").partitions == merged
+    assert batch_metrics(2).partitions == []

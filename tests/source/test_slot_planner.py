@@ -58,8 +58,25 @@ def test_the_planner_needs_no_consumer_and_ends_a_drain_on_an_empty_batch(
     assert "records per consumer" in table.output
 
 
+def test_a_batch_counts_the_records_of_its_slots_per_partition(tmp_path: Path) -> None:
+    opts = options("localhost:1", tmp_path / "journal")
+    planner = SlotPlanner(opts, Journal(opts.journal_path))
+    assert planner.latest(0) == 1
+    write_report(tmp_path / "journal", 1, 0, records=5, partitions=[
+        {"topic": "t", "partition": 0, "records": 2, "last_offset": 7},
+        {"topic": "t", "partition": 1, "records": 3, "last_offset": 4}])
+    write_report(tmp_path / "journal", 1, 1, records=4, partitions=[
+        {"topic": "t", "partition": 1, "records": 4, "last_offset": 9}])
+    assert planner.latest(1) == 2
+    (batch,) = journal_status(str(tmp_path / "journal")).batches
+    assert batch.partitions == [
+        {"topic": "t", "partition": 0, "records": 2, "last_offset": 7},
+        {"topic": "t", "partition": 1, "records": 7, "last_offset": 9}]
+
+
 def write_report(
-    journal: Path, seq: int, slot: int, records: int, member: str = "m"
+    journal: Path, seq: int, slot: int, records: int, member: str = "m",
+    partitions: list[dict[str, object]] | None = None,
 ) -> None:
     directory = journal / "_metrics" / "slots"
     directory.mkdir(parents=True, exist_ok=True)
@@ -69,6 +86,7 @@ def write_report(
         ack_policy="afterJournal", planned_at="2026-01-01T00:00:00+00:00",
         settled_at="2026-01-01T00:00:01+00:00",
         consumers=[{"slot": slot, "records": records, "member": member}],
+        partitions=partitions or [],
     )
     (directory / f"{seq:020d}-{slot:04d}.json").write_text(report.to_json())
 

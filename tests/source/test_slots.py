@@ -141,6 +141,12 @@ def test_a_slot_polls_journals_and_accepts_then_reads_its_segment(
         (tmp_path / "journal" / "_metrics" / "slots" / f"{1:020d}-0000.json").read_text()
     )
     assert (report["records"], report["acknowledged"]) == (polled.num_rows, polled.num_rows)
+    by_partition: dict[int, list[int]] = {}
+    for partition, offset in offsets(polled):
+        by_partition.setdefault(partition, []).append(offset)
+    assert {(e["topic"], e["partition"], e["records"], e["last_offset"])
+            for e in report["partitions"]} == {
+        (TOPIC, p, len(found), max(found)) for p, found in by_partition.items()}
 
 
 def test_an_attempt_that_loses_the_race_releases_its_records(

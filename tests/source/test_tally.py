@@ -36,18 +36,28 @@ def test_metrics_count_polled_and_redelivered_records(
     journal = Journal(str(tmp_path / "journal"))
     planner = planner_for(broker, tmp_path / "journal", pollTimeoutMs="2000")
     expected: dict[int, tuple[int, int]] = {}
+    last_offsets: dict[int, dict[int, tuple[int, int]]] = {}
     start = 0
     while (end := planner.latest(start, None)) != start:
         # Read the batch before the next planning settles and purges it.
         table = journal.read(end)
         again = pc.sum(pc.greater(table.column("deliveryCount"), 1)).as_py() or 0
         expected[end] = (table.num_rows, again)
+        last_offsets[end] = {
+            p: (len(offsets), max(offsets)) for p in set(table["partition"].to_pylist())
+            if (offsets := [o for o, q in zip(table["offset"].to_pylist(),
+                                              table["partition"].to_pylist(), strict=True)
+                            if q == p])}
         start = end
     planner.close()
 
     entries = metrics(tmp_path / "journal")
     assert {seq: (m.records, m.redelivered) for seq, m in entries.items()} == expected
     assert sum(m.records for m in entries.values()) == RECORDS
+    # Per partition: the records polled from it and the highest offset among them.
+    assert {seq: {e["partition"]: (e["records"], e["last_offset"]) for e in m.partitions}
+            for seq, m in entries.items()} == last_offsets
+    assert {e["topic"] for m in entries.values() for e in m.partitions} == {TOPIC}
     assert sum(m.redelivered for m in entries.values()) == released == 15
     assert sum(m.acknowledged for m in entries.values()) == RECORDS
     assert sum(m.ack_failures + m.ack_failed_partitions for m in entries.values()) == 0
