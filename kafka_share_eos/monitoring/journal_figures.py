@@ -1,10 +1,11 @@
 """What a source's journal says, read incrementally at scrape time.
 
-The source writes one metrics file per settled batch under ``<journalPath>/_metrics``, from
-the source runner or, with ``consumers`` above 1, with the executors' slot figures inside; the
+The source writes one metrics file per acknowledged batch under ``<journalPath>/_metrics``,
+from the source runner or, with ``consumers`` above 1, with the executors' figures inside; the
 driver reads them here, so one endpoint covers every executor. Each scrape lists the
 directory once and reads only the files it has not seen; the journal's segment listing gives
-the segments still waiting for their acknowledgement.
+the segments still waiting for their acknowledgement, whose records are counted at once
+(:mod:`~kafka_share_eos.monitoring.unacknowledged`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import logging
 from collections import deque
 from dataclasses import dataclass, field
 
-from kafka_share_eos.errors import LocationNotFoundError
+from kafka_share_eos.errors import KafkaShareEosError, LocationNotFoundError
 from kafka_share_eos.journal import (
     DEFAULT_KEPT,
     RUNNER_MEMBER,
@@ -22,6 +23,7 @@ from kafka_share_eos.journal import (
     MetricsStore,
 )
 from kafka_share_eos.monitoring.histogram import Histogram
+from kafka_share_eos.monitoring.unacknowledged import Counted, Partition, UnacknowledgedSegments
 from kafka_share_eos.storage import Location
 
 log = logging.getLogger("kafka_share_eos.monitoring")
@@ -29,11 +31,16 @@ log = logging.getLogger("kafka_share_eos.monitoring")
 
 @dataclass
 class SourceTotals:
-    """Sums over the settled batches read so far, and figures of the latest one."""
+    """Sums over the batches read so far, and figures of the latest one.
+
+    ``records``, ``redelivered`` and ``last_offsets`` count a record once its segment is
+    journaled (:mod:`unacknowledged`); the other figures once its batch is acknowledged.
+    """
 
     batches: int = 0
-    records: int = 0
+    records: dict[Partition, int] = field(default_factory=dict)
     redelivered: int = 0
+    last_offsets: dict[Partition, int] = field(default_factory=dict)
     acknowledged: int = 0
     ack_failures: int = 0
     lock_held: Histogram = field(default_factory=Histogram)
@@ -42,6 +49,18 @@ class SourceTotals:
     members: int = 0
     slots: int = 0
     pending_segments: int = 0
+
+    def count(self, found: Counted) -> None:
+        """Add the counts of records journaled."""
+        for partition, records in found.records.items():
+            self.records[partition] = self.records.get(partition, 0) + records
+        self.redelivered += found.redelivered
+        for partition, offset in found.last_offsets.items():
+            self.last_offsets[partition] = max(offset, self.last_offsets.get(partition, -1))
+
+
+UNKNOWN_PARTITION: Partition = ("", -1)
+"""Where the records of a metrics file that names no partition (an earlier release's) go."""
 
 
 class JournalFigures:
@@ -58,10 +77,12 @@ class JournalFigures:
         # Sequence ranges of the batches seen, to tell settled segments from pending ones; the
         # store keeps as many files, and older segments are purged long before.
         self._settled: deque[tuple[int, int]] = deque(maxlen=DEFAULT_KEPT)
+        self._early = UnacknowledgedSegments(self._journal)
         self.totals = SourceTotals()
 
     def refresh(self) -> None:
-        """Read the metrics files written since the last refresh and count pending segments.
+        """Read the metrics files written since the last refresh, count the records of the
+        segments journaled since, and count pending segments.
 
         A journal not created yet, or one that cannot be listed right now, leaves the figures
         as they were: metrics are not data, and the next scrape tries again.
@@ -71,12 +92,14 @@ class JournalFigures:
             for seq in store.sequences():
                 if seq > self._last_seq:
                     self._add(store.read(seq))
-            segments = {seq for seq, _ in journal.entries()}
+            entries = journal.entries()
+            self.totals.count(self._early.count_new(entries, self._is_settled))
         except (LocationNotFoundError, FileNotFoundError):
             return
-        except OSError:
+        except (OSError, KafkaShareEosError):
             log.warning("could not read the journal at %s", self._journal.location, exc_info=True)
             return
+        segments = {seq for seq, _ in entries}
         self.totals.pending_segments = sum(1 for seq in segments if not self._is_settled(seq))
 
     def _opened(self) -> tuple[MetricsStore, Journal]:
@@ -91,8 +114,7 @@ class JournalFigures:
         self._last_seq = batch.seq
         self._settled.append((batch.first_seq, batch.seq))
         totals.batches += 1
-        totals.records += batch.records
-        totals.redelivered += batch.redelivered
+        totals.count(_not_counted_yet(batch, self._early.settle(batch.first_seq, batch.seq)))
         totals.acknowledged += batch.acknowledged
         totals.ack_failures += batch.ack_failures
         totals.lock_held.observe(batch.lock_held_ms / 1000)
@@ -107,3 +129,18 @@ class JournalFigures:
 
     def _is_settled(self, seq: int) -> bool:
         return any(first <= seq <= last for first, last in self._settled)
+
+
+def _not_counted_yet(batch: BatchMetrics, early: Counted) -> Counted:
+    """The figures of ``batch`` less what was counted from its segments before."""
+    rest = Counted(redelivered=max(0, batch.redelivered - early.redelivered))
+    parts = batch.partitions or [{"topic": UNKNOWN_PARTITION[0],
+                                  "partition": UNKNOWN_PARTITION[1],
+                                  "records": batch.records - sum(early.records.values()),
+                                  "last_offset": -1}]
+    for entry in parts:
+        partition = (str(entry["topic"]), int(entry["partition"]))
+        rest.records[partition] = max(0, int(entry["records"]) - early.records[partition])
+        if partition != UNKNOWN_PARTITION:
+            rest.last_offsets[partition] = int(entry["last_offset"])
+    return rest

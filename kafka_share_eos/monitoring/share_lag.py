@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import logging
 import subprocess
-import threading
-import time
 from collections.abc import Sequence
+
+from kafka_share_eos.monitoring.background import BackgroundReading
 
 log = logging.getLogger("kafka_share_eos.monitoring")
 
@@ -23,10 +23,10 @@ TOOL_TIMEOUT_S = 120.0
 _COLUMNS = ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
 
 
-def parse_describe(output: str) -> dict[str, int]:
-    """The lag per share-partition (``"topic:partition"``) in the tool's ``--describe``
+def parse_describe(output: str) -> dict[tuple[str, int], int]:
+    """The lag per share-partition (``(topic, partition)``) in the tool's ``--describe``
     table; a partition the group has not started on (lag ``-``) is left out."""
-    lags: dict[str, int] = {}
+    lags: dict[tuple[str, int], int] = {}
     columns: list[str] = []
     for line in output.splitlines():
         fields = line.split()
@@ -35,11 +35,11 @@ def parse_describe(output: str) -> dict[str, int]:
         elif columns and len(fields) == len(columns):
             row = dict(zip(columns, fields, strict=True))
             if row["LAG"].lstrip("-").isdigit():
-                lags[f"{row['TOPIC']}:{row['PARTITION']}"] = int(row["LAG"])
+                lags[(row["TOPIC"], int(row["PARTITION"]))] = int(row["LAG"])
     return lags
 
 
-class ShareGroupLag:
+class ShareGroupLag(BackgroundReading[dict[tuple[str, int], int]]):
     """The lag of ``group``, refreshed in the background by running ``command``.
 
     Args:
@@ -53,42 +53,25 @@ class ShareGroupLag:
 
     def __init__(self, command: Sequence[str], bootstrap_servers: str, group: str,
                  every_s: float = 30.0) -> None:
+        super().__init__("kse-share-group-lag", every_s, {})
         self._command = [*command, "--bootstrap-server", bootstrap_servers, "--describe",
                          "--group", group]
-        self._every_s = every_s
-        self._lock = threading.Lock()
-        self._running: threading.Thread | None = None
-        self._read_at = -float("inf")
-        self.lags: dict[str, int] = {}
 
-    def refresh(self) -> None:
-        """Start a reading in the background if the last one is older than ``every_s``."""
-        with self._lock:
-            due = time.monotonic() - self._read_at >= self._every_s
-            if not due or (self._running is not None and self._running.is_alive()):
-                return
-            self._read_at = time.monotonic()
-            self._running = threading.Thread(target=self._read, name="kse-share-group-lag",
-                                             daemon=True)
-            self._running.start()
+    @property
+    def lags(self) -> dict[tuple[str, int], int]:
+        """The lag per share-partition of the last table read."""
+        return self.value
 
-    def wait(self, timeout_s: float = TOOL_TIMEOUT_S) -> None:
-        """Wait for a reading under way to finish (for tests and short-lived scripts)."""
-        running = self._running
-        if running is not None:
-            running.join(timeout_s)
-
-    def _read(self) -> None:
+    def read(self) -> dict[tuple[str, int], int] | None:
+        """Run the tool once and parse its table."""
         try:
             outcome = subprocess.run(self._command, capture_output=True, text=True,
                                      timeout=TOOL_TIMEOUT_S, check=False)
         except (OSError, subprocess.TimeoutExpired) as error:
             log.warning("could not run %s: %s", self._command[0], error)
-            return
+            return None
         if outcome.returncode != 0:
             log.warning("%s failed (exit %d): %s", self._command[0], outcome.returncode,
                         outcome.stderr.strip()[-500:])
-            return
-        lags = parse_describe(outcome.stdout)
-        with self._lock:
-            self.lags = lags
+            return None
+        return parse_describe(outcome.stdout)

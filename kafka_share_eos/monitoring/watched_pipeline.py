@@ -9,13 +9,15 @@ from dataclasses import dataclass, field
 
 from kafka_share_eos.monitoring.histogram import Histogram
 from kafka_share_eos.monitoring.journal_figures import JournalFigures
+from kafka_share_eos.monitoring.log_end import LogEndOffsets
 from kafka_share_eos.monitoring.report_figures import ReportFigures
 from kafka_share_eos.monitoring.share_lag import ShareGroupLag
 from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.strategies.base import BatchStrategy
 
-LABELS = ("query", "group", "topic", "strategy")
-"""The labels of every series a pipeline exports."""
+LABELS = ("query", "group", "topic")
+"""The labels of every series a pipeline exports; a strategy's series add ``strategy``, a
+partition's series ``partition`` (their ``topic`` then the partition's topic)."""
 
 
 @dataclass
@@ -55,6 +57,8 @@ class PipelineMetrics:
         lag_command: Kafka's ``kafka-share-groups.sh`` (with any option it needs to reach the
             cluster, e.g. ``--command-config``), run in the background at most every 30 s to
             export the share group's lag per share-partition; None exports no lag.
+        log_ends: read the partitions' log-end offsets (a ``ListOffsets`` request to the
+            brokers at most every 10 s, in the background) for the backlog figure.
 
     Raises:
         SourceOptionError: ``options`` are not valid options of the source (the message names
@@ -63,16 +67,18 @@ class PipelineMetrics:
 
     def __init__(self, query: str, options: Mapping[str, str],
                  strategy: BatchStrategy | None = None, *,
-                 lag_command: Sequence[str] | None = None) -> None:
+                 lag_command: Sequence[str] | None = None, log_ends: bool = True) -> None:
         source = SourceOptions.parse(options)
         self.query = query
-        self.labels = (query, source.group_id, ",".join(source.topics),
-                       "" if strategy is None else strategy.name)
+        self.labels = (query, source.group_id, ",".join(source.topics))
+        self.strategy = "" if strategy is None else strategy.name
+        """The ``strategy`` label of the strategy's series: its name."""
         self.journal = JournalFigures(source.journal)
         self.reports = None if strategy is None else ReportFigures(strategy)
         self.spark = SparkTotals()
         self.lag = None if lag_command is None else ShareGroupLag(
             lag_command, source.consumer_config["bootstrap.servers"], source.group_id)
+        self.log_ends = LogEndOffsets(source.consumer_config, source.topics) if log_ends else None
         self.lock = threading.Lock()
 
     def refresh(self) -> None:
@@ -83,6 +89,8 @@ class PipelineMetrics:
                 self.reports.refresh()
             if self.lag is not None:
                 self.lag.refresh()
+            if self.log_ends is not None:
+                self.log_ends.refresh()
 
     def __repr__(self) -> str:
         return f"PipelineMetrics(query={self.query!r})"

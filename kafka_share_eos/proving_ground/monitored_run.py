@@ -121,7 +121,7 @@ def _panels(server: PrometheusServer, selector: str, start: float, end: float) -
     """The chart's panels from :data:`LEAD_S` before the first batch settled to ``end``: the
     seconds before it are Spark starting, not the pipeline."""
     records = range_points(server.query_range(
-        f"kafka_share_eos_records_total{{{selector}}}", start, end))
+        f"sum(kafka_share_eos_records_consumed_total{{{selector}}})", start, end))
     first = next((t for t, value in records if value > 0), start)
     start = max(start, first - LEAD_S)
     panels = []
@@ -184,7 +184,7 @@ def run(orders: int = 400, per_trigger: int = 20, broken_every: int = 50,
                            spark=spark, registry=CollectorRegistry()) as endpoint, \
                 PrometheusServer([f"127.0.0.1:{endpoint.port}"]) as server:
             server.wait_for("the first scrape", lambda: server.query(
-                f"kafka_share_eos_records_total{{{selector}}}"))
+                f"kafka_share_eos_records_consumed_total{{{selector}}}"))
             start = time.time()
             # A trigger a second, as a streaming pipeline runs: each batch's gauges stay up
             # for a scrape to read.
@@ -200,13 +200,14 @@ def run(orders: int = 400, per_trigger: int = 20, broken_every: int = 50,
                 if failure is not None:
                     raise failure
                 server.wait_for("the last batch settled", lambda: server.query(
-                    f"kafka_share_eos_records_total{{{selector}}} == {sink.totals.rows_in}"))
+                    f"sum(kafka_share_eos_records_consumed_total{{{selector}}})"
+                    f" == {sink.totals.rows_in}"))
             finally:
                 query.stop()
             # A rate window past the last batch, so the lines end at the run's end.
             end = time.time() + TAIL_S
             server.wait_for("a scrape past the end", lambda: server.query(
-                f"timestamp(kafka_share_eos_records_total{{{selector}}}) >= {end}"))
+                f"timestamp(kafka_share_eos_records_consumed_total{{{selector}}}) >= {end}"))
             panels = _panels(server, selector, start - 2, end)
         spark.stop()
         totals, journaled = sink.totals, journal_status(str(journal)).totals

@@ -59,20 +59,21 @@ class PanelQuery:
 
 
 def _quantile(q: float) -> str:
-    return (f"histogram_quantile({q}, sum by (le) (rate(kafka_share_eos_batch_seconds_bucket"
+    return (f"histogram_quantile({q}, sum by (le) "
+            f"(rate(kafka_share_eos_strategy_batch_duration_seconds_bucket"
             f"{{selector}}[{QUANTILE_WINDOW}])))")
 
 
 PANELS = (
     PanelQuery("Records per second", "/s", {
         name: f"sum(rate(kafka_share_eos_{metric}_total{{selector}}[{RATE_WINDOW}]))"
-        for name, metric in (("polled", "records"), ("written", "rows_written"),
+        for name, metric in (("polled", "records_consumed"), ("written", "strategy_written_rows"),
                              ("read by Spark", "spark_input_rows"))}),
     PanelQuery("Dead letters", "", {
-        "dead-lettered": "sum(kafka_share_eos_dead_letters_total{selector})"}),
+        "dead-lettered": "sum(kafka_share_eos_dead_lettered_rows_total{selector})"}),
     PanelQuery("Batch time", "s", {"p50": _quantile(0.5), "p95": _quantile(0.95)}),
     PanelQuery("Lock-budget margin", "", {
-        "margin": "min(kafka_share_eos_lock_budget_margin{selector})"}),
+        "margin": "min(kafka_share_eos_record_lock_remaining_ratio{selector})"}),
 )
 """The dashboard's panels this chart draws, in its order, with the PromQL of their series."""
 

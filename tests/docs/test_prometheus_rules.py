@@ -9,17 +9,14 @@ import re
 import subprocess
 from pathlib import Path
 
-from kafka_share_eos.monitoring.families import FAMILIES, PREFIX
+from kafka_share_eos.monitoring.families import sample_names
 from kafka_share_eos.proving_ground.launchers.prometheus import promtool
 
 RULES = Path(__file__).resolve().parents[2] / "docs" / "prometheus"
 
 
 def served() -> set[str]:
-    suffixes = {"counter": ("_total",), "gauge": ("",),
-                "histogram": ("_bucket", "_sum", "_count")}
-    return {PREFIX + family.name + suffix for family in FAMILIES
-            for suffix in suffixes[family.kind]}
+    return sample_names()
 
 
 def run_promtool(*arguments: str, cwd: Path = RULES) -> str:
@@ -46,7 +43,9 @@ def test_the_dashboard_queries_parse_and_use_served_metrics(tmp_path: Path) -> N
     dashboard = json.loads((RULES / "grafana-dashboard.json").read_text())
     exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
     used = {name for expr in exprs for name in re.findall(r"\bkafka_share_eos_\w+", expr)}
-    assert used <= served()
+    # The variables' queries too (the pipelines offered in the query picker).
+    variables = re.findall(r"\bkafka_share_eos_\w+", json.dumps(dashboard["templating"]))
+    assert used and variables and used | set(variables) <= served()
     # Grafana's variables as a dashboard would set them; promtool checks the rest as PromQL.
     rules = {"groups": [{"name": "dashboard", "rules": [
         {"record": f"dashboard:panel{n}", "expr": expr.replace("$__rate_interval", "5m")

@@ -51,14 +51,14 @@ def orders() -> list[bytes]:
 
 def scrape(url: str) -> dict[str, float]:
     """Every sample of the endpoint's kafka_share_eos families, by name (labels left out:
-    one pipeline)."""
+    one pipeline; a family's series per partition summed)."""
     with urllib.request.urlopen(url, timeout=10) as response:
         text = response.read().decode()
     samples: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name.startswith("kafka_share_eos_") and "le" not in sample.labels:
-                samples[sample.name] = sample.value
+                samples[sample.name] = samples.get(sample.name, 0.0) + sample.value
     return samples
 
 
@@ -92,7 +92,7 @@ def test_the_clients_endpoint_serves_what_the_server_ran(
                                      **{"kafka.max.poll.records": "20"}, availableNowIdleMs="2000")
     with serve_metrics(PipelineMetrics(QUERY, options, sink), port=0, addr="127.0.0.1",
                        spark=connect_spark, registry=CollectorRegistry()) as endpoint:
-        assert scrape(endpoint.url)["kafka_share_eos_batches_total"] == 0
+        assert scrape(endpoint.url)["kafka_share_eos_strategy_batches_total"] == 0
         stream = share_stream(connect_spark, share_topic, tmp_path / "journal",
                               **{"kafka.max.poll.records": "20"}, availableNowIdleMs="2000")
         run_query(connect_spark, stream, sink, tmp_path / "cp", spark_connect_server)
@@ -110,15 +110,15 @@ def test_the_clients_endpoint_serves_what_the_server_ran(
         samples = wait_until(lambda: (s := scrape(endpoint.url))[
             "kafka_share_eos_spark_input_rows_total"] == polled.records and s, 60,
             "Spark's progress of every batch at the endpoint")
-    assert samples["kafka_share_eos_records_total"] == polled.records
-    assert samples["kafka_share_eos_settled_batches_total"] == polled.batches
-    assert samples["kafka_share_eos_rows_in_total"] == polled.records
-    assert samples["kafka_share_eos_rows_written_total"] == written
-    assert samples["kafka_share_eos_dead_letters_total"] == letters
-    assert samples["kafka_share_eos_replays_absorbed_total"] == polled.records - COUNT
-    batches = samples["kafka_share_eos_batches_total"]
-    assert batches == samples["kafka_share_eos_spark_batches_total"] >= 2
-    assert samples["kafka_share_eos_batch_seconds_count"] == batches
+    assert samples["kafka_share_eos_records_consumed_total"] == polled.records
+    assert samples["kafka_share_eos_batches_acknowledged_total"] == polled.batches
+    assert samples["kafka_share_eos_strategy_input_rows_total"] == polled.records
+    assert samples["kafka_share_eos_strategy_written_rows_total"] == written
+    assert samples["kafka_share_eos_dead_lettered_rows_total"] == letters
+    assert samples["kafka_share_eos_strategy_duplicate_rows_total"] == polled.records - COUNT
+    batches = samples["kafka_share_eos_strategy_batches_total"]
+    assert batches == samples["kafka_share_eos_spark_micro_batches_total"] >= 2
+    assert samples["kafka_share_eos_strategy_batch_duration_seconds_count"] == batches
     sink.close()
     dead.close()
 

@@ -3,13 +3,17 @@ local, an upsert into SQLite with dead letters, the metrics endpoint on the driv
 Prometheus scraping it every second with the shipped alert rules loaded.
 
 PromQL over Prometheus's HTTP API returns the rows the target holds and the dead letters the
-sink holds, Spark's numInputRows (through the listener) equal to the rows the strategy was
-handed, and the dead-letter alert fires.
+sink holds, the records consumed per partition as the journal counts them, no backlog once the
+run drained the topic, a consumption rate, Spark's numInputRows (through the listener) equal to
+the rows the strategy was handed, the strategy label on the strategy's series only, and the
+dead-letter alert fires; promtool checks the endpoint's text.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,8 +32,9 @@ from kafka_share_eos import (
     journal_status,
 )
 from kafka_share_eos.monitoring import PipelineMetrics, serve_metrics
+from kafka_share_eos.monitoring.families import FAMILIES, PREFIX
 from kafka_share_eos.proving_ground import streams
-from kafka_share_eos.proving_ground.launchers.prometheus import PrometheusServer
+from kafka_share_eos.proving_ground.launchers.prometheus import PrometheusServer, promtool
 from kafka_share_eos.proving_ground.launchers.spark import wait_for_source_runners
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 
@@ -82,7 +87,7 @@ def test_prometheus_sees_the_rows_and_dead_letters_of_a_run(
         server = prometheus([f"127.0.0.1:{endpoint.port}"], [ALERTS])
         # A first scrape before the run: the alert's increase() needs the counter at zero.
         server.wait_for("the first scrape", lambda: value_of(
-            server, f"kafka_share_eos_dead_letters_total{{{labels}}}") == 0)
+            server, f"kafka_share_eos_dead_lettered_rows_total{{{labels}}}") == 0)
 
         df = share_stream(spark, share_topic, tmp_path / "journal",
                           **{"kafka.max.poll.records": "20"})
@@ -100,21 +105,47 @@ def test_prometheus_sees_the_rows_and_dead_letters_of_a_run(
         letters = dead.read().num_rows
         assert (written, letters) == (COUNT - COUNT // 10, COUNT // 10)
         rows_in = sink.totals.rows_in
-        polled = journal_status(str(tmp_path / "journal")).totals.records
+        status = journal_status(str(tmp_path / "journal"))
+        polled = status.totals.records
         assert polled == rows_in
+        per_partition: dict[int, int] = {}
+        for batch in status.batches:
+            for entry in batch.partitions:
+                per_partition[entry["partition"]] = (
+                    per_partition.get(entry["partition"], 0) + entry["records"])
+        assert sum(per_partition.values()) == polled
         expected = {
-            f"kafka_share_eos_records_total{{{labels}}}": polled,
-            f"kafka_share_eos_rows_written_total{{{labels}}}": written,
-            f"kafka_share_eos_dead_letters_total{{{labels}}}": letters,
-            # Rows absorbed as replays: redeliveries by the broker, each counted once.
-            f"kafka_share_eos_rows_in_total{{{labels}}}": rows_in,
+            f"sum(kafka_share_eos_records_consumed_total{{{labels}}})": polled,
+            f"kafka_share_eos_strategy_written_rows_total{{{labels}}}": written,
+            f"kafka_share_eos_dead_lettered_rows_total{{{labels}}}": letters,
+            f"kafka_share_eos_strategy_input_rows_total{{{labels}}}": rows_in,
             f"kafka_share_eos_spark_input_rows_total{{{labels}}}": rows_in,
+            # Every record journaled: no partition has records after the highest offset.
+            f"sum(kafka_share_eos_backlog_records{{{labels}}})": 0,
+            f"count(kafka_share_eos_backlog_records{{{labels}}})": share_topic.partitions,
+            **{f'kafka_share_eos_records_consumed_total{{{labels},partition="{p}"}}': n
+               for p, n in per_partition.items()},
         }
         for promql, value in expected.items():
             server.wait_for(f"{promql} == {value}", lambda q=promql, v=value: value_of(
                 server, q) == v)
+        # The consumption rate as the docs write it (Kafka's records-consumed-rate).
+        rate = f"sum by (query) (rate(kafka_share_eos_records_consumed_total{{{labels}}}[1m]))"
+        server.wait_for("a consumption rate", lambda: (value_of(server, rate) or 0) > 0)
+        # The strategy label is on the strategy's series only.
+        with_strategy = {row["metric"]["__name__"] for row in server.query(
+            f'count by (__name__) ({{__name__=~"kafka_share_eos_.*",strategy!="",{labels}}})')}
+        assert "kafka_share_eos_strategy_input_rows_total" in with_strategy
+        assert with_strategy <= {
+            PREFIX + family.name + suffix for family in FAMILIES if "strategy" in family.labels
+            for suffix in {"histogram": ("_bucket", "_sum", "_count")}.get(family.kind, ("",))}
         alerts = server.wait_for("the dead-letter alert firing", lambda: firing(
             server, "KafkaShareEosDeadLettersRising"))
         assert alerts[0]["labels"]["query"] == QUERY
+        scraped = urllib.request.urlopen(endpoint.url, timeout=10).read().decode()
     sink.close()
     dead.close()
+    checked = subprocess.run([str(promtool()), "check", "metrics"], input=scraped,
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert checked.returncode == 0 and not checked.stdout.strip(), (
+        checked.stdout + checked.stderr)

@@ -25,7 +25,7 @@ g1              orders          1          0             50
 
 
 def test_the_describe_table_is_read_per_share_partition() -> None:
-    assert parse_describe(DESCRIBED) == {"orders:1": 50}
+    assert parse_describe(DESCRIBED) == {("orders", 1): 50}
     assert parse_describe("Share group 'g1' has no active members.\n") == {}
 
 
@@ -41,14 +41,15 @@ def test_the_lag_kafka_reports_is_exported(kafka_topic: ShareTopic, tmp_path: Pa
     tool = [str(java_binary()), "-cp", f"{kafka_jars()}/*",
             "org.apache.kafka.tools.consumer.group.ShareGroupCommand"]
     options = streams.source_options(bootstrap, kafka_topic.group_id, topic, tmp_path / "j")
-    pipeline = PipelineMetrics("orders", options, lag_command=tool)
+    pipeline = PipelineMetrics("orders", options, lag_command=tool, log_ends=False)
     registry = CollectorRegistry()
-    labels = {"query": "orders", "group": kafka_topic.group_id, "topic": topic, "strategy": "",
-              "share_partition": f"{topic}:0"}
+    labels = {"query": "orders", "group": kafka_topic.group_id, "topic": topic,
+              "partition": "0"}
     with serve_metrics(pipeline, port=0, addr="127.0.0.1", registry=registry):
         def scraped_lag() -> float | None:
             # A scrape starts the tool in the background; the next one sees what it printed.
-            value = registry.get_sample_value("kafka_share_eos_share_group_lag", labels)
+            value = registry.get_sample_value("kafka_share_eos_share_group_lag_records",
+                                              labels)
             assert pipeline.lag is not None
             pipeline.lag.wait()
             return value

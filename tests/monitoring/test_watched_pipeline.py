@@ -17,10 +17,12 @@ def options(journal: Path, **extra: str) -> dict[str, str]:
 
 
 def test_labels_come_from_the_query_the_options_and_the_strategy(tmp_path: Path) -> None:
-    sink = IdempotentUpsertSink.sql(f"sqlite:///{tmp_path / 'db'}", "orders", name="upsert")
-    pipeline = PipelineMetrics("orders", options(tmp_path / "journal"), sink)
-    assert pipeline.labels == ("orders", "orders-eos", "orders,refunds", "upsert")
-    assert PipelineMetrics("bare", options(tmp_path)).labels[3] == ""
+    sink = IdempotentUpsertSink.sql(f"sqlite:///{tmp_path / 'db'}", "orders", create_table=True,
+                                    name="upsert")
+    pipeline = PipelineMetrics("orders", options(tmp_path / "journal"), sink, log_ends=False)
+    assert pipeline.labels == ("orders", "orders-eos", "orders,refunds")
+    assert pipeline.strategy == "upsert"
+    assert PipelineMetrics("bare", options(tmp_path), log_ends=False).strategy == ""
     sink.close()
 
 
