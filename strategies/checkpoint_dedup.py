@@ -83,6 +83,9 @@ class CheckpointDedupStore(BatchStrategy):
         MissingExtraError: deltalake is not installed.
         SinkConfigurationError: ``sink`` is not callable, ``key_columns`` is empty or repeats a
             column, or ``prune_every`` or ``compact_every`` is below 1.
+        TargetTableError: the ledger's location, or a target of ``sink`` that checks itself
+            (``check_target()``), cannot be written (checked when the store is built, unless
+            ``check_on_create=False``).
         AppIdConflictError: (from :meth:`apply`) the ledger holds a later batch of this
             ``app_id``: another application or an earlier checkpoint uses it.
     """

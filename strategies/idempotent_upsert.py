@@ -133,6 +133,11 @@ class IdempotentUpsertSink(BatchStrategy):
             SinkConfigurationError: empty or repeated ``key_columns``, a ``version_column``
                 among them, ``bulk_threshold`` below 1, a URL of another database than
                 PostgreSQL or SQLite, or a ``write_path`` the target cannot take.
+            DatabaseUnreachableError: the database could not be connected to (checked when
+                the sink is built, unless ``check_on_create=False``).
+            TargetTableError: the table, or the SQLite file, is missing without
+                ``create_table``, or has no unique key on exactly the key columns (checked
+                when the sink is built).
         """
         require_sql(engine, "IdempotentUpsertSink.sql")
         from kafka_share_eos.sinks.sql import SqlUpsertWriter
@@ -185,6 +190,8 @@ class IdempotentUpsertSink(BatchStrategy):
                 installed.
             SinkConfigurationError: empty or repeated ``key_columns``, a ``version_column``
                 among them, ``max_commit_attempts`` below 1, or an unknown ``engine``.
+            TargetTableError: ``table_uri`` is a file, or a directory holding other files than
+                a Delta table's (checked when the sink is built).
         """
         DELTA.require("IdempotentUpsertSink.delta")
         from kafka_share_eos.sinks.delta_upsert import DeltaMergeWriter

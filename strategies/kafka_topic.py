@@ -75,6 +75,8 @@ class KafkaTopicSink(BatchStrategy):
     Raises:
         ConfigurationError: ``config`` has no ``bootstrap.servers``, or sets
             ``transactional.id``.
+        TargetTableError: ``topic`` does not exist, or the cluster did not list its topics
+            (checked when the sink is built, unless ``check_on_create=False``).
     """
 
     def __init__(

@@ -95,6 +95,13 @@ class TwoPhaseCommitCoordinator(BatchStrategy):
             Postgres, or with ``transform`` or ``dead_letters``.
         TwoPhaseCommitError: with ``recover_on_start``, a participant could not finish a
             transaction an earlier run left in doubt.
+        DatabaseUnreachableError: a Postgres participant's or decision log's database could
+            not be connected to (checked when the coordinator is built, unless
+            ``check_on_create=False``).
+        TargetTableError: a Delta participant's location is a file, or a directory of other
+            files.
+        PreparedTransactionsDisabledError: a Postgres participant's server has
+            ``max_prepared_transactions = 0``.
     """
 
     def __init__(
