@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kafka_share_eos import faults
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.journal import RUNNER, Journal, RecordRejections
 from kafka_share_eos.source.acks import AckStats
 from kafka_share_eos.source.conversion import to_record_batch
@@ -66,6 +67,7 @@ class BatchPlanner:
         self._pump: JournalPump | None = None
         self._pump_hook: SigtermHook | None = None
         self._purged_through = -1
+        self._slots_checked = False
         self._draining = False
         self._run = uuid.uuid4().hex[:12]
         self._lease = journal.leases.lease(RUNNER)
@@ -130,6 +132,7 @@ class BatchPlanner:
             self._held = None
         self._purge(start)
         if self._next_seq is None:
+            self._refuse_slots_after(start)
             present = self._journal.sequences()
             self._next_seq = max([start, *present]) + 1
             orphans = [seq for seq in present if seq > start]
@@ -247,8 +250,36 @@ class BatchPlanner:
             self._metrics.prune()
             self._purged_through = committed
 
+    def _refuse_slots_after(self, start: int) -> None:
+        """Raise when batches after ``start`` are journaled as executor consumers' slots (a run
+        with ``consumers`` above 1 planned them, or carried a poll's records into them): a
+        runner consumer reads whole segments only. Looked at once a run: later batches are
+        this run's.
+
+        Raises:
+            ConfigurationError: naming the batches and the option to restart with.
+        """
+        if self._slots_checked:
+            return
+        self._slots_checked = True
+        slotted = sorted({seq for seq, slot in self._journal.entries()
+                          if slot is not None and seq > start})
+        if slotted:
+            raise ConfigurationError(
+                f"the journal at {self._journal.location!r} holds batches {slotted[0]} to "
+                f"{slotted[-1]} as slots of executor consumers (planned, or given records "
+                "carried from an earlier poll, by a run with 'consumers' above 1), which one "
+                "consumer in the source runner cannot read: restart with that 'consumers' "
+                "until they are read"
+            )
+
     def partitions(self, start: int, end: int) -> list[SegmentPartition]:
-        """One partition per journal segment of the batches in ``(start, end]``."""
+        """One partition per journal segment of the batches in ``(start, end]``.
+
+        Raises:
+            ConfigurationError: some of them are executor consumers' slots.
+        """
+        self._refuse_slots_after(start)
         return [SegmentPartition(seq) for seq in range(start + 1, end + 1)]
 
     def close(self) -> None:

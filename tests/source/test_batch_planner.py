@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from confluent_kafka import KafkaException
 from helpers import produce
@@ -24,7 +25,9 @@ from helpers.planned_orders import (
 from helpers.planning import broker_fixture, planner_options
 
 from kafka_share_eos import EmbeddedBroker
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.journal import Journal
+from kafka_share_eos.journal.schema import JOURNAL_SCHEMA
 from kafka_share_eos.source.batch_planner import BatchPlanner
 from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.source.session import ShareSession
@@ -215,3 +218,22 @@ def test_a_journal_failure_in_the_pump_fails_the_planning_and_loses_nothing(
     planner.close()
     # The poll that could not be journaled was never ACCEPTed: it comes back, with the rest.
     assert_only_unjournaled_come_back(broker, journaled)
+
+
+def test_batches_journaled_as_slots_are_refused_by_a_runner_consumer(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    journal = Journal(str(tmp_path))
+    # Records a run with consumers=2 carried into slot 1 of batches 3 and 4.
+    rows = pa.RecordBatch.from_pylist([], schema=JOURNAL_SCHEMA)
+    assert journal.write_slot(3, 1, rows) and journal.write_slot(4, 1, rows)
+    planner = BatchPlanner(options(broker, tmp_path), journal)
+    try:
+        with pytest.raises(ConfigurationError, match=r"batches 3 to 4 as slots.*'consumers'"):
+            planner.latest(2)
+    finally:
+        planner.close()
+    replay = BatchPlanner(options(broker, tmp_path), journal)
+    with pytest.raises(ConfigurationError, match="batches 3 to 4"):
+        replay.partitions(2, 3)
+    assert [p.seq for p in BatchPlanner(options(broker, tmp_path), journal).partitions(4, 5)] == [5]
