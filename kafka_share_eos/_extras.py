@@ -2,10 +2,10 @@
 
 pyproject.toml's extras install ``spark`` -> pyspark, ``connect`` -> pyspark and what a Spark
 Connect client needs (grpcio, grpcio-status, googleapis-common-protos, pandas, zstandard),
-``delta`` -> deltalake, ``delta-spark`` -> delta-spark (module ``delta``), ``sqlite`` ->
-SQLAlchemy, ``postgres`` -> SQLAlchemy and psycopg, ``metrics`` -> prometheus-client (module
-``prometheus_client``), ``broker-dlq`` -> kafka-python (module ``kafka``), ``charts`` ->
-matplotlib (the proving ground's charts, never a pipeline).
+``delta`` -> deltalake, ``iceberg`` -> pyiceberg, ``delta-spark`` -> delta-spark (module
+``delta``), ``sqlite`` -> SQLAlchemy, ``postgres`` -> SQLAlchemy and psycopg, ``metrics`` ->
+prometheus-client (module ``prometheus_client``), ``broker-dlq`` -> kafka-python (module
+``kafka``), ``charts`` -> matplotlib (the proving ground's charts, never a pipeline).
 :mod:`kafka_share_eos._libs` holds each library as a module that loads on first use
 (:meth:`Extra.lazy`); the toolkit's modules import it from there at their top and use it by
 attribute (``sa.text(...)``, ``deltalake.write_deltalake(...)``). So importing the toolkit loads
@@ -80,6 +80,7 @@ SPARK = Extra("spark", ("pyspark",))
 # protobuf's namespace too.
 CONNECT = Extra("connect", ("pyspark", "pandas", "grpc", "grpc_status", "google.rpc", "zstandard"))
 DELTA = Extra("delta", ("deltalake",))
+ICEBERG = Extra("iceberg", ("pyiceberg",))
 # delta-spark's Python module is ``delta``; it drives pyspark, which it requires.
 DELTA_SPARK = Extra("delta-spark", ("delta", "pyspark"))
 SQLITE = Extra("sqlite", ("sqlalchemy",))

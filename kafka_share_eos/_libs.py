@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_share_eos._extras import DELTA, POSTGRES, SPARK, SQLITE
+from kafka_share_eos._extras import DELTA, ICEBERG, POSTGRES, SPARK, SQLITE
 
 if TYPE_CHECKING:
     import deltalake as deltalake
     import psycopg as psycopg
+    import pyiceberg.catalog as iceberg_catalog
+    import pyiceberg.exceptions as iceberg_errors
+    import pyiceberg.expressions as iceberg_expressions
+    import pyiceberg.table as iceberg_table
+    import pyiceberg.table.snapshots as iceberg_snapshots
     import pyspark as pyspark
     import sqlalchemy as sa
     from pyspark import errors as spark_errors
@@ -26,6 +31,11 @@ if TYPE_CHECKING:
 else:
     deltalake = DELTA.lazy("deltalake")
     psycopg = POSTGRES.lazy("psycopg")
+    iceberg_catalog = ICEBERG.lazy("pyiceberg.catalog")
+    iceberg_errors = ICEBERG.lazy("pyiceberg.exceptions")
+    iceberg_expressions = ICEBERG.lazy("pyiceberg.expressions")
+    iceberg_snapshots = ICEBERG.lazy("pyiceberg.table.snapshots")
+    iceberg_table = ICEBERG.lazy("pyiceberg.table")
     pyspark = SPARK.lazy("pyspark")
     sa = SQLITE.lazy("sqlalchemy")
     spark_errors = SPARK.lazy("pyspark.errors")
@@ -37,6 +47,7 @@ else:
     sa_sqlite = SQLITE.lazy("sqlalchemy.dialects.sqlite")
 
 __all__ = [
-    "deltalake", "psycopg", "pyspark", "sa", "sa_postgresql", "sa_sqlite", "spark_errors",
+    "deltalake", "iceberg_catalog", "iceberg_errors", "iceberg_expressions", "iceberg_snapshots",
+    "iceberg_table", "psycopg", "pyspark", "sa", "sa_postgresql", "sa_sqlite", "spark_errors",
     "spark_functions", "spark_home", "spark_sql", "spark_types",
 ]

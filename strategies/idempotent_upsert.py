@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 import pyarrow as pa
 
-from kafka_share_eos._extras import DELTA, require_sql
+from kafka_share_eos._extras import DELTA, ICEBERG, require_sql
 from kafka_share_eos._libs import sa
 from kafka_share_eos.errors import SinkConfigurationError
 from kafka_share_eos.sinks import (
@@ -34,6 +34,7 @@ from kafka_share_eos.strategies.identity import RecordIdentity
 from kafka_share_eos.strategies.report import BatchReport
 
 if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
     from pyspark.sql import DataFrame
 
 WritePath = Literal["auto", "driver", "executors"]
@@ -42,11 +43,11 @@ _WRITE_PATHS = ("auto", "driver", "executors")
 
 
 class IdempotentUpsertSink(BatchStrategy):
-    """Upserts each micro-batch into a PostgreSQL, SQLite or Delta table, idempotently.
+    """Upserts each micro-batch into a PostgreSQL, SQLite, Delta or Iceberg table, idempotently.
 
-    Build one with :meth:`sql` or :meth:`delta` and pass it to ``foreachBatch``; or call
-    :meth:`apply` with an Arrow table. (The constructor takes any :class:`UpsertWriter`; it
-    must be configured with the identity's key and version columns.)
+    Build one with :meth:`sql`, :meth:`delta` or :meth:`iceberg` and pass it to
+    ``foreachBatch``; or call :meth:`apply` with an Arrow table. (The constructor takes any
+    :class:`UpsertWriter`; it must be configured with the identity's key and version columns.)
 
     Rows are identified by ``(topic, partition, offset)`` unless ``key_columns`` names
     business-key columns; with a ``version_column`` the highest version of a key wins and an
@@ -216,6 +217,55 @@ class IdempotentUpsertSink(BatchStrategy):
         # The delta-spark writer merges on the executors by itself; delta-rs only in the driver.
         write_path: WritePath = "auto" if engine == "spark" else "driver"
         return cls(writer, identity, write_path=write_path, **options)
+
+    @classmethod
+    def iceberg(
+        cls,
+        table: str,
+        *,
+        catalog: Catalog | Mapping[str, Any],
+        key_columns: Sequence[str] | None = None,
+        version_column: str | None = None,
+        create_table: bool = False,
+        app_id: str | None = None,
+        max_commit_attempts: int = 5,
+        **options: Unpack[StrategyOptions],
+    ) -> IdempotentUpsertSink:
+        """A sink into an Iceberg table through pyiceberg, written by the driver
+        (docs/iceberg.md).
+
+        ``table`` is the identifier in ``catalog`` (``"db.events"``): a pyiceberg ``Catalog``,
+        or its configuration as ``load_catalog`` takes it (``{"type": "sql", "uri":
+        "sqlite:///catalog.db", "warehouse": "file:///warehouse"}``), which is what a copy of
+        the strategy in another process (a Spark Connect server) builds its own catalog from.
+        New keys are appended; with a ``version_column`` a higher version replaces the stored
+        row (copy-on-write). Each commit's snapshot records ``app_id`` and the batch id, so a
+        batch already committed is skipped; ``app_id`` defaults to the streaming query's id.
+
+        Raises:
+            MissingExtraError: pyiceberg is not installed.
+            SinkConfigurationError: empty or repeated ``key_columns``, a ``version_column``
+                among them, ``max_commit_attempts`` below 1, a table name without namespace,
+                or a ``catalog`` that is neither a pyiceberg catalog nor a configuration.
+            TargetTableError: the table is missing without ``create_table``, or has equality
+                deletes or a format version above 2 (checked when the sink is built, unless
+                ``check_on_create=False``, and before each batch).
+            MissingColumnsError: the table lacks a key or version column (checked likewise).
+        """
+        ICEBERG.require("IdempotentUpsertSink.iceberg")
+        from kafka_share_eos.sinks.iceberg_upsert import IcebergUpsertWriter
+
+        identity = RecordIdentity.of(key_columns, version_column)
+        writer = IcebergUpsertWriter(
+            table,
+            catalog=catalog,
+            key_columns=identity.key_columns,
+            version_column=identity.version_column,
+            app_id=app_id,
+            create_table=create_table,
+            max_commit_attempts=max_commit_attempts,
+        )
+        return cls(writer, identity, write_path="driver", **options)
 
     def apply_dataframe(self, batch_df: DataFrame, batch_id: int) -> BatchReport:
         """Write a Spark micro-batch from the driver or the executors (see ``write_path``)."""

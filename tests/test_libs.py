@@ -21,7 +21,10 @@ from kafka_share_eos import _libs
 pytestmark = pytest.mark.timeout(120)
 
 LIBRARY_OF = {
-    "deltalake": "deltalake", "psycopg": "psycopg", "pyspark": "pyspark", "sa": "sqlalchemy",
+    "deltalake": "deltalake", "iceberg_catalog": "pyiceberg.catalog",
+    "iceberg_errors": "pyiceberg.exceptions", "iceberg_expressions": "pyiceberg.expressions",
+    "iceberg_snapshots": "pyiceberg.table.snapshots", "iceberg_table": "pyiceberg.table",
+    "psycopg": "psycopg", "pyspark": "pyspark", "sa": "sqlalchemy",
     "sa_postgresql": "sqlalchemy.dialects.postgresql",
     "sa_sqlite": "sqlalchemy.dialects.sqlite", "spark_errors": "pyspark.errors",
     "spark_functions": "pyspark.sql.functions", "spark_home": "pyspark.find_spark_home",

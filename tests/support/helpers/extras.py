@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-OPTIONAL = ("pyspark", "deltalake", "sqlalchemy", "psycopg")
+OPTIONAL = ("pyspark", "deltalake", "pyiceberg", "sqlalchemy", "psycopg")
 NO_DELTA = ("deltalake",)
 NO_SQL = ("sqlalchemy", "psycopg")
 NO_DELTA_NOR_PSYCOPG = ("deltalake", "psycopg")
