@@ -141,6 +141,14 @@ def _database(error: BaseException) -> Failure | None:
     return None
 
 
+def _usage(error: BaseException) -> Failure:
+    """Click's refusal of the command line, in the same two lines as any other failure."""
+    context = getattr(error, "ctx", None)
+    hint = f"Try '{context.command_path} --help' for help." if context is not None else ""
+    message = getattr(error, "format_message", lambda: str(error))()
+    return Failure(int(getattr(error, "exit_code", USAGE)), " ".join(message.split()), hint)
+
+
 def describe(error: BaseException) -> Failure | None:
     """The failure ``error`` stands for, when a user's input or environment caused it: None
     for any other exception, a defect whose traceback is wanted."""
@@ -148,6 +156,10 @@ def describe(error: BaseException) -> Failure | None:
         return error.failure
     if isinstance(error, BrokenPipeError):
         return None  # the reader went away (| head): the command line's own handling ends it
+    if _is(error, "typer", "NoArgsIsHelpError") or _is(error, "click", "NoArgsIsHelpError"):
+        return None  # the help, shown for a group named alone: click's own way is right
+    if _is(error, "typer", "UsageError") or _is(error, "click", "UsageError"):
+        return _usage(error)
     if isinstance(error, MissingExtraError):
         return Failure(FAILED, _first_line(error))
     database = _database(error)

@@ -3,7 +3,7 @@ failure on the user's side in one or two lines, never a traceback."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -23,14 +23,26 @@ class Commands(Group):
         super().__init__(**attrs)
         tidy(self)
 
+    def make_context(self, *args: Any, **extra: Any) -> Any:
+        # The group's own options are parsed here, before invoke.
+        try:
+            return super().make_context(*args, **extra)
+        except Exception as error:
+            _end(error)
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except Exception as error:
-            failure = describe(error)
-            if failure is None:
-                raise
-            what = error.what if isinstance(error, GivenFailure) else None
-            for line in failure.lines(what):
-                typer.echo(line, err=True)
-            raise typer.Exit(failure.code) from None
+            _end(error)
+
+
+def _end(error: Exception) -> NoReturn:
+    """End the command with ``error``'s lines and exit code, or re-raise a defect."""
+    failure = describe(error)
+    if failure is None:
+        raise error
+    what = error.what if isinstance(error, GivenFailure) else None
+    for line in failure.lines(what):
+        typer.echo(line, err=True)
+    raise typer.Exit(failure.code) from None

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from kafka_share_eos.cli.errors import FAILED, USAGE, Failure, describe, given, shown
@@ -164,6 +165,32 @@ def test_a_missing_extra_names_the_install_line(
     assert output.strip().splitlines() == [output.strip()]
     assert f"{library} is not installed" in output
     assert f"pip install 'kafka-share-eos[{extra}]'" in output
+
+
+def command_paths(command: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    subs = sorted(getattr(command, "commands", {}).items())
+    return [path, *(p for name, sub in subs for p in command_paths(sub, (*path, name)))]
+
+
+# kafka-tool hands every argument after its own options to Kafka's tool.
+PATHS = [path for path in command_paths(typer.main.get_command(app)) if path != ("kafka-tool",)]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda path: " ".join(path) or "main")
+def test_a_command_line_mistake_is_two_lines_too(path: tuple[str, ...]) -> None:
+    exit_code, output = invoke([*path, "--no-such-option"], {})
+    assert exit_code == USAGE
+    first, hint = output.splitlines()
+    assert first.startswith("kafka-share-eos: No such option: --no-such-option")
+    assert hint == f"Try '{' '.join(('kafka-share-eos', *path))} --help' for help."
+
+
+@pytest.mark.parametrize("path", [(), ("dedup",), ("twophase",)],
+                         ids=["main", "dedup", "twophase"])
+def test_a_group_named_alone_shows_its_help_once(path: tuple[str, ...]) -> None:
+    exit_code, output = invoke(list(path), {})
+    assert exit_code == USAGE
+    assert output.count("Usage:") == 1 and "kafka-share-eos: " not in output
 
 
 def test_the_console_script_prints_no_traceback(tmp_path: Path) -> None:
