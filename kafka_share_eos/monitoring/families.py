@@ -100,7 +100,9 @@ def _per_partition(pipeline: PipelineMetrics,
 
 
 def _records(pipeline: PipelineMetrics) -> dict[tuple[str, ...], object]:
-    return _per_partition(pipeline, pipeline.journal.totals.records)
+    # Every partition the brokers named starts at 0, so that rate() sees its first records.
+    known = {} if pipeline.log_ends is None else dict.fromkeys(pipeline.log_ends.offsets, 0)
+    return _per_partition(pipeline, {**known, **pipeline.journal.totals.records})
 
 
 def _backlog(pipeline: PipelineMetrics) -> dict[tuple[str, ...], object] | None:

@@ -184,7 +184,7 @@ def run(orders: int = 400, per_trigger: int = 20, broken_every: int = 50,
                            spark=spark, registry=CollectorRegistry()) as endpoint, \
                 PrometheusServer([f"127.0.0.1:{endpoint.port}"]) as server:
             server.wait_for("the first scrape", lambda: server.query(
-                f"kafka_share_eos_records_consumed_total{{{selector}}}"))
+                f"kafka_share_eos_batches_acknowledged_total{{{selector}}}"))
             start = time.time()
             # A trigger a second, as a streaming pipeline runs: each batch's gauges stay up
             # for a scrape to read.
@@ -199,8 +199,8 @@ def run(orders: int = 400, per_trigger: int = 20, broken_every: int = 50,
                 failure = query.exception()
                 if failure is not None:
                     raise failure
-                server.wait_for("the last batch settled", lambda: server.query(
-                    f"sum(kafka_share_eos_records_consumed_total{{{selector}}})"
+                server.wait_for("the last batch acknowledged", lambda: server.query(
+                    f"kafka_share_eos_records_acknowledged_total{{{selector}}}"
                     f" == {sink.totals.rows_in}"))
             finally:
                 query.stop()

@@ -101,8 +101,11 @@ def test_the_backlog_follows_the_journal_and_the_log_end(
         pipeline.log_ends.wait()
         _, samples = scrape(url)
         assert per_partition(samples, "kafka_share_eos_log_end_offset") == {0: 10, 1: 10, 2: 10}
-        # Nothing journaled yet: no backlog series, which would claim a position.
+        # Nothing journaled yet: no backlog series, which would claim a position, and every
+        # partition's count at 0, so that rate() sees the first records.
         assert per_partition(samples, "kafka_share_eos_backlog_records") == {}
+        assert per_partition(samples, "kafka_share_eos_records_consumed_total") == {
+            0: 0, 1: 0, 2: 0}
 
         # One batch journaled and not yet acknowledged: the backlog counts from it at once.
         end = source.latest(0, None)
@@ -112,7 +115,7 @@ def test_the_backlog_follows_the_journal_and_the_log_end(
         assert per_partition(samples, "kafka_share_eos_backlog_records") == {
             partition: 10 - max(offsets) - 1 for partition, offsets in found.items()}
         assert per_partition(samples, "kafka_share_eos_records_consumed_total") == {
-            partition: len(offsets) for partition, offsets in found.items()}
+            0: 0, 1: 0, 2: 0, **{partition: len(offsets) for partition, offsets in found.items()}}
 
         # Drained: every record journaled once, no backlog left.
         while (after := source.latest(end, None)) != end:
