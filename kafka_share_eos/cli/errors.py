@@ -56,8 +56,7 @@ class Failure:
 
     def lines(self, what: str | None = None) -> list[str]:
         """The message: ``kafka-share-eos: WHAT: REASON``, then the advice if there is one."""
-        first = f"kafka-share-eos: {what}: {self.reason}" if what else \
-            f"kafka-share-eos: {self.reason}"
+        first = f"kafka-share-eos: {what + ': ' if what else ''}{self.reason}"
         return [first, self.advice] if self.advice else [first]
 
 

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from rich.console import Group, RenderableType
-from rich.padding import Padding
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -76,7 +75,7 @@ def fitted(
     # A box draws one rule before each column and one after the last, and pads each cell.
     widths = _widths(columns, cells, width - 3 * len(columns) - 1)
     if widths is None:
-        return _blocks(columns, cells, title, caption, keys)
+        return _blocks(columns, cells, title, caption, keys, width)
     table = Table(title=title, caption=caption, caption_justify="left")
     for column, column_width in zip(columns, widths, strict=True):
         table.add_column(column.header, justify=column.justify, width=column_width,
@@ -88,16 +87,21 @@ def fitted(
 
 def _blocks(
     columns: Sequence[Column], cells: list[list[Text]], title: str | None,
-    caption: str | None, keys: int,
+    caption: str | None, keys: int, width: int,
 ) -> RenderableType:
     parts: list[RenderableType] = [Text(title, style="italic")] if title else []
+    # Wrapped here rather than by the console, which would pad each line to the width.
+    wrapper = Console(width=width)
     for row in cells:
         heading = Text(" · ").join(row[:keys])
         heading.stylize("bold")
         pairs = [Text.assemble(f"{column.header} ", value)
                  for column, value in zip(columns[keys:], row[keys:], strict=True)
                  if value.plain]
-        parts += [heading, Padding(Text(", ").join(pairs), (0, 0, 0, 2), expand=False)]
+        lines = Text(", ").join(pairs).wrap(wrapper, width - 2)
+        for line in lines:
+            line.rstrip()
+        parts += [heading, *(Text.assemble("  ", line) for line in lines)]
     if caption:
         parts.append(Text(caption, style="dim"))
     return Group(*parts)

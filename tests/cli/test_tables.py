@@ -31,6 +31,8 @@ def shown(renderable: RenderableType, width: int, *, terminal: bool) -> str:
 def assert_whole(text: str, width: int, words: list[str]) -> None:
     assert "…" not in text
     assert [line for line in text.splitlines() if len(line) > width] == []
+    # In a file a block is read as text: no line carries padding.
+    assert [line for line in text.splitlines() if line.endswith(", ")] == []
     found = set(re.split(r"[\s│┃|,·()]+", text))
     assert set(words) <= found, set(words) - found
 
