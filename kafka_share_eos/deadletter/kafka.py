@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +23,11 @@ _HEADER_COLUMNS = tuple(
     name for name in DEAD_LETTER_SCHEMA.names if name not in ("key", "value")
 )
 _FLUSH_TIMEOUT_S = 60.0
+
+# librdkafka logs each failed connection of the reader to stderr, a line every 50 ms while a
+# broker is down; the failure itself is raised. An application's logging still receives them.
+_READER_LOG = logging.getLogger(f"{__name__}.reader")
+_READER_LOG.addHandler(logging.NullHandler())
 
 
 class KafkaDeadLetters(DeadLetterSink, ProcessLocal):
@@ -126,7 +132,8 @@ class KafkaDeadLetters(DeadLetterSink, ProcessLocal):
         from confluent_kafka import Consumer, TopicPartition
 
         consumer = Consumer({**self.config, "group.id": f"kse-dead-letters-{uuid.uuid4()}",
-                             "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                             "logger": _READER_LOG})
         rows: dict[str, dict[str, Any]] = {}
         try:
             partitions = consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions
