@@ -2,7 +2,8 @@
 
 Each of a batch's N slots is a task that polls for up to ``pollTimeoutMs``: a session with fewer
 task slots runs them in turns, the later ones only once earlier ones ended, so a batch takes
-several poll timeouts and the consumers waiting for a slot keep their partitions from the others.
+several poll timeouts, and a consumer waiting for its turn keeps its partitions, with whatever
+its client fetched for it still locked.
 
 The count comes from the session's configuration (``spark.conf``), which a Spark Connect client
 reads from its server as a classic session does; no ``sparkContext`` is needed:
@@ -105,8 +106,9 @@ def warn_if_consumers_wait(consumers: int, settings: Mapping[str, str] | None) -
     if slots is not None and consumers > slots:
         log.warning(
             "kafka-share source: 'consumers' is %d but the session runs %d tasks at once "
-            "(spark.master %s): the slots' tasks take turns, each batch waits for them, and "
-            "the lock budget of the records a consumer polled runs while it waits for a slot; "
+            "(spark.master %s): the slots' tasks take turns, so each batch waits for them, and "
+            "a consumer waiting for its turn keeps its partitions, any records its client "
+            "fetched staying locked, their lock budget running, until its task polls them; "
             "set 'consumers' to %d or give the session more task slots",
             consumers, slots, settings.get("spark.master", "unset") if settings else "unset",
             slots,
