@@ -38,9 +38,11 @@ from rich.progress import (
 from rich.table import Table
 
 from kafka_share_eos._libs import deltalake, sa, spark_functions, spark_sql
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.broker import EmbeddedBroker
 from kafka_share_eos.proving_ground.console import CrashOnce, RunConsole
 from kafka_share_eos.proving_ground.streams import batch_size, share_stream, source_options
+from kafka_share_eos.sinks.sql_engine import parse_sql_url
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -197,6 +199,22 @@ def _verify(sql_url: str, delta_path: Path, expected: dict[int, int]) -> list[tu
     return results
 
 
+def _refuse_before_starting(sql_url: str | None, workdir: Path | None) -> None:
+    """Refuse a SQL URL of the wrong form and a working directory that is a file before the
+    broker and Spark start, rather than after.
+
+    Raises:
+        ConfigurationError: either of them.
+    """
+    if sql_url is not None:
+        try:
+            parse_sql_url(sql_url)
+        except ConfigurationError as error:
+            raise ConfigurationError(f"--sql-url: {error}") from error
+    if workdir is not None and workdir.exists() and not workdir.is_dir():
+        raise ConfigurationError(f"--workdir {workdir}: a file, not a directory")
+
+
 def demo(
     orders: Annotated[int, typer.Option(min=1, metavar="N", help="Orders to produce.")] = 5_000,
     per_trigger: Annotated[
@@ -233,6 +251,7 @@ def demo(
     """Run an order pipeline on embedded defaults, force redeliveries, verify exactly-once."""
     from kafka_share_eos.strategies import IdempotentUpsertSink
 
+    _refuse_before_starting(sql_url, workdir)
     work = workdir or Path(tempfile.mkdtemp(prefix="kafka-share-eos-demo-"))
     work.mkdir(parents=True, exist_ok=True)
     sql_target = sql_url or f"sqlite:///{work / 'orders.db'}"

@@ -98,7 +98,8 @@ CASES = {
         ["bench", "--against", "{notes}/notes.txt"], USAGE, ["--against", "not a run saved"]),
     "broker/address file nowhere": (
         ["broker", "--addr-file", "{missing}/address"], USAGE, ["--addr-file", "no directory"]),
-    "demo/workdir a file": (["demo", "--workdir", "{file}"], USAGE, ["File exists", "{file}"]),
+    "demo/workdir a file": (["demo", "--workdir", "{file}"], USAGE, ["--workdir {file}"]),
+    "demo/bad url": (["demo", "--sql-url", "not-a-url"], USAGE, ["--sql-url", "SQLAlchemy URL"]),
     "kafka-tool/unknown tool": (["kafka-tool", "no-such-tool"], FAILED, ["no-such-tool"]),
 }
 
