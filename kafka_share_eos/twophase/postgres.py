@@ -438,12 +438,13 @@ def prepared_participants(engine: sa.Engine | str, prefix: str) -> list[Postgres
 
     Raises:
         MissingExtraError: SQLAlchemy or psycopg is not installed (``[postgres]``).
+        DatabaseUnreachableError: the database could not be reached.
     """
     require_sql(engine, "prepared_participants")
 
     bound = create_sql_engine(engine) if isinstance(engine, str) else engine
-    names = sorted({
-        fields[4] for fields in (gid.split(":") for gid in _prepared_gids(bound, prefix))
-        if len(fields) in (5, 6)
-    })
+    with database_errors(bound.url, "listing the transactions prepared there"):
+        gids = _prepared_gids(bound, prefix)
+    names = sorted({fields[4] for fields in (gid.split(":") for gid in gids)
+                    if len(fields) in (5, 6)})
     return [PostgresParticipant(bound, _resolution_only, name=name) for name in names]

@@ -272,3 +272,9 @@ def test_names_are_checked_and_an_unreachable_server_is_named_without_its_passwo
     with pytest.raises(DatabaseUnavailableError, match=r"listing .* 'kse:x:'.*u:\*\*\*@") as error:
         participant.recover("kse:x:")
     assert "secret" not in str(error.value)
+
+
+def test_listing_what_an_unreachable_database_prepared_names_the_database() -> None:
+    # Nothing listens on port 1: the toolkit's error, not the driver's, names it.
+    with pytest.raises(DatabaseUnavailableError, match=r"127\.0\.0\.1:1.*never opened"):
+        prepared_participants("postgresql+psycopg://app@127.0.0.1:1/shop", txid_prefix("app"))
