@@ -32,7 +32,7 @@ def broker(
             "-t",
             parser=TopicSpec.parse,
             metavar="NAME[:PARTITIONS]",
-            help="Topic to create, NAME[:PARTITIONS]; repeatable.",
+            help="Topic to create and its partitions (1 when not given); repeatable.",
         ),
     ] = [],  # noqa: B006 - typer reads the default, it is never mutated
     lock_ms: Annotated[
