@@ -54,10 +54,15 @@ _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*\]
 
 
 def session_settings(spark: SparkSession) -> dict[str, str]:
-    """The settings of ``spark`` among :data:`SETTINGS` that are set (classic or Connect)."""
+    """The settings of ``spark`` among :data:`SETTINGS` that are set (classic or Connect); one
+    the session will not show (a managed service may refuse some) is left out."""
     found = {}
     for key in SETTINGS:
-        value = spark.conf.get(key, None)
+        try:
+            value = spark.conf.get(key, None)
+        except Exception:
+            # Only a count for a warning: never a reason for register() to fail.
+            continue
         if value is not None:
             found[key] = str(value)
     return found

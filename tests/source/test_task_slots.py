@@ -76,6 +76,23 @@ def test_the_planning_warns_once_when_consumers_exceed_a_local_2_session(
         assert planning_warnings(broker, tmp_path, 4, None, caplog) == []
 
 
+class Refusing:
+    """A session whose conf refuses some keys, as a managed service may."""
+
+    class conf:  # SparkSession.conf
+        @staticmethod
+        def get(key: str, default: str | None = None) -> str | None:
+            if key == "spark.master":
+                return "local[3]"
+            if key == "spark.executor.cores":
+                raise RuntimeError(f"[CONFIG_NOT_AVAILABLE] {key}")
+            return default
+
+
+def test_settings_the_session_refuses_are_left_out() -> None:
+    assert session_settings(Refusing()) == {"spark.master": "local[3]"}  # type: ignore[arg-type]
+
+
 def test_the_registered_source_carries_the_settings_to_spark_workers() -> None:
     registered = with_session_settings({"spark.master": "local[2]"})
     # Spark pickles the class it registers: by value here, so the settings travel with it.
