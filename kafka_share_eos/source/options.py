@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from kafka_share_eos.errors import SourceOptionError as SourceOptionError
+from kafka_share_eos.source.batch_size import DEFAULT_MAX_POLL_RECORDS as DEFAULT_MAX_POLL_RECORDS
+from kafka_share_eos.source.batch_size import check_cap, poll_size, slot_share
 from kafka_share_eos.storage import Location, supports_write_if_absent
 
 FORMAT = "kafka-share"
@@ -26,11 +28,6 @@ KAFKA_PREFIX = "kafka."
 STORAGE_PREFIX = "storage."
 DEFAULT_POLL_TIMEOUT_MS = 1000
 DEFAULT_AVAILABLE_NOW_IDLE_MS = 5000
-# Kafka's own default for max.poll.records; set explicitly so a batch's size is always known.
-DEFAULT_MAX_POLL_RECORDS = 500
-# With consumers=N and no batch size given, a consumer's share of a batch (one poll): the
-# records a single runner consumer journals per batch by default (four polls of 500).
-DEFAULT_SLOT_POLL_RECORDS = 2000
 # Kafka's default group.share.record.lock.duration.ms.
 DEFAULT_LOCK_DURATION_MS = 30_000
 # Kafka's default group.share.session.timeout.ms.
@@ -238,12 +235,8 @@ class SourceOptions:
         share of ``maxRecordsPerTrigger`` (the shares add up to it exactly, the first slots
         taking one more when it does not divide), or one poll's when that is not set. A slot
         beyond ``consumers`` (carried there by a run with more) takes nothing more."""
-        if slot >= self.consumers:
-            return 0
-        if self.max_records_per_trigger is None:
-            return self.max_poll_records
-        share, rest = divmod(self.max_records_per_trigger, self.consumers)
-        return share + (1 if slot < rest else 0)
+        return slot_share(self.max_records_per_trigger, self.consumers, slot,
+                          self.max_poll_records)
 
     @property
     def on_executors(self) -> bool:
@@ -281,7 +274,7 @@ class SourceOptions:
         journal_path = given["journalpath"][1].strip()
         policy = _policy(consumers, raw("acknowledge"), journal_path)
         max_per_trigger = value("maxRecordsPerTrigger", _positive_int, None)
-        _check_cap(max_per_trigger, policy, consumers)
+        check_cap(max_per_trigger, policy is AckPolicy.AFTER_COMMIT, consumers)
         client = {
             key[len(KAFKA_PREFIX) :]: text
             for key, (_, text) in given.items()
@@ -289,9 +282,9 @@ class SourceOptions:
         }
         client["group.id"] = given["kafka.share.group.id"][1].strip()
         client["share.acknowledgement.mode"] = "explicit"
-        client["max.poll.records"] = str(
-            _poll_size(policy, max_per_trigger, raw("kafka.max.poll.records"), consumers)
-        )
+        client["max.poll.records"] = str(poll_size(
+            max_per_trigger, value("kafka.max.poll.records", _positive_int, None), consumers
+        ))
         return cls(
             topics=_topics(given["subscribe"][1]),
             journal_path=journal_path,
@@ -343,50 +336,3 @@ def _policy(consumers: int, given: str | None, journal_path: str) -> AckPolicy:
             "first-writer-wins, which that store cannot do atomically"
         )
     return AckPolicy.AFTER_JOURNAL
-
-
-def _check_cap(max_per_trigger: int | None, policy: AckPolicy, consumers: int) -> None:
-    """``maxRecordsPerTrigger`` is a hard cap on every micro-batch, so it is refused where it
-    could not be one.
-
-    Under afterCommit a micro-batch is one poll, none of whose records may be acknowledged
-    before the batch commits nor left unacknowledged at the next poll, and librdkafka cannot
-    ask Apache Kafka for a poll of at most ``max.poll.records`` records (KIP-1206's
-    ``record_limit`` acquisition): a fetch there takes whole producer batches.
-    """
-    if max_per_trigger is None:
-        return
-    if policy is AckPolicy.AFTER_COMMIT:
-        raise SourceOptionError(
-            "option 'maxRecordsPerTrigger' caps a micro-batch only with "
-            "acknowledge=afterJournal: under afterCommit a micro-batch is one poll, which on "
-            "Apache Kafka holds whole producer batches beyond any limit (librdkafka cannot ask "
-            "for KIP-1206's record_limit fetch); set acknowledge=afterJournal, or "
-            "kafka.max.poll.records for the size a poll aims at"
-        )
-    if max_per_trigger < consumers:
-        raise SourceOptionError(
-            f"option 'maxRecordsPerTrigger' ({max_per_trigger}) must be at least 'consumers' "
-            f"({consumers}): each consumer takes its share of it in every micro-batch"
-        )
-
-
-def _poll_size(
-    policy: AckPolicy, max_per_trigger: int | None, client_value: str | None, consumers: int
-) -> int:
-    """Choose ``max.poll.records``.
-
-    Under afterCommit a batch is exactly one poll (explicit acknowledgement forbids polling again
-    before every record of the last poll is acknowledged), of ``kafka.max.poll.records``. Under
-    afterJournal a batch spans several polls, so a poll never exceeds the batch limit. With
-    ``consumers`` above 1 a poll is at most a consumer's share of a batch, which it fills over
-    one poll or several.
-    """
-    client = None if client_value is None else _positive_int("kafka.max.poll.records", client_value)
-    if consumers > 1:
-        if max_per_trigger is None:
-            return client or DEFAULT_SLOT_POLL_RECORDS
-        share = -(-max_per_trigger // consumers)
-        return share if client is None else min(client, share)
-    size = client or DEFAULT_MAX_POLL_RECORDS
-    return size if max_per_trigger is None else min(size, max_per_trigger)
