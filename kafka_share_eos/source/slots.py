@@ -11,7 +11,10 @@ lock held only from its poll to its part's write. A task that finds its slot com
 after a crash, a retried or speculative attempt, a second Spark action over the same batch)
 reads it and never polls; one that finds it unfinished (its writer died) carries it on; one that
 loses the race for a part RELEASEs what it fetched and takes the winner's. An empty poll is
-journaled too, so every reader of a batch sees the same records.
+journaled too, so every reader of a batch sees the same records. A poll beyond the slot's share
+(a Kafka fetch takes whole producer batches) is cut at the share and the rest journaled into
+the same slot of the next batches, so ``maxRecordsPerTrigger`` caps every batch and no record
+is RELEASEd to come back with a higher delivery count.
 
 The consumer lives in a module-level cache of the Python worker: Spark reuses workers across
 tasks (``spark.python.worker.reuse``, the default), so one member with its share session serves
