@@ -3,8 +3,9 @@ session from the client's process (extra ``metrics``).
 
 :class:`PipelineMetrics` names one streaming query, its source options and its strategy;
 :func:`serve_metrics` serves any number of them on one HTTP endpoint, read from the journal's
-per-batch metrics files (which carry the executors' slot figures too), the strategies' batch
-reports and, given a Spark session, Spark's own progress events.
+segments and per-batch metrics files (which carry the executors' consumers' figures too), the
+strategies' batch reports, the brokers' log-end offsets and, given a Spark session, Spark's own
+progress events.
 """
 
 from kafka_share_eos.monitoring.exporter import MetricsServer, serve_metrics

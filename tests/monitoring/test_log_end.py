@@ -90,9 +90,9 @@ def journaled_offsets(journal: Path) -> dict[int, list[int]]:
 
 @pytest.mark.partitions(3)
 def test_the_backlog_follows_the_journal_and_the_log_end(
-    private_share_topic: ShareTopic, tmp_path: Path,
+    share_topic: ShareTopic, tmp_path: Path,
 ) -> None:
-    topic = private_share_topic
+    topic = share_topic
     produce(topic.bootstrap_servers, topic.topic, [b"a%d" % i for i in range(30)],
             partitions=3)
     with watched(topic, tmp_path / "journal", 4) as (pipeline, url, source):
