@@ -279,6 +279,8 @@ def test_a_missing_extra_is_named(tmp_path: Path) -> None:
         "delta append sink": lambda: DeltaAppendSink(f"{root}/a"),
         "delta participant": lambda: DeltaParticipant(f"{root}/p"),
         "delta dead letters": lambda: DeltaDeadLetters(f"{root}/d"),
+        "upsert.iceberg": lambda: IdempotentUpsertSink.iceberg(
+            "db.t", catalog={"type": "sql", "uri": f"sqlite:///{root}/catalog.db"}),
         "upsert.sql sqlite": lambda: IdempotentUpsertSink.sql(f"sqlite:///{root}/db", "t"),
         "upsert.sql postgres": lambda: IdempotentUpsertSink.sql(postgres, "t"),
         "postgres participant": lambda: PostgresParticipant(postgres, "SELECT 1"),
@@ -306,6 +308,7 @@ def test_a_missing_extra_is_named(tmp_path: Path) -> None:
         "delta append sink": ("delta", "deltalake"),
         "delta participant": ("delta", "deltalake"),
         "delta dead letters": ("delta", "deltalake"),
+        "upsert.iceberg": ("iceberg", "pyiceberg"),
         "upsert.sql sqlite": ("sqlite", "sqlalchemy"),
         "upsert.sql postgres": ("postgres", "sqlalchemy"),
         "postgres participant": ("postgres", "sqlalchemy"),
