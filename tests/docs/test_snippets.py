@@ -288,6 +288,15 @@ def _closed_dedup_store_of_a_topic_sink(run: DocRun, names: dict[str, Any]) -> N
     store.sink.close()
 
 
+def _upserted_into_iceberg(run: DocRun, names: dict[str, Any]) -> None:
+    run.stop_queries()
+    rows = names["rows"]
+    assert len(set(zip(rows["partition"].to_pylist(), rows["offset"].to_pylist(),
+                       strict=True))) == rows.num_rows == RECORDS
+    assert sorted(rows["value"].to_pylist()) == sorted(run.produced["orders"])
+    assert (run.tmp / "lake" / "iceberg" / "catalog.db").exists()
+
+
 def _accounts(run: DocRun) -> None:
     engine = sa.create_engine(run.postgres_url)
     with engine.begin() as conn:
@@ -393,6 +402,8 @@ SPECS: dict[str, Spec] = {
                                   lambda run: {"df": run.stream("orders", _orders())}),
     "dead-letters.md#1": Spec(_bad_payments_dead_lettered, _given_payments_and_url),
     "embedded-broker.md#1": Spec(_hello_received),
+    "iceberg.md#1": Spec(_upserted_into_iceberg,
+                         lambda run: {"df": run.stream("orders", _orders())}),
     "errors.md#1": Spec(_is("sink", "IdempotentUpsertSink")),
     "kafka-topic.md#1": Spec(_enriched_once, lambda run: {**_given_enrich(run),
                                                           "spark": run.spark}),
