@@ -1,5 +1,6 @@
-"""The command tree's root: it renders every command's help plainly and ends every command's
-failure on the user's side in one or two lines, never a traceback."""
+"""The groups of the command tree (the root, ``dedup``, ``twophase``): they render every
+command's help plainly and end every command's failure on the user's side in one or two lines,
+never a traceback."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ arguments by name in the usage line, and descriptions that wrap at the terminal'
 
 Typer renders every parameter with its Python type (``--json <bool>``, ``--postgres
 <list[str]>``), a required argument as ``{ledger}`` in the usage line, and keeps the line
-breaks of a docstring, which ragged at any other width. :func:`tidy` gives every command of a
+breaks of a docstring, which read ragged at any other width. :func:`tidy` gives every command of a
 tree the classes below, which render a flag alone, a value option with its metavar (its name
 in capitals unless it names one), and an argument by its metavar, and joins the lines of each
 paragraph of a command's description so the terminal wraps them.
