@@ -5,6 +5,7 @@ application's commits), a lost commit race decided again, and the tables it refu
 from __future__ import annotations
 
 import os
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -239,3 +240,32 @@ def test_a_catalog_object_is_used_as_given(config: dict[str, str]) -> None:
     upsert.close()
 
     assert catalog.load_table("db.events").scan().to_arrow().num_rows == 3
+
+
+def test_two_applications_writing_at_once_store_every_record_once(config: dict[str, str]) -> None:
+    """Two sinks in two threads, each redelivering half of the other's records, race for every
+    commit: the losers decide again on the winners' snapshots."""
+    sink(config, app_id="setup").apply(run(range(1)), 0)
+    apps = {name: sink(config, app_id=name, max_commit_attempts=50) for name in ("a", "b")}
+    failures: list[BaseException] = []
+
+    def write(name: str, start: int) -> None:
+        try:
+            for batch in range(8):
+                low = start + 10 * batch
+                apps[name].apply(run(range(low, low + 15)), batch)
+        except BaseException as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=write, args=(name, start))
+               for name, start in (("a", 0), ("b", 5))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=100)
+
+    assert not failures, failures
+    assert offsets(config) == [(0, o) for o in range(5 + 10 * 7 + 15)]
+    for app in ("a", "b"):  # a batch the other application wrote whole commits nothing
+        batches = [batch for _, batch in commits_of(load(config), app)]
+        assert batches == sorted(set(batches))
