@@ -74,7 +74,7 @@ def test_demo_writes_a_supplied_postgres_database(postgres_url: str, tmp_path: P
 
 
 def test_a_failing_demo_prints_its_cause_and_where_the_log_is(tmp_path: Path) -> None:
-    # Nothing listens on port 1: the SQL sink's first batch fails to connect.
+    # Nothing listens on port 1: the SQL sink is refused when it is built, before any record.
     result = subprocess.run(
         [sys.executable, "-m", "kafka_share_eos.cli.main", "demo", "--orders", "60",
          "--per-trigger", "20", "--sql-url", "postgresql+psycopg://kse@127.0.0.1:1/nowhere",
@@ -83,7 +83,8 @@ def test_a_failing_demo_prints_its_cause_and_where_the_log_is(tmp_path: Path) ->
     )
 
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "failed: DatabaseUnavailableError" in result.stderr
+    assert "failed: DatabaseUnreachableError" in result.stderr
+    assert "no record was read or written" in " ".join(result.stderr.split())
     assert "Connection refused" in result.stderr
     assert str(tmp_path / "demo" / "spark.log") in result.stderr
     log = quiet_run_log(result.stdout + result.stderr)
