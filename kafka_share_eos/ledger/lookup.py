@@ -18,6 +18,7 @@ min/max of the first key column, which helps when keys grow over time (ids, time
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Self
 
 import pyarrow as pa
@@ -102,9 +103,12 @@ class LedgerLookup(ProcessLocal):
         """Open a ledger that exists, taking its identity columns from the table's schema.
 
         Raises:
-            LocationNotFoundError: there is no Delta table at ``uri``.
+            LocationNotFoundError: there is no Delta table at ``uri`` (a local file, say).
             ConfigurationError: the Delta table there is not an identity ledger.
         """
+        if "://" not in uri and Path(uri).is_file():
+            # delta-rs would say only that it cannot walk the directory of its log.
+            raise LocationNotFoundError(f"no Delta ledger table at {uri!r}: it is a file")
         location = LedgerTable(uri, storage_options)
         table = location.table()
         if table is None:

@@ -59,7 +59,7 @@ CASES = {
         ["--checkpoint s3://bucket/ckpt", "could not be read"]),
     "dedup stats/not a ledger": (
         ["dedup", "stats", "{notes}"], USAGE, ["LEDGER", "no Delta ledger table"]),
-    "dedup stats/a file": (["dedup", "stats", "{file}"], FAILED, ["LEDGER", "Not a directory"]),
+    "dedup stats/a file": (["dedup", "stats", "{file}"], USAGE, ["LEDGER", "it is a file"]),
     "dedup prune/missing": (["dedup", "prune", "{missing}"], USAGE, ["LEDGER", "missing"]),
     "dedup compact/missing": (["dedup", "compact", "{missing}"], USAGE, ["LEDGER", "missing"]),
     "dedup stats/unreachable store": (

@@ -128,6 +128,9 @@ def test_an_existing_ledger_is_opened_with_the_identity_of_its_table(tmp_path: P
 def test_opening_an_existing_ledger_refuses_what_is_none(tmp_path: Path) -> None:
     with pytest.raises(LocationNotFoundError, match="no Delta ledger table at"):
         LedgerLookup.existing(str(tmp_path / "absent"))
+    (tmp_path / "notes.txt").write_text("not a table")
+    with pytest.raises(LocationNotFoundError, match=r"no Delta ledger table at .*: it is a file"):
+        LedgerLookup.existing(str(tmp_path / "notes.txt"))
     write_deltalake(str(tmp_path / "orders"), orders(1))
     with pytest.raises(ConfigurationError,
                        match=r"is not an identity ledger: it lacks '_batch_id' and '_applied_at' "
