@@ -124,14 +124,14 @@ def _lag(pipeline: PipelineMetrics) -> dict[tuple[str, ...], object] | None:
 
 
 ACKNOWLEDGED_LATER = (
-    " Counted when the batch's acknowledgements are committed: with acknowledge=afterCommit, "
-    "when Spark starts the next micro-batch.")
+    " Counted when the micro-batch's acknowledgements are committed: with "
+    "acknowledge=afterCommit, when Spark starts the next micro-batch.")
 
 FAMILIES = (
     Family("records_consumed_total", "counter",
-           "Records the query fetched from the share group, counted once each time it is "
-           "fetched, when it is written to the query's journal (a redelivered record counts "
-           "again). rate() of it is the consumption rate.",
+           "Records the query fetched from the share group, counted when written to the "
+           "query's journal; a record delivered again counts again. rate() of it is the "
+           "consumption rate.",
            _records, PARTITION),
     Family("records_redelivered_total", "counter",
            "Records fetched with a delivery count above 1: delivered before, then released, "
