@@ -19,7 +19,8 @@ snapshot, where that writer's keys are seen.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -45,6 +46,7 @@ from kafka_share_eos.sinks.columns import require_columns
 from kafka_share_eos.sinks.dedup import contained, split_by_stored
 from kafka_share_eos.sinks.iceberg_keys import exactly, stored_keys
 from kafka_share_eos.sinks.outcome import UpsertOutcome
+from kafka_share_eos.sinks.sql_engine import database_errors
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -127,9 +129,10 @@ class IcebergUpsertWriter:
                 writer cannot keep correct (equality deletes, format version above 2).
             MissingColumnsError: the table lacks a key or version column.
         """
-        table = self._existing()
-        if table is not None:
-            self._check(table, [*self.key_columns, *filter(None, [self.version_column])])
+        with self._catalog_errors("checking the table", before_any_record=True):
+            table = self._existing()
+            if table is not None:
+                self._check(table, [*self.key_columns, *filter(None, [self.version_column])])
 
     def prepare(self, schema: pa.Schema) -> None:
         """Check that the table (created now if missing and allowed) takes ``schema``."""
@@ -154,7 +157,8 @@ class IcebergUpsertWriter:
         delay = self.retry_backoff_seconds
         for attempt in range(1, self.max_commit_attempts + 1):
             try:
-                return self._apply(table, batch_id)
+                with self._catalog_errors(f"writing batch {batch_id}"):
+                    return self._apply(table, batch_id)
             except (iceberg_errors.CommitFailedException,
                     iceberg_errors.ValidationException) as error:
                 if attempt == self.max_commit_attempts:
@@ -178,6 +182,19 @@ class IcebergUpsertWriter:
     def close(self) -> None:
         """Drop the catalog built by this writer (the next batch builds it again)."""
         self.catalog.forget()
+
+    @contextmanager
+    def _catalog_errors(self, operation: str, *, before_any_record: bool = False
+                        ) -> Iterator[None]:
+        """A SQL catalog's database that cannot be reached raises the toolkit's
+        ``DatabaseUnreachableError`` (or ``DatabaseUnavailableError`` for a connection lost),
+        naming the database without its password."""
+        uri = self.catalog.properties.get("uri", "")
+        sql = uri.startswith(("sqlite:", "postgresql:", "postgresql+"))
+        with (database_errors(uri, f"{self.target}: {operation}",
+                              before_any_record=before_any_record)
+              if sql else nullcontext()):
+            yield
 
     def _existing(self) -> Table | None:
         table = load_table(self.catalog.catalog(), self.identifier)

@@ -28,6 +28,7 @@ from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 
 from kafka_share_eos.errors import (
     AppIdConflictError,
+    DatabaseUnreachableError,
     MissingColumnsError,
     SinkConfigurationError,
     TargetTableError,
@@ -269,3 +270,15 @@ def test_two_applications_writing_at_once_store_every_record_once(config: dict[s
     for app in ("a", "b"):  # a batch the other application wrote whole commits nothing
         batches = [batch for _, batch in commits_of(load(config), app)]
         assert batches == sorted(set(batches))
+
+
+@pytest.mark.parametrize("uri", [
+    "postgresql+psycopg://app:secret@127.0.0.1:1/shop", "sqlite:////no/such/folder/catalog.db",
+])
+def test_a_catalog_database_that_cannot_be_reached_is_named(uri: str, tmp_path: Path) -> None:
+    config = {"type": "sql", "uri": uri, "warehouse": tmp_path.as_uri()}
+
+    with pytest.raises(DatabaseUnreachableError, match="could not connect to") as refused:
+        IdempotentUpsertSink.iceberg("db.events", catalog=config)
+
+    assert "secret" not in str(refused.value)
