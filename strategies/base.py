@@ -28,7 +28,7 @@ from kafka_share_eos.deadletter import (
     Screening,
     open_dead_letters,
 )
-from kafka_share_eos.errors import ConfigurationError
+from kafka_share_eos.errors import ConfigurationError, KafkaShareEosError
 from kafka_share_eos.sinks import RowChecker, UpsertOutcome
 from kafka_share_eos.sinks.target_checks import check_targets
 from kafka_share_eos.strategies.identity import SOURCE_IDENTITY, RecordIdentity
@@ -210,7 +210,12 @@ class BatchStrategy(ABC):
         if self._connect_query is not None:
             # The server's foreachBatch worker unpickles the strategy while the query starts:
             # the targets are checked from where the batches will run, before any record.
-            self.check_target()
+            try:
+                self.check_target()
+            except KafkaShareEosError as error:
+                # Spark hands the client the worker's whole traceback: without the driver's
+                # chain of causes (the line names the driver's reason) the line comes first.
+                raise error.with_traceback(None) from None
 
     @property
     def screens_rows(self) -> bool:
