@@ -21,6 +21,8 @@ import sqlalchemy as sa
 from helpers.accounts import INCREMENT, balances, create_accounts, expected_balances
 from helpers.batches import source_rows
 from helpers.delta import read_delta
+from helpers.iceberg import catalog_config
+from helpers.iceberg import offsets as iceberg_offsets
 from kafka_share_eos import (
     CheckpointDedupStore,
     DeadLetterPolicy,
@@ -114,6 +116,12 @@ def delta(request: pytest.FixtureRequest, tmp_path: Path, options: Options) -> C
     return Case(IdempotentUpsertSink.delta(path), [delta_offsets(path)])
 
 
+def iceberg(request: pytest.FixtureRequest, tmp_path: Path, options: Options) -> Case:
+    config = catalog_config(request, tmp_path, "sqlite")
+    sink = IdempotentUpsertSink.iceberg("db.events", catalog=config, create_table=True)
+    return Case(sink, [lambda: [offset for _, offset in iceberg_offsets(config)]])
+
+
 def dedup_store(request: pytest.FixtureRequest, tmp_path: Path, options: Options) -> Case:
     path = str(tmp_path / "appended")
     store = CheckpointDedupStore(str(tmp_path / "ledger"), DeltaAppendSink(path))
@@ -194,6 +202,7 @@ CASES: dict[str, Build] = {
     "postgresql": postgresql,
     "postgresql-executors": postgresql_executors,
     "delta": delta,
+    "iceberg": iceberg,
     "dedup-store": dedup_store,
     "two-phase-file-log": two_phase(lambda url, tmp: str(tmp / "decisions")),
     "two-phase-postgres-log": two_phase(lambda url, tmp: PostgresDecisionLog(url)),
