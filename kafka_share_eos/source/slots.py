@@ -178,6 +178,8 @@ class SlotConsumer:
                             "records polled for it are RELEASEd", part.slot, seq,
                             beyond.num_rows - carried)
                 break
+            # A slot segment durable, nothing of its poll acknowledged: the same state.
+            faults.maybe_crash(faults.SLOT_AFTER_SEGMENT)
             if full:
                 self._report_carried(seq, part.slot, chunk)
             carried += chunk.num_rows

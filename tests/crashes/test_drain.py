@@ -123,18 +123,33 @@ def test_a_kill_inside_a_poll_crossing_batches_applies_every_record_once(
                     max_poll_records=POLL_RECORDS, lock_ms=CROSSING_LOCK_MS)
 
 
+@pytest.mark.kafka
+@pytest.mark.full
+def test_a_kill_while_a_poll_is_carried_into_later_batches_applies_every_record_once(
+    tmp_path: Path, request: pytest.FixtureRequest,
+) -> None:
+    """kill -9 on Apache Kafka at the second slot segment a worker writes: with producer
+    batches of 20 records a partition and slots' shares of 5, a first poll brings a whole
+    batch, and that segment is the first of the parts it carries into the next batches,
+    nothing of the poll ACCEPTed yet. The replay reads what was carried, the broker
+    redelivers the whole poll, the strategy absorbs the repeats."""
+    crash_and_drain(tmp_path, request, "kafka", 3, "afterJournal",
+                    faults.crash_spec(faults.SLOT_AFTER_SEGMENT, 2), True, producer_batch=60)
+
+
 def crash_and_drain(
     tmp_path: Path, request: pytest.FixtureRequest, broker: str, consumers: int,
     acknowledge: str, crash_at: str, whole_pipeline: bool, max_poll_records: int | None = None,
     lock_ms: int = RECORD_LOCK_MS, store: S3Server | AzuriteServer | None = None,
+    producer_batch: int = 1,
 ) -> None:
     """Run the pipeline until ``crash_at`` kills it, drain the group with a second run, and
     find every record applied once; with ``store``, the journal is there (its settings in the
-    pipeline's environment)."""
+    pipeline's environment); records are produced ``producer_batch`` at a time."""
     topic = f"payments-{tmp_path.name[-12:]}".replace("_", "-")
     with share_group(broker, request, topic, lock_ms) as bootstrap_servers:
         planned = plan_records(60, "drain-after-crash", bad_records=False)
-        produced = produce(bootstrap_servers, topic, planned, 3)
+        produced = produce(bootstrap_servers, topic, planned, 3, producer_batch)
         ctx = RunContext(tmp_path / "run",
                          store_root=store.url(topic) if store is not None else None,
                          storage_options=store.storage_options() if store is not None else None)

@@ -144,14 +144,16 @@ def effect_rows(batch: pa.Table, poison_fails: bool) -> pa.Table:
 
 
 def produce(
-    bootstrap_servers: str, topic: str, records: Sequence[PlannedRecord], partitions: int
+    bootstrap_servers: str, topic: str, records: Sequence[PlannedRecord], partitions: int,
+    batch_records: int = 1,
 ) -> dict[tuple[int, int], PlannedRecord]:
     """Produce ``records`` round-robin over ``partitions``; map ``(partition, offset)`` to each.
 
     The producer is idempotent, so a retried send cannot add a record the verifier does not
     know about; it is closed on return. Each record is its own record batch: Apache Kafka
     hands a share-group member whole batches, and the members must be able to split one
-    partition's records.
+    partition's records. With ``batch_records`` above 1, every that many records are sent
+    together, a record batch per partition, as a busy producer's would be.
     """
     from confluent_kafka import Producer
 
@@ -168,7 +170,9 @@ def produce(
         return report
 
     producer = Producer({
-        "bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "linger.ms": 0,
+        "bootstrap.servers": bootstrap_servers, "enable.idempotence": True,
+        # Waits for the flush that ends each group of records, which goes out as one batch.
+        "linger.ms": 0 if batch_records == 1 else 60_000,
         # Errors only: on a Kafka that just started, the first producer id comes after a few
         # "coordinator load in progress: retrying" warnings, and failures reach the delivery
         # reports anyway.
@@ -177,7 +181,8 @@ def produce(
     for index, record in enumerate(records):
         producer.produce(topic, key=record.key, value=record.value,
                          partition=index % partitions, on_delivery=delivered(record))
-        producer.flush(60)
+        if (index + 1) % batch_records == 0:
+            producer.flush(60)
     remaining = producer.flush(60)
     if failures or remaining:
         raise RuntimeError(
