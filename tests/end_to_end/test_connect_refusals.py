@@ -36,14 +36,16 @@ def test_an_in_memory_sqlite_database_is_refused_when_the_query_starts(
 
 
 def refused_at_start(connect_spark: Any, share_topic: ShareTopic, tmp_path: Path, sink: Any,
-                     pattern: str) -> None:
-    """Starting a query into ``sink`` fails with ``pattern``, and no query runs after."""
+                     pattern: str) -> list[str]:
+    """Starting a query into ``sink`` fails with ``pattern``, and no query runs after; the
+    lines of the error."""
     stream = share_stream(connect_spark, share_topic, tmp_path / "journal")
     # The server's foreachBatch worker unpickles the strategy while the query starts.
-    with pytest.raises(Exception, match=pattern):
+    with pytest.raises(Exception, match=pattern) as refused:
         (stream.writeStream.foreachBatch(sink)
          .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
     assert connect_spark.streams.active == []
+    return str(refused.value).splitlines()
 
 
 def test_a_missing_table_is_refused_by_the_servers_copy_before_any_record_is_taken(
@@ -60,9 +62,13 @@ def test_a_missing_table_is_refused_by_the_servers_copy_before_any_record_is_tak
         conn.exec_driver_sql("CREATE TABLE other (id integer PRIMARY KEY)")
     engine.dispose()
     sink = IdempotentUpsertSink.sql(f"sqlite:///{database}", "events", check_on_create=False)
-    refused_at_start(connect_spark, share_topic, tmp_path, sink,
-                     r"TargetTableError: table 'events' does not exist; create it .* or pass "
-                     r"create_table=True")
+    lines = refused_at_start(connect_spark, share_topic, tmp_path, sink,
+                             r"TargetTableError: table 'events' does not exist; create it .* "
+                             r"or pass create_table=True")
+    # Without the driver's chain of causes, the line comes before Spark's JVM stack.
+    ours = next(i for i, line in enumerate(lines) if "TargetTableError: table" in line)
+    jvm = lines.index("JVM stacktrace:") if "JVM stacktrace:" in lines else len(lines)
+    assert ours < min(jvm, 25), lines[:30]
     with share_consumer(share_topic.bootstrap_servers, share_topic.group_id,
                         [share_topic.topic]) as consumer:
         got = consume(consumer, until=count_at_least(len(values)), timeout=60)
