@@ -59,3 +59,26 @@ def test_an_in_memory_sqlite_database_refuses_to_be_copied(url: str) -> None:
     with pytest.raises(ConfigurationError, match=r"in-memory SQLite .* SQLite file"):
         copied(SqlDatabase(url))
     assert copied(SqlDatabase("sqlite:///relative.db")).url == "sqlite:///relative.db"
+
+
+def test_a_connection_that_never_opens_is_told_from_one_that_was_lost(tmp_path: Path) -> None:
+    """A SQLite file in a directory that does not exist cannot be opened: nothing reached the
+    database, and the error says so rather than that a commit's outcome is unknown."""
+    from kafka_share_eos.errors import DatabaseUnavailableError, DatabaseUnreachableError
+    from kafka_share_eos.sinks.sql_engine import database_errors, describe_database
+
+    url = f"sqlite:///{tmp_path / 'nowhere' / 'shop.db'}"
+    engine = sa.create_engine(url)
+    with pytest.raises(DatabaseUnreachableError) as refused, \
+            database_errors(url, "upsert of batch 3"), engine.connect():
+        pass
+    message = str(refused.value)
+    assert message.startswith(f"upsert of batch 3: could not connect to {describe_database(url)}")
+    assert "unable to open database file" in message
+    assert "never opened, so nothing of it reached the database" in message
+    assert "may or may not" not in message and "\n" not in message
+    assert isinstance(refused.value, DatabaseUnavailableError)
+    engine.dispose()
+
+    assert describe_database("postgresql+psycopg://app:pw@db/shop") == (
+        "the database 'shop' at db:5432 (postgresql+psycopg://app:***@db/shop)")
