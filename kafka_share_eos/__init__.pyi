@@ -41,6 +41,7 @@ from .errors import (
 )
 from .errors import SinkConfigurationError as SinkConfigurationError
 from .errors import SourceOptionError as SourceOptionError
+from .errors import StoreUnreachableError as StoreUnreachableError
 from .errors import TargetTableError as TargetTableError
 from .errors import TransformShapeError as TransformShapeError
 from .errors import TwoPhaseCommitError as TwoPhaseCommitError

@@ -37,6 +37,7 @@ __all__ = [
     "ShareGroupNotReadCommittedError",
     "SinkConfigurationError",
     "SourceOptionError",
+    "StoreUnreachableError",
     "TargetTableError",
     "TransformShapeError",
     "TwoPhaseCommitError",
@@ -80,6 +81,13 @@ class ObjectStoreError(KafkaShareEosError, RuntimeError):
     """An object store cannot hold a file the toolkit must write first-writer-wins: it accepted
     a second create of one key (no conditional writes), so it is refused before any record is
     read; the message names the location and what is missing."""
+
+
+class StoreUnreachableError(KafkaShareEosError, OSError):
+    """An object store or file system could not be reached or refused access at a location the
+    toolkit was asked to inspect (a journal, a Spark checkpoint, a decision log): a wrong
+    endpoint, a store that is down, credentials refused. The message names the location; the
+    store's error is the cause."""
 
 
 class LocationNotFoundError(KafkaShareEosError, FileNotFoundError):

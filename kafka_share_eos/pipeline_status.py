@@ -30,6 +30,9 @@ def journal_status(
         LocationNotFoundError: no journal directory at ``location``, or no dead-letter table
             in the SQL database at ``dead_letters``.
         JournalError: a segment is damaged (truncated, empty, another schema, unreadable).
+        StoreUnreachableError: the store holding the journal could not be reached or refused
+            access.
+        ConfigurationError: ``location`` is a URI of no store pyarrow.fs knows.
     """
     status = inspect_journal(Journal(Location(location, storage_options or {})))
     if dead_letters is None:

@@ -31,6 +31,7 @@ from kafka_share_eos.errors import (
     KafkaShareEosError,
     LocationNotFoundError,
     MissingExtraError,
+    StoreUnreachableError,
 )
 
 FAILED = 1
@@ -60,8 +61,9 @@ class Failure:
         return [first, self.advice] if self.advice else [first]
 
 
-class GivenFailure(Exception):
-    """A failure of one thing the command was given (``--dead-letters URL``)."""
+class GivenFailure(KafkaShareEosError):
+    """A failure of one thing the command was given (``--dead-letters URL``), on its way to the
+    command's lines; it never leaves the command line."""
 
     def __init__(self, what: str, failure: Failure) -> None:
         super().__init__(f"{what}: {failure.reason}")
@@ -169,6 +171,8 @@ def describe(error: BaseException) -> Failure | None:
                        _BROKER)
     if isinstance(error, (LocationNotFoundError, ConfigurationError)):
         return Failure(USAGE, _first_line(error))
+    if isinstance(error, StoreUnreachableError):
+        return Failure(FAILED, _first_line(error), _STORE)
     if isinstance(error, KafkaShareEosError):
         return Failure(FAILED, _first_line(error))
     if isinstance(error, (FileNotFoundError, FileExistsError, NotADirectoryError,

@@ -12,8 +12,13 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+from obstore.exceptions import BaseError
 
-from kafka_share_eos.errors import LocationNotFoundError
+from kafka_share_eos.errors import (
+    ConfigurationError,
+    LocationNotFoundError,
+    StoreUnreachableError,
+)
 from kafka_share_eos.storage.object_store import (
     handler_of,
     is_object_store,
@@ -42,13 +47,20 @@ def open_location(
             variables are read too.
 
     Raises:
-        ConfigurationError: an option is not a setting of that object store.
+        ConfigurationError: an option is not a setting of that object store, or ``location``
+            is a URI of no store pyarrow.fs knows.
         ObjectStoreError: ``create`` on an object store that does not refuse a second create.
     """
     if is_object_store(location):
         return open_object_store(location, options, check=create)
     if "://" in location:
-        fs, root = pafs.FileSystem.from_uri(location)
+        try:
+            fs, root = pafs.FileSystem.from_uri(location)
+        except pa.ArrowInvalid as error:
+            raise ConfigurationError(
+                f"{location!r} is no location pyarrow.fs knows ({error}): give a local path or "
+                "a URI of a store it knows (s3://, gs://, abfs://, hdfs://, file://)"
+            ) from error
         root = root.rstrip("/")
     else:
         fs, root = pafs.LocalFileSystem(), os.path.abspath(location)
@@ -65,9 +77,18 @@ def open_existing(
     Raises:
         LocationNotFoundError: there is no directory at ``location`` (on an object store: no
             object under it).
+        StoreUnreachableError: the store could not be reached or refused access.
     """
     fs, root = open_location(location, options=options)
-    if fs.get_file_info(root).type != pafs.FileType.Directory:
+    try:
+        found = fs.get_file_info(root)
+    except (OSError, BaseError) as error:
+        # obstore's first line says what happened; a debug dump of the request follows it.
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise StoreUnreachableError(
+            f"the store of {location!r} could not be reached or refused access: {reason}"
+        ) from error
+    if found.type != pafs.FileType.Directory:
         raise LocationNotFoundError(f"no directory at {location!r}")
     return fs, root
 

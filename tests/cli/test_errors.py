@@ -35,7 +35,7 @@ CASES = {
         ["--dead-letters", DOWN_KAFKA]),
     "status/unreachable store": (
         ["status", "--journal", "s3://bucket/journal", *DOWN_S3], FAILED,
-        ["--journal s3://bucket/journal", "could not be read", "--storage-option"]),
+        ["--journal s3://bucket/journal", "could not be reached", "--storage-option"]),
     "status/not a journal": (
         ["status", "--journal", "{notes}"], USAGE, ["--journal", "no journal at", "notes.txt"]),
     "status/a checkpoint": (
@@ -56,7 +56,7 @@ CASES = {
         ["doctor", "--checkpoint", "nope://bucket/ckpt"], USAGE, ["--checkpoint", "nope://"]),
     "doctor/unreachable store": (
         ["doctor", "--checkpoint", "s3://bucket/ckpt", *DOWN_S3], FAILED,
-        ["--checkpoint s3://bucket/ckpt", "could not be read"]),
+        ["--checkpoint s3://bucket/ckpt", "could not be reached", "--storage-option"]),
     "dedup stats/not a ledger": (
         ["dedup", "stats", "{notes}"], USAGE, ["LEDGER", "no Delta ledger table"]),
     "dedup stats/a file": (["dedup", "stats", "{file}"], USAGE, ["LEDGER", "it is a file"]),

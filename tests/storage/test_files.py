@@ -13,7 +13,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
-from kafka_share_eos.errors import LocationNotFoundError
+from kafka_share_eos.errors import (
+    ConfigurationError,
+    LocationNotFoundError,
+    StoreUnreachableError,
+)
 from kafka_share_eos.storage import files
 
 WRITERS = 8
@@ -53,6 +57,21 @@ def test_inspecting_a_location_needs_a_directory_there_and_creates_nothing(
     with pytest.raises(LocationNotFoundError):
         files.open_existing(str(tmp_path / "a-file"))
     assert files.open_existing(str(tmp_path))[1] == str(tmp_path)
+
+
+def test_a_uri_of_no_known_store_is_refused_by_name() -> None:
+    with pytest.raises(ConfigurationError, match=r"'nope://bucket/j' is no location pyarrow"):
+        files.open_location("nope://bucket/j")
+
+
+def test_inspecting_a_store_that_cannot_be_reached_names_the_location() -> None:
+    # Nothing listens on port 1: the toolkit's error names the location, the store's is its cause.
+    unreachable = {"endpoint": "http://127.0.0.1:1", "allow_http": "true", "region": "x",
+                   "aws_access_key_id": "x", "aws_secret_access_key": "y"}
+    with pytest.raises(StoreUnreachableError, match=r"the store of 's3://bucket/j' could not be "
+                       r"reached or refused access: .*127\.0\.0\.1:1") as raised:
+        files.open_existing("s3://bucket/j", unreachable)
+    assert "\n" not in str(raised.value) and raised.value.__cause__ is not None
 
 
 @pytest.mark.parametrize("durable", [True, False])
