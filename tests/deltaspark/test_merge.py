@@ -14,7 +14,12 @@ from deltalake import DeltaTable
 from helpers.delta_spark_batches import batch, offsets
 from helpers.pickled import copied
 
-from kafka_share_eos import AppIdConflictError, BatchIdReusedError, IdempotentUpsertSink
+from kafka_share_eos import (
+    AppIdConflictError,
+    BatchIdReusedError,
+    IdempotentUpsertSink,
+    TargetTableError,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,6 +40,16 @@ def test_batches_merge_once_and_replays_are_skipped(spark: SparkSession, tmp_pat
     assert (second.rows_written, second.already_applied) == (1, 1)
     assert offsets(path) == [0, 1, 2, 3]
     assert DeltaTable(path).transaction_version("app") == 1
+
+
+def test_a_path_holding_other_files_is_refused_when_the_sink_is_built(tmp_path: Path) -> None:
+    exported = tmp_path / "exported"
+    exported.mkdir()
+    (exported / "part-0.parquet").write_bytes(b"PAR1")
+    with pytest.raises(TargetTableError, match=r"'.*exported' is not a Delta table \(no "
+                       r"_delta_log\) but holds other files"):
+        IdempotentUpsertSink.delta(str(exported), engine="spark")
+    assert [p.name for p in exported.iterdir()] == ["part-0.parquet"]
 
 
 def test_a_pickled_copy_merges_on_and_skips_the_replay(
