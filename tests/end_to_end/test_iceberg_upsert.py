@@ -10,11 +10,19 @@ from typing import TYPE_CHECKING
 
 import pytest
 from helpers import produce
-from helpers.iceberg import BACKENDS, batches_committed, catalog_config, offsets, open_catalog
+from helpers.iceberg import (
+    BACKENDS,
+    batches_committed,
+    catalog_config,
+    load,
+    offsets,
+    open_catalog,
+)
 from helpers.pickled import apply_elsewhere
 from helpers.streaming import run_available_now, share_stream
 from helpers.upsert_rows import records
 
+from kafka_share_eos.iceberg.snapshots import APPLICATION, QUERY
 from kafka_share_eos.proving_ground.console import CrashOnce
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.strategies import IdempotentUpsertSink
@@ -54,13 +62,13 @@ def test_a_share_stream_lands_in_iceberg_exactly_once_across_a_failed_run(
     spark: SparkSession, share_topic: ShareTopic, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     written = produce(share_topic.bootstrap_servers, share_topic.topic,
-                      [b"v%d" % i for i in range(160)], partitions=share_topic.partitions)
+                      [b"v%d" % i for i in range(80)], partitions=share_topic.partitions)
     expected = sorted(written)
     config = catalog_config(request, tmp_path, "sqlite")
 
     def run(pipeline: object) -> None:
         stream = share_stream(spark, share_topic, tmp_path / "journal",
-                              **{"kafka.max.poll.records": "40"})
+                              **{"kafka.max.poll.records": "20"})
         run_available_now(stream, tmp_path / "checkpoint", pipeline)  # type: ignore[arg-type]
 
     def sink() -> IdempotentUpsertSink:
@@ -81,3 +89,8 @@ def test_a_share_stream_lands_in_iceberg_exactly_once_across_a_failed_run(
     replay = restarted.reports[0]
     assert replay.batch_id == 1, "Spark did not replay the failed batch"
     assert (replay.rows_written, replay.write_path) == (0, "skipped-batch")
+    # Batches are recorded under the streaming query's id, which the checkpoint keeps.
+    query = restarted.writer.query_id  # type: ignore[attr-defined]
+    summary = load(config).current_snapshot().summary  # type: ignore[union-attr]
+    assert query is not None and summary[QUERY] == query
+    assert summary[APPLICATION] == f"kafka-share-eos/upsert:{query}"
