@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from kafka_share_eos._libs import iceberg_errors, iceberg_table
-from kafka_share_eos.errors import TargetTableError
+from kafka_share_eos.errors import SinkConfigurationError, TargetTableError
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
 
@@ -63,6 +64,31 @@ def check_writable(table: Table, where: str) -> None:
             "engine wrote them), which pyiceberg's copy-on-write writes cannot apply: compact "
             "the table (Spark's rewrite_data_files with delete-file-threshold=1) first"
         )
+
+
+def as_table_types(rows: pa.Table, table: Table, where: str) -> pa.Table:
+    """``rows`` with each column cast to the table's type for it (an ``int`` column of Spark's
+    into a ``long`` one, or back while the values fit), as pyiceberg writes only exact types.
+
+    Raises:
+        SinkConfigurationError: a column cannot be cast (a string into a number, a value out
+            of range); the message names the column and both types.
+    """
+    stored = table.schema().as_arrow()
+    for index, name in enumerate(rows.column_names):
+        wanted = stored.field(name).type
+        column = rows.column(index)
+        if column.type == wanted:
+            continue
+        try:
+            cast = column.cast(wanted)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+            raise SinkConfigurationError(
+                f"column {name!r} of the batch is {column.type}, and {where} stores {wanted}: "
+                f"{error}. Cast it in the strategy's transform"
+            ) from error
+        rows = rows.set_column(index, stored.field(name).with_nullable(True), cast)
+    return rows
 
 
 def without_rebase(table: Table) -> Table:

@@ -37,6 +37,7 @@ from kafka_share_eos.errors import (
 from kafka_share_eos.iceberg.catalogs import IcebergCatalog
 from kafka_share_eos.iceberg.snapshots import commit_record
 from kafka_share_eos.iceberg.tables import (
+    as_table_types,
     check_writable,
     create_table,
     load_table,
@@ -221,6 +222,7 @@ class IcebergUpsertWriter:
             assert table is not None
         # Checked on every batch: another engine may have changed the table since.
         self._check(table, rows.column_names)
+        rows = as_table_types(rows, table, self.target)
         record = commit_record(table)
         recorded = check_batch_order(record.committed(self.app_id), self.app_id, batch_id,
                                      self.target)

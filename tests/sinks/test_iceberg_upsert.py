@@ -282,3 +282,22 @@ def test_a_catalog_database_that_cannot_be_reached_is_named(uri: str, tmp_path: 
         IdempotentUpsertSink.iceberg("db.events", catalog=config)
 
     assert "secret" not in str(refused.value)
+
+
+def test_batch_columns_are_cast_to_the_tables_types_or_refused(config: dict[str, str]) -> None:
+    upsert = sink(config, key_columns=["id"])
+    upsert.apply(pa.table({"id": pa.array([1], pa.int32()), "amount": pa.array([5], pa.int64())}),
+                 0)
+
+    # Spark's long into the table's int while the values fit, a missing column left null.
+    upsert.apply(pa.table({"id": pa.array([2, 3], pa.int64())}), 1)
+    with pytest.raises(SinkConfigurationError, match=r"'id' of the batch is int64.*not in range"):
+        upsert.apply(pa.table({"id": pa.array([2**40], pa.int64())}), 2)
+    with pytest.raises(SinkConfigurationError, match="'amount' of the batch is string"):
+        upsert.apply(pa.table({"id": pa.array([4], pa.int32()), "amount": ["five"]}), 2)
+    with pytest.raises(MissingColumnsError, match=r"lacks column\(s\) \['note'\]"):
+        upsert.apply(pa.table({"id": pa.array([4], pa.int32()), "note": ["new"]}), 2)
+
+    stored = sorted(rows_of(config).to_pylist(), key=lambda row: row["id"])
+    assert stored == [{"id": 1, "amount": 5}, {"id": 2, "amount": None},
+                      {"id": 3, "amount": None}]
