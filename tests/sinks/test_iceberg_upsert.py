@@ -301,3 +301,14 @@ def test_batch_columns_are_cast_to_the_tables_types_or_refused(config: dict[str,
     stored = sorted(rows_of(config).to_pylist(), key=lambda row: row["id"])
     assert stored == [{"id": 1, "amount": 5}, {"id": 2, "amount": None},
                       {"id": 3, "amount": None}]
+
+
+def test_the_writer_says_which_records_the_table_holds(config: dict[str, str]) -> None:
+    upsert = sink(config)
+    writer = upsert.writer
+    assert writer.applied(run(range(2))) == [False, False]  # type: ignore[attr-defined]
+
+    upsert.apply(run(range(3)), 0)
+
+    asked = pa.concat_tables([run(range(1, 5)), run(range(1), partition=1)])
+    assert writer.applied(asked) == [True, True, False, False, False]  # type: ignore[attr-defined]
