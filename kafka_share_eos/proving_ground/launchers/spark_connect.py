@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
@@ -114,6 +115,7 @@ class SparkConnectServer(Launcher):
         self._process: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
         self._copier: threading.Thread | None = None
+        self._sessions: weakref.WeakSet[spark_sql.SparkSession] = weakref.WeakSet()
 
     @property
     def url(self) -> str:
@@ -159,7 +161,9 @@ class SparkConnectServer(Launcher):
             SparkConnectServerError: the server is not running.
         """
         CONNECT.require("a Spark Connect session")
-        return spark_sql.SparkSession.builder.remote(self.url).create()
+        session = spark_sql.SparkSession.builder.remote(self.url).create()
+        self._sessions.add(session)
+        return session
 
     def processes(self) -> list[int]:
         """The pids of the server's JVM and of every process under it."""
@@ -216,10 +220,14 @@ class SparkConnectServer(Launcher):
             time.sleep(0.5)
 
     def _stop(self) -> None:
-        """Stop the JVM (SIGTERM, SIGKILL after the grace of
-        :func:`~kafka_share_eos.proving_ground.launchers.process_tree.terminate`), then any of
-        its workers left, and delete the log."""
+        """Close the clients of the sessions it gave, stop the JVM (SIGTERM, SIGKILL after the
+        grace of :func:`~kafka_share_eos.proving_ground.launchers.process_tree.terminate`),
+        then any of its workers left, and delete the log."""
         process, self._process, self._port = self._process, None, None
+        # PySpark's exit hook asks the server of every open client to clean up, retrying for
+        # minutes when none answers: a stopped server's clients are closed now, without a call.
+        for session in list(self._sessions):
+            session.client.close()
         if process is not None:
             tree = descendants(process.pid) if process.poll() is None else []
             terminate([process])

@@ -91,6 +91,9 @@ def test_a_killed_server_leaves_no_process_and_serves_its_url_again_with_its_dat
         again = server.session()
         assert again.read.parquet(table).selectExpr("sum(id) AS total").collect()[0].total == 4950
         again.stop()
+    # Closed with the server: PySpark's exit hook would otherwise retry its cleanup call to the
+    # gone server for minutes before this process could end.
+    assert spark.client.is_closed
 
 
 def test_servers_started_at_once_listen_on_ports_of_their_own() -> None:
