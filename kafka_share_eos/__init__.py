@@ -10,15 +10,15 @@ touches is importable from here:
   and :class:`DeadLetterPolicy`;
 - two-phase commit's :class:`Participant` protocol (with the :class:`Transaction` it prepares
   and the :class:`Token` it hands back), the :class:`PostgresParticipant`,
-  :class:`DeltaParticipant` and :class:`OutboxParticipant`, the decision logs
-  (:class:`FileDecisionLog`, :class:`PostgresDecisionLog`) and the engine underneath the
-  strategy, :class:`TransactionCoordinator`, with its :class:`CommitResult` and
+  :class:`DeltaParticipant`, :class:`IcebergParticipant` and :class:`OutboxParticipant`, the
+  decision logs (:class:`FileDecisionLog`, :class:`PostgresDecisionLog`) and the engine
+  underneath the strategy, :class:`TransactionCoordinator`, with its :class:`CommitResult` and
   :class:`RecoveryReport`;
-- :class:`DeltaAppendSink`, a sink for the checkpoint-dedup store, and :class:`RetentionPolicy`,
-  which bounds its ledger;
+- :class:`DeltaAppendSink` and :class:`IcebergAppendSink`, sinks for the checkpoint-dedup store,
+  and :class:`RetentionPolicy`, which bounds its ledger;
 - the dead-letter sinks (:class:`SqlDeadLetters`, :class:`DeltaDeadLetters`,
-  :class:`KafkaDeadLetters`, :class:`BrokerDeadLetters` for the share group's own dead-letter
-  queue on Kafka 4.4, the :class:`DeadLetterSink` protocol) and
+  :class:`IcebergDeadLetters`, :class:`KafkaDeadLetters`, :class:`BrokerDeadLetters` for the
+  share group's own dead-letter queue on Kafka 4.4, the :class:`DeadLetterSink` protocol) and
   :func:`open_dead_letters`;
 - :class:`KafkaShareEosError`, the base of every error the toolkit raises, and the errors a
   pipeline meets (docs/errors.md);

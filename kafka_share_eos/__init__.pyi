@@ -13,6 +13,7 @@ from .deadletter import DeltaDeadLetters as DeltaDeadLetters
 from .deadletter import KafkaDeadLetters as KafkaDeadLetters
 from .deadletter import SqlDeadLetters as SqlDeadLetters
 from .deadletter import open_dead_letters as open_dead_letters
+from .deadletter.iceberg import IcebergDeadLetters as IcebergDeadLetters
 from .deltaspark import with_delta_spark as with_delta_spark
 from .errors import AppIdConflictError as AppIdConflictError
 from .errors import BatchIdReusedError as BatchIdReusedError
@@ -58,6 +59,7 @@ from .proving_ground.broker import LibrdkafkaNotFoundError as LibrdkafkaNotFound
 from .proving_ground.broker import TopicSpec as TopicSpec
 from .registration import register as register
 from .sinks import DeltaAppendSink as DeltaAppendSink
+from .sinks.iceberg_append import IcebergAppendSink as IcebergAppendSink
 from .sinks.sql_values import postgres_array as postgres_array
 from .strategies import BatchReport as BatchReport
 from .strategies import CheckpointDedupStore as CheckpointDedupStore
@@ -74,6 +76,7 @@ from .twophase import Token as Token
 from .twophase import Transaction as Transaction
 from .twophase import TransactionCoordinator as TransactionCoordinator
 from .twophase.delta import DeltaParticipant as DeltaParticipant
+from .twophase.iceberg import IcebergParticipant as IcebergParticipant
 from .twophase.outbox import OutboxParticipant as OutboxParticipant
 from .twophase.postgres import PostgresParticipant as PostgresParticipant
 from .twophase.postgres_log import PostgresDecisionLog as PostgresDecisionLog

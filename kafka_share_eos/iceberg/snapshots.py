@@ -5,6 +5,7 @@ Every snapshot the toolkit commits to an Iceberg table carries in its summary:
 - ``kafka-share-eos.application``: the application id that committed it;
 - ``kafka-share-eos.query``: the streaming query's id (absent outside a streaming query);
 - ``kafka-share-eos.batch``: the batch id;
+- ``kafka-share-eos.transaction``: the two-phase transaction id, on a participant's commits;
 - ``kafka-share-eos.committed.<application id>``: for every application that ever committed
   to the table, the highest batch it committed, as Flink's Iceberg sink carries
   ``flink.max-committed-checkpoint-id``.
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 APPLICATION = "kafka-share-eos.application"
 QUERY = "kafka-share-eos.query"
 BATCH = "kafka-share-eos.batch"
+TRANSACTION = "kafka-share-eos.transaction"
 WATERMARK_PREFIX = "kafka-share-eos.committed."
 
 
@@ -50,14 +52,18 @@ class CommitRecord:
         """The highest batch ``application`` committed, None if it committed none."""
         return self.watermarks.get(application)
 
-    def properties(self, application: str, batch_id: int, query: str | None) -> dict[str, str]:
-        """The summary properties of a commit of batch ``batch_id`` by ``application``, with
-        every application's watermark carried forward."""
+    def properties(self, application: str, batch_id: int, query: str | None,
+                   transaction: str | None = None) -> dict[str, str]:
+        """The summary properties of a commit of batch ``batch_id`` by ``application`` (in
+        two-phase ``transaction``, if given), with every application's watermark carried
+        forward."""
         marks = dict(self.watermarks)
         marks[application] = max(batch_id, marks.get(application, batch_id))
         properties = {APPLICATION: application, BATCH: str(batch_id)}
         if query is not None:
             properties[QUERY] = query
+        if transaction is not None:
+            properties[TRANSACTION] = transaction
         properties.update({f"{WATERMARK_PREFIX}{app}": str(mark) for app, mark in marks.items()})
         return properties
 
@@ -92,3 +98,12 @@ def commits_of(table: Table, application: str) -> list[tuple[int, int]]:
         if properties is not None and properties[APPLICATION] == application:
             found.append((snapshot.snapshot_id, int(properties[BATCH])))
     return found
+
+
+def transaction_snapshot(table: Table, transaction: str) -> Snapshot | None:
+    """The snapshot that committed two-phase ``transaction``, while the table still holds it."""
+    for snapshot in table.snapshots():
+        properties = _toolkit_properties(snapshot)
+        if properties is not None and properties.get(TRANSACTION) == transaction:
+            return snapshot
+    return None

@@ -18,36 +18,21 @@ snapshot, where that writer's keys are seen.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from kafka_share_eos import faults
-from kafka_share_eos._libs import iceberg_errors
 from kafka_share_eos.delta.transactions import check_batch_order
-from kafka_share_eos.errors import (
-    BatchIdReusedError,
-    CommitConflictError,
-    SinkConfigurationError,
-    TargetTableError,
-)
-from kafka_share_eos.iceberg.catalogs import IcebergCatalog
+from kafka_share_eos.errors import BatchIdReusedError
 from kafka_share_eos.iceberg.snapshots import commit_record
-from kafka_share_eos.iceberg.tables import (
-    as_table_types,
-    check_writable,
-    create_table,
-    load_table,
-    without_rebase,
-)
+from kafka_share_eos.iceberg.tables import as_table_types, load_table, without_rebase
 from kafka_share_eos.sinks.columns import require_columns
 from kafka_share_eos.sinks.dedup import contained, split_by_stored
 from kafka_share_eos.sinks.iceberg_keys import exactly, stored_keys
+from kafka_share_eos.sinks.iceberg_target import IcebergTarget
 from kafka_share_eos.sinks.outcome import UpsertOutcome
-from kafka_share_eos.sinks.sql_engine import database_errors
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -56,7 +41,7 @@ if TYPE_CHECKING:
 DEFAULT_APP_ID_PREFIX = "kafka-share-eos/upsert"
 
 
-class IcebergUpsertWriter:
+class IcebergUpsertWriter(IcebergTarget):
     """Idempotent writer into one Iceberg table; rows of a batch must be unique on the keys.
 
     Args:
@@ -91,29 +76,15 @@ class IcebergUpsertWriter:
         max_commit_attempts: int = 5,
         retry_backoff_seconds: float = 0.1,
     ) -> None:
-        if max_commit_attempts < 1:
-            raise SinkConfigurationError(
-                f"max_commit_attempts must be >= 1, got {max_commit_attempts}"
-            )
-        if "." not in table.strip("."):
-            raise SinkConfigurationError(
-                f"an Iceberg table is named with its namespace ('db.events'), got {table!r}"
-            )
-        self.catalog = IcebergCatalog(catalog)
-        self.identifier = table
+        super().__init__(table, catalog, create_table=create_table,
+                         what="IdempotentUpsertSink.iceberg",
+                         max_commit_attempts=max_commit_attempts,
+                         retry_backoff_seconds=retry_backoff_seconds)
         self.key_columns = tuple(key_columns)
         self.version_column = version_column
-        self.create_table = create_table
         self.app_id = app_id or f"{DEFAULT_APP_ID_PREFIX}:{self.catalog.name}.{table}"
         self._app_id_given = app_id is not None
         self.query_id: str | None = None
-        self.max_commit_attempts = max_commit_attempts
-        self.retry_backoff_seconds = retry_backoff_seconds
-
-    @property
-    def target(self) -> str:
-        """The table as ``iceberg:<catalog>.<table>``."""
-        return f"iceberg:{self.catalog.name}.{self.identifier}"
 
     def bind_streaming_query(self, query_id: str) -> None:
         """Record batch ids under the streaming query's id, unless an ``app_id`` was given."""
@@ -121,26 +92,22 @@ class IcebergUpsertWriter:
         if not self._app_id_given:
             self.app_id = f"{DEFAULT_APP_ID_PREFIX}:{query_id}"
 
-    def check_target(self) -> None:
+    def check_target(self, columns: Sequence[str] = ()) -> None:
         """Check, before any record is read, that the table is there (or will be created) and
         can take the writes.
 
         Raises:
             TargetTableError: the table is missing without ``create_table``, or is one the
                 writer cannot keep correct (equality deletes, format version above 2).
-            MissingColumnsError: the table lacks a key or version column.
+            MissingColumnsError: the table lacks a key or version column, or one of
+                ``columns``.
         """
-        with self._catalog_errors("checking the table", before_any_record=True):
-            table = self._existing()
-            if table is not None:
-                self._check(table, [*self.key_columns, *filter(None, [self.version_column])])
+        super().check_target(
+            [*self.key_columns, *filter(None, [self.version_column]), *columns])
 
     def prepare(self, schema: pa.Schema) -> None:
         """Check that the table (created now if missing and allowed) takes ``schema``."""
-        table = self._existing()
-        if table is None:
-            table = create_table(self.catalog.catalog(), self.identifier, schema)
-        self._check(table, [*self.key_columns, *schema.names])
+        self.check(self.opened(schema), self.key_columns)
 
     def upsert(self, table: pa.Table, batch_id: int) -> UpsertOutcome:
         """Write ``table`` as batch ``batch_id``; lost commit races are retried a bounded number.
@@ -155,22 +122,8 @@ class IcebergUpsertWriter:
             return UpsertOutcome(0, 0, "append")
         require_columns(table, [*self.key_columns, *filter(None, [self.version_column])],
                         f"batch {batch_id} for {self.target}")
-        delay = self.retry_backoff_seconds
-        for attempt in range(1, self.max_commit_attempts + 1):
-            try:
-                with self._catalog_errors(f"writing batch {batch_id}"):
-                    return self._apply(table, batch_id)
-            except (iceberg_errors.CommitFailedException,
-                    iceberg_errors.ValidationException) as error:
-                if attempt == self.max_commit_attempts:
-                    raise CommitConflictError(
-                        f"batch {batch_id} could not be committed to {self.target} (app id "
-                        f"{self.app_id!r}): other writers committed first on {attempt} "
-                        f"attempts in a row; last error: {error}"
-                    ) from error
-                time.sleep(delay)
-                delay *= 2
-        raise AssertionError("unreachable")
+        return self.committing(f"batch {batch_id} of app id {self.app_id!r}",
+                               lambda: self._apply(table, batch_id))
 
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys``, whether the table holds its key; reads, never writes."""
@@ -179,38 +132,6 @@ class IcebergUpsertWriter:
         if table is None:
             return [False] * keys.num_rows
         return contained(keys, stored_keys(table, keys, self.key_columns))
-
-    def close(self) -> None:
-        """Drop the catalog built by this writer (the next batch builds it again)."""
-        self.catalog.forget()
-
-    @contextmanager
-    def _catalog_errors(self, operation: str, *, before_any_record: bool = False
-                        ) -> Iterator[None]:
-        """A SQL catalog's database that cannot be reached raises the toolkit's
-        ``DatabaseUnreachableError`` (or ``DatabaseUnavailableError`` for a connection lost),
-        naming the database without its password."""
-        uri = self.catalog.properties.get("uri", "")
-        sql = uri.startswith(("sqlite:", "postgresql:", "postgresql+"))
-        with (database_errors(uri, f"{self.target}: {operation}",
-                              before_any_record=before_any_record)
-              if sql else nullcontext()):
-            yield
-
-    def _existing(self) -> Table | None:
-        table = load_table(self.catalog.catalog(), self.identifier)
-        if table is None and not self.create_table:
-            raise TargetTableError(
-                f"{self.target} does not exist: create it, or pass create_table=True to create "
-                "it from the first batch's schema"
-            )
-        return table
-
-    def _check(self, table: Table, columns: Sequence[str]) -> None:
-        check_writable(table, self.target)
-        # Refused before a write, which would fail on them or leave them out.
-        require_columns(table.schema().as_arrow().empty_table(), list(dict.fromkeys(columns)),
-                        f"Iceberg table {self.target}")
 
     def _apply(self, rows: pa.Table, batch_id: int) -> UpsertOutcome:
         """One attempt at the batch on the current snapshot; raises ``CommitFailedException``
@@ -221,7 +142,7 @@ class IcebergUpsertWriter:
             table = load_table(self.catalog.catalog(), self.identifier)
             assert table is not None
         # Checked on every batch: another engine may have changed the table since.
-        self._check(table, rows.column_names)
+        self.check(table, rows.column_names)
         rows = as_table_types(rows, table, self.target)
         record = commit_record(table)
         recorded = check_batch_order(record.committed(self.app_id), self.app_id, batch_id,

@@ -21,7 +21,7 @@ LONGEST_FUNCTION = 80
 # One module per backend inside a concept's folder (twophase/postgres.py is the Postgres
 # participant, launchers/postgres.py starts a server): the folder says which concept it serves.
 # The runtime and the proving ground each keep their errors in one module of that name.
-BACKEND_NAMES = {"delta", "postgres", "sql", "kafka", "spark", "errors"}
+BACKEND_NAMES = {"delta", "iceberg", "postgres", "sql", "kafka", "spark", "errors"}
 # A command's module and a benchmark's carry the name of the command or benchmark they are.
 NAMED_AFTER_WHAT_THEY_RUN = (PACKAGE / "cli", PROVING_GROUND / "bench")
 

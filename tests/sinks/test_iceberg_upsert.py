@@ -15,6 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.iceberg import (
     BACKENDS,
+    LosesAnswers,
+    OtherWriterFirst,
     batches_committed,
     catalog_config,
     load,
@@ -23,7 +25,6 @@ from helpers.iceberg import (
     rows_of,
 )
 from helpers.upsert_rows import records
-from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 
 from kafka_share_eos.errors import (
@@ -78,19 +79,6 @@ def test_every_snapshot_carries_the_batch_and_every_applications_watermark(
     assert summary["kafka-share-eos.committed.a"] == "4"
     assert summary["kafka-share-eos.committed.b"] == "0"
     assert "kafka-share-eos.query" not in summary
-
-
-class LosesAnswers(SqlCatalog):
-    """A SQL catalog whose next commit lands and whose answer is then lost."""
-
-    lose_next = False
-
-    def commit_table(self, *args: Any, **kwargs: Any) -> Any:
-        answer = super().commit_table(*args, **kwargs)
-        if self.lose_next:
-            LosesAnswers.lose_next = False
-            raise ConnectionError("the catalog's answer was lost")
-        return answer
 
 
 def test_a_batch_whose_commit_answer_was_lost_is_not_committed_again(
@@ -168,18 +156,6 @@ def test_two_applications_interleaving_on_one_table_store_every_record_once(
     b.apply(pa.concat_tables([run(range(0, 3)), run(range(20, 25))]), 1)
 
     assert offsets(config) == [(0, o) for o in range(25)]
-
-
-class OtherWriterFirst(SqlCatalog):
-    """A SQL catalog that lets another writer commit a batch right before its next commit."""
-
-    before_next: Any = None
-
-    def commit_table(self, *args: Any, **kwargs: Any) -> Any:
-        if OtherWriterFirst.before_next is not None:
-            other, OtherWriterFirst.before_next = OtherWriterFirst.before_next, None
-            other()
-        return super().commit_table(*args, **kwargs)
 
 
 def test_the_loser_of_a_commit_race_decides_again_on_the_winners_snapshot(

@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
 
 from kafka_share_eos.iceberg.snapshots import BATCH
@@ -55,3 +56,34 @@ def batches_committed(config: dict[str, str], table: str = "db.events") -> list[
     """The batch property of each snapshot, oldest first (None: not the toolkit's)."""
     return [s.summary.additional_properties.get(BATCH) if s.summary else None
             for s in load(config, table).snapshots()]
+
+
+class LosesAnswers(SqlCatalog):
+    """A SQL catalog whose next commit lands and whose answer is then lost."""
+
+    lose_next = False
+
+    def commit_table(self, *args: Any, **kwargs: Any) -> Any:
+        answer = super().commit_table(*args, **kwargs)
+        if self.lose_next:
+            LosesAnswers.lose_next = False
+            raise ConnectionError("the catalog's answer was lost")
+        return answer
+
+
+class OtherWriterFirst(SqlCatalog):
+    """A SQL catalog that lets another writer commit a batch right before its next commit."""
+
+    before_next: Any = None
+
+    def commit_table(self, *args: Any, **kwargs: Any) -> Any:
+        if OtherWriterFirst.before_next is not None:
+            other, OtherWriterFirst.before_next = OtherWriterFirst.before_next, None
+            other()
+        return super().commit_table(*args, **kwargs)
+
+
+def sql_catalog(config: dict[str, str], kind: type[SqlCatalog]) -> SqlCatalog:
+    """A catalog of class ``kind`` on the database and warehouse of ``config``."""
+    properties = {k: v for k, v in config.items() if k != "name"}
+    return kind(config["name"], **properties)
