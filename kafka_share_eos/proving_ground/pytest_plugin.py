@@ -26,6 +26,11 @@
 - ``s3_server``: one S3-compatible server (SeaweedFS, built once with Go) per test session;
   ``azurite_server``: one Azure Blob emulator (Azurite, fetched once with npm) per test session.
   Tests isolate themselves by key prefix.
+- ``iceberg_rest_catalog``: Apache Iceberg's reference REST catalog server (fetched once with
+  Maven) per test session, its warehouse on local disk; ``iceberg_rest_catalog_s3``: another
+  with its warehouse on ``s3_server``. Each gives the configuration of a pyiceberg catalog on it
+  (the S3 one with the FileIO properties that reach the store); tests isolate themselves by
+  namespace.
 - ``prometheus``: starts Prometheus (Debian's package, fetched once) scraping the endpoints a
   test gives it, with the rule files it gives, and stops it after the test.
 """
@@ -207,6 +212,32 @@ def azurite_server() -> Iterator[AzuriteServer]:
 
     with AzuriteServer() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def iceberg_rest_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The configuration of a pyiceberg REST catalog on Iceberg's reference server, shared by
+    the session, with its warehouse in a local directory."""
+    from kafka_share_eos.proving_ground.launchers.iceberg_rest import IcebergRestCatalog
+
+    with IcebergRestCatalog(tmp_path_factory.mktemp("iceberg-rest-warehouse")) as server:
+        yield server.catalog_config()
+
+
+@pytest.fixture(scope="session")
+def iceberg_rest_catalog_s3(s3_server: S3Server) -> Iterator[dict[str, str]]:
+    """The configuration of a pyiceberg REST catalog on Iceberg's reference server, shared by
+    the session, with its warehouse on the session's S3 server: the keys reach the server
+    through its environment and the client through this configuration, never a file."""
+    from kafka_share_eos.proving_ground.launchers.iceberg_rest import (
+        IcebergRestCatalog,
+        s3_file_io,
+    )
+
+    environment = s3_server.environment()
+    warehouse = s3_server.url(f"iceberg-rest-{uuid.uuid4().hex[:8]}")
+    with IcebergRestCatalog(warehouse, s3_environment=environment) as server:
+        yield server.catalog_config() | s3_file_io(environment)
 
 
 @pytest.fixture

@@ -30,15 +30,16 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
 </project>
 """
 _DEPENDENCY = """    <dependency>
-      <groupId>{0}</groupId><artifactId>{1}</artifactId><version>{2}</version>
+      <groupId>{0}</groupId><artifactId>{1}</artifactId><version>{2}</version>{3}
     </dependency>"""
 
 
 def copy_dependencies(
     artifacts: Sequence[str], libs: Path, *, what: str, error: type[KafkaShareEosError]
 ) -> None:
-    """Copy ``artifacts`` (``group:artifact:version``) and their run-time dependencies into
-    ``libs``, emptied first.
+    """Copy ``artifacts`` (``group:artifact:version``, or ``group:artifact:version:classifier``
+    for a jar such as a ``tests`` one) and their run-time dependencies into ``libs``, emptied
+    first.
 
     Raises:
         error: Maven is missing, took over :data:`FETCH_TIMEOUT_S`, or failed (the message names
@@ -51,7 +52,7 @@ def copy_dependencies(
             "install it (e.g. apt install maven)"
         )
     shutil.rmtree(libs, ignore_errors=True)
-    dependencies = "\n".join(_DEPENDENCY.format(*artifact.split(":")) for artifact in artifacts)
+    dependencies = "\n".join(_dependency(artifact) for artifact in artifacts)
     with tempfile.TemporaryDirectory(prefix="kse-maven-") as work:
         pom = Path(work, "pom.xml")
         pom.write_text(_POM.format(dependencies=dependencies))
@@ -70,6 +71,12 @@ def copy_dependencies(
             raise error(f"fetching {what} with Maven took over {FETCH_TIMEOUT_S:.0f} s") from None
     if outcome.returncode != 0:
         raise error(f"fetching {what} with Maven failed: {_maven_reason(outcome)}")
+
+
+def _dependency(artifact: str) -> str:
+    group, name, version, *classifier = artifact.split(":")
+    extra = "".join(f"<classifier>{part}</classifier>" for part in classifier)
+    return _DEPENDENCY.format(group, name, version, extra)
 
 
 def _maven_reason(outcome: subprocess.CompletedProcess[str]) -> str:
