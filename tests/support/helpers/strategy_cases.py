@@ -28,6 +28,9 @@ from kafka_share_eos import (
     DeadLetterPolicy,
     DeltaAppendSink,
     DeltaDeadLetters,
+    IcebergAppendSink,
+    IcebergDeadLetters,
+    IcebergParticipant,
     IdempotentUpsertSink,
     KafkaDeadLetters,
     KafkaTopicSink,
@@ -116,10 +119,14 @@ def delta(request: pytest.FixtureRequest, tmp_path: Path, options: Options) -> C
     return Case(IdempotentUpsertSink.delta(path), [delta_offsets(path)])
 
 
+def iceberg_table_offsets(config: dict[str, str], table: str) -> Callable[[], list[int]]:
+    return lambda: [offset for _, offset in iceberg_offsets(config, table)]
+
+
 def iceberg(request: pytest.FixtureRequest, tmp_path: Path, options: Options) -> Case:
     config = catalog_config(request, tmp_path, "sqlite")
     sink = IdempotentUpsertSink.iceberg("db.events", catalog=config, create_table=True)
-    return Case(sink, [lambda: [offset for _, offset in iceberg_offsets(config)]])
+    return Case(sink, [iceberg_table_offsets(config, "db.events")])
 
 
 def dedup_store(request: pytest.FixtureRequest, tmp_path: Path, options: Options) -> Case:
@@ -128,14 +135,23 @@ def dedup_store(request: pytest.FixtureRequest, tmp_path: Path, options: Options
     return Case(store, [delta_offsets(path)])
 
 
+def dedup_store_iceberg(request: pytest.FixtureRequest, tmp_path: Path,
+                        options: Options) -> Case:
+    config = catalog_config(request, tmp_path, "sqlite")
+    sink = IcebergAppendSink("db.appended", catalog=config, create_table=True)
+    store = CheckpointDedupStore(str(tmp_path / "ledger"), sink)
+    return Case(store, [iceberg_table_offsets(config, "db.appended")])
+
+
 RECORD = 'INSERT INTO paid ("offset") VALUES (:offset)'
 """A second Postgres effect, an append: a record applied twice is there twice."""
 
 
-def two_phase(log: Callable[[str, Path], Any], prepare_on: PrepareOn = "driver") -> Build:
-    """A coordinator adding each payment to its account in PostgreSQL, with a Delta table of
-    every record; preparing on the executors, which take Postgres participants only, the
-    records go to a Postgres table instead."""
+def two_phase(log: Callable[[str, Path], Any], prepare_on: PrepareOn = "driver",
+              lake: str = "delta") -> Build:
+    """A coordinator adding each payment to its account in PostgreSQL, with a Delta (or an
+    Iceberg) table of every record; preparing on the executors, which take Postgres
+    participants only, the records go to a Postgres table instead."""
     def build(request: pytest.FixtureRequest, tmp_path: Path, options: Options) -> Case:
         url = request.getfixturevalue("postgres_url")
         create_accounts(url)
@@ -146,6 +162,10 @@ def two_phase(log: Callable[[str, Path], Any], prepare_on: PrepareOn = "driver")
             engine.dispose()
             record: Any = PostgresParticipant(url, RECORD, name="paid")
             offsets = sql_offsets(url, "paid")
+        elif lake == "iceberg":
+            config = catalog_config(request, tmp_path, "sqlite")
+            record = IcebergParticipant("db.payments", catalog=config)
+            offsets = iceberg_table_offsets(config, "db.payments")
         else:
             path = str(tmp_path / "payments")
             record, offsets = DeltaParticipant(path), delta_offsets(path)
@@ -204,8 +224,10 @@ CASES: dict[str, Build] = {
     "delta": delta,
     "iceberg": iceberg,
     "dedup-store": dedup_store,
+    "dedup-store-iceberg": dedup_store_iceberg,
     "two-phase-file-log": two_phase(lambda url, tmp: str(tmp / "decisions")),
     "two-phase-postgres-log": two_phase(lambda url, tmp: PostgresDecisionLog(url)),
+    "two-phase-iceberg": two_phase(lambda url, tmp: str(tmp / "decisions"), lake="iceberg"),
     "kafka-topic": kafka_topic,
     "sqlite-dead-letters": dead_letters(
         lambda request, tmp: SqlDeadLetters(f"sqlite:///{tmp / 'letters.db'}")),
@@ -213,5 +235,7 @@ CASES: dict[str, Build] = {
         lambda request, tmp: SqlDeadLetters(request.getfixturevalue("postgres_url"))),
     "delta-dead-letters": dead_letters(lambda request, tmp: DeltaDeadLetters(str(tmp / "dl"))),
     "kafka-dead-letters": dead_letters(kafka_letters),
+    "iceberg-dead-letters": dead_letters(lambda request, tmp: IcebergDeadLetters(
+        "dl.letters", catalog=catalog_config(request, tmp, "sqlite"))),
 }
 """Every strategy, target and dead-letter sink by name."""
