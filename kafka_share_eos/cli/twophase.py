@@ -73,6 +73,28 @@ def _delta_participants(
     return list(staged_participants(uri, prefix, options))
 
 
+def _iceberg_participants(
+    tables: list[str], catalog: list[str], prefix: str
+) -> list[Participant]:
+    from kafka_share_eos.twophase.iceberg import staged_participants
+
+    if tables and not catalog:
+        raise typer.BadParameter("name the catalog of the --iceberg tables with "
+                                 "--iceberg-catalog KEY=VALUE (type=sql, uri=..., warehouse=...)")
+    config: dict[str, str] = {}
+    for pair in catalog:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"expected KEY=VALUE, got {pair.partition('=')[0]!r}",
+                                     param_hint="--iceberg-catalog")
+        config[key] = value
+    found: list[Participant] = []
+    for table in tables:
+        with given("--iceberg", table):
+            found.extend(staged_participants(table, config, prefix))
+    return found
+
+
 def _participants(
     prefix: str, postgres: list[str], delta: list[str], options: dict[str, str] | None
 ) -> list[Participant]:
@@ -110,16 +132,29 @@ def recover_command(
         typer.Option("--delta", metavar="PATH", help="Path or URI of a Delta table the "
                      "application stages files in; repeatable."),
     ] = [],  # noqa: B006 - typer reads the default, never mutated
+    iceberg: Annotated[
+        list[str],
+        typer.Option("--iceberg", metavar="TABLE", help="Identifier of an Iceberg table the "
+                     "application stages files in (db.payments), in the --iceberg-catalog; "
+                     "repeatable."),
+    ] = [],  # noqa: B006 - typer reads the default, never mutated
+    iceberg_catalog: Annotated[
+        list[str],
+        typer.Option("--iceberg-catalog", metavar="KEY=VALUE", help="A setting of the "
+                     "--iceberg tables' pyiceberg catalog (type=sql, uri=..., warehouse=...); "
+                     "repeatable."),
+    ] = [],  # noqa: B006 - typer reads the default, never mutated
     decision_table: Annotated[
         str, typer.Option(metavar="TABLE", help="Table of a PostgresDecisionLog.")
     ] = "kse_2pc_decisions",
     storage_option: StorageOpt = [],  # noqa: B006 - typer reads the default, never mutated
 ) -> None:
     """Commit or roll back every transaction the application --app-id left prepared, fenced by
-    its decision log: one line per transaction. Pass every database and Delta table the
-    application writes."""
-    if not postgres and not delta:
-        raise typer.BadParameter("name at least one --postgres database or --delta table")
+    its decision log: one line per transaction. Pass every database, Delta table and Iceberg
+    table the application writes."""
+    if not postgres and not delta and not iceberg:
+        raise typer.BadParameter("name at least one --postgres database, --delta table or "
+                                 "--iceberg table")
     try:
         prefix = txid_prefix(app_id)
     except ValueError as exc:
@@ -127,7 +162,8 @@ def recover_command(
     options = storage_options(storage_option)
     with given("--decision-log", decision_log):
         log = _decision_log(decision_log, decision_table, options)
-    participants = _participants(prefix, postgres, delta, options)
+    participants = [*_participants(prefix, postgres, delta, options),
+                    *_iceberg_participants(iceberg, iceberg_catalog, prefix)]
     report = resolve_in_doubt(log, participants, prefix, forget=False)
     outcomes = report.transactions()
     if not outcomes:

@@ -197,17 +197,20 @@ class IcebergParticipant(ProcessLocal):
 
     def recover(self, prefix: str) -> list[Token]:
         """Tokens of this participant's manifests still staged under ``prefix``."""
+        return [Token(self._name, txid, 0, manifest)
+                for txid, manifest in self.staged(prefix)
+                if manifest.get("participant") == self._name]
+
+    def staged(self, prefix: str) -> list[tuple[str, dict[str, Any]]]:
+        """``(txid, manifest)`` of every transaction under ``prefix`` with files staged in the
+        table, whichever participant staged them."""
         with self._table.catalog_errors("listing staged transactions"):
             table = load_table(self._table.catalog.catalog(), self._table.identifier)
         if table is None:
             return []
         staging = self._staging({"location": table.location()})
-        tokens = []
-        for txid in staging.txids(prefix):
-            manifest = staging.read(txid)
-            if manifest is not None and manifest.get("participant") == self._name:
-                tokens.append(Token(self._name, txid, 0, manifest))
-        return tokens
+        found = ((txid, staging.read(txid)) for txid in staging.txids(prefix))
+        return [(txid, manifest) for txid, manifest in found if manifest is not None]
 
     def close(self) -> None:
         """Drop the catalog built by this participant."""
@@ -298,3 +301,17 @@ class IcebergParticipant(ProcessLocal):
         manifest["snapshot"] = None if snapshot is None else snapshot.snapshot_id
         staging.write(txid, manifest)
         return manifest
+
+
+def staged_participants(table: str, catalog: Catalog | Mapping[str, Any],
+                        prefix: str) -> list[IcebergParticipant]:
+    """A participant for each name with files staged under ``prefix`` in the table: enough to
+    commit or roll them back from any process (none when the catalog has no such table).
+
+    Raises:
+        MissingExtraError: pyiceberg is not installed.
+    """
+    finder = IcebergParticipant(table, catalog=catalog, create_table=False)
+    names = sorted({str(manifest.get("participant")) for _, manifest in finder.staged(prefix)})
+    return [IcebergParticipant(table, catalog=catalog, name=name, create_table=False)
+            for name in names]
