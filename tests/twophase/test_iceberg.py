@@ -13,10 +13,18 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from helpers.accounts import payments, record_keys
-from helpers.iceberg import BACKENDS, LosesAnswers, catalog_config, load, rows_of, sql_catalog
+from helpers.iceberg import (
+    BACKENDS,
+    LosesAnswers,
+    OtherWriterFirst,
+    catalog_config,
+    load,
+    rows_of,
+    sql_catalog,
+)
 
 from kafka_share_eos import IcebergParticipant
-from kafka_share_eos.errors import MissingColumnsError, TargetTableError
+from kafka_share_eos.errors import AppIdConflictError, MissingColumnsError, TargetTableError
 from kafka_share_eos.iceberg.snapshots import APPLICATION, BATCH, TRANSACTION
 from kafka_share_eos.twophase import (
     Decision,
@@ -192,3 +200,36 @@ def test_a_batch_of_other_columns_is_refused(config: dict[str, str]) -> None:
                             Transaction.new("pay", 1, KEYS))
     with pytest.raises(TargetTableError, match="has columns"):
         participant.prepare(payments(2).drop_columns(["amount"]), Transaction.new("pay", 1, KEYS))
+
+
+def test_a_commit_losing_its_race_leaves_out_what_the_winner_committed(
+    config: dict[str, str],
+) -> None:
+    records = payments(9)
+    loser = IcebergParticipant(TABLE, catalog=sql_catalog(config, OtherWriterFirst))
+    winner = IcebergParticipant(TABLE, catalog=config)
+    token = loser.prepare(records.slice(0, 6), Transaction.new("a", 0, KEYS))
+    # The winner commits offsets 3..8 after the loser staged 0..5 and before its snapshot lands.
+    OtherWriterFirst.before_next = lambda: winner.commit(
+        winner.prepare(records.slice(3, 6), Transaction.new("b", 0, KEYS)))
+
+    assert loser.commit(token) == 3
+
+    assert table_keys(config) == record_keys(records)
+    assert left_behind(config) == []
+
+
+def test_two_applications_on_one_app_id_are_named_and_lose_no_record(
+    config: dict[str, str],
+) -> None:
+    one, other = (IcebergParticipant(TABLE, catalog=config) for _ in range(2))
+    records = payments(6)
+    first = one.prepare(records.slice(0, 3), Transaction.new("pay", 0, KEYS))
+    second = other.prepare(records.slice(3, 3), Transaction.new("pay", 0, KEYS))
+    one.commit(first)
+
+    with pytest.raises(AppIdConflictError, match="two applications use app_id 'pay'"):
+        other.commit(second)
+
+    assert table_keys(config) == record_keys(records)
+    assert left_behind(config) == []
