@@ -37,6 +37,11 @@ _launcher: threading.Thread | None = None
 _launcher_guard = threading.Lock()
 # Loaded before any fork: loading a library in the child of a threaded process can deadlock.
 _libc = ctypes.CDLL(None, use_errno=True)
+# A child forked while a gRPC channel is open (a Spark Connect session of this process) runs
+# gRPC's fork handlers before its exec, which restart a poller on descriptors the child no
+# longer has and abort it now and then (grpc/grpc#43055, grpcio 1.80 and later). The children
+# here exec at once and need none of gRPC's state: read when gRPC first starts in the process.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 
 def _die_with_parent(parent: int) -> None:
