@@ -8,6 +8,7 @@ import pickle
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from helpers.iceberg import (
     BACKENDS,
@@ -21,7 +22,12 @@ from helpers.iceberg import (
 )
 from helpers.upsert_rows import records
 
-from kafka_share_eos import CheckpointDedupStore, IcebergAppendSink
+from kafka_share_eos import (
+    CheckpointDedupStore,
+    DeadLetterPolicy,
+    IcebergAppendSink,
+    SqlDeadLetters,
+)
 from kafka_share_eos.errors import AppIdConflictError, MissingColumnsError, TargetTableError
 from kafka_share_eos.iceberg.snapshots import APPLICATION, QUERY, commits_of
 
@@ -33,7 +39,7 @@ def config(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
     return catalog_config(request, tmp_path, request.param)
 
 
-def run(offsets_of: range, partition: int = 0):  # type: ignore[no-untyped-def]
+def run(offsets_of: range, partition: int = 0) -> pa.Table:
     return records([(partition, o) for o in offsets_of])
 
 
@@ -120,3 +126,21 @@ def test_the_dedup_store_appends_each_record_once_and_a_copy_follows_the_query(
     assert (report.rows_written, report.already_applied) == (3, 3)
     assert offsets(config) == [(0, o) for o in range(12)]
     assert load(config).current_snapshot().summary[QUERY] == "query-1"  # type: ignore[union-attr]
+
+
+def test_a_row_the_table_cannot_store_is_dead_lettered_and_the_rest_appended(
+    config: dict[str, str], tmp_path: Path,
+) -> None:
+    sink = IcebergAppendSink("db.events", catalog=config, create_table=True)
+    letters = SqlDeadLetters(f"sqlite:///{tmp_path / 'letters.db'}")
+    store = CheckpointDedupStore(str(tmp_path / "ledger"), sink,
+                                 dead_letters=DeadLetterPolicy(letters))
+    store.apply(run(range(2)).append_column("n", pa.array([1, 2], pa.int32())), 0)
+    wide = pa.array([3, 2**40, 5], pa.int64())  # the middle one does not fit the int column
+
+    report = store.apply(run(range(2, 5)).append_column("n", wide), 1)
+
+    assert (report.rows_written, report.dead_lettered) == (2, 1)
+    assert offsets(config) == [(0, 0), (0, 1), (0, 2), (0, 4)]
+    assert letters.read()["offset"].to_pylist() == [3]
+    letters.close()
