@@ -43,7 +43,9 @@ CrashesPerRunOpt = Annotated[
                       help="Crash-restart cycles per run before the final drain.")
 ]
 PerTriggerOpt = Annotated[
-    int, typer.Option(min=1, metavar="N", help="maxRecordsPerTrigger of the pipelines.")
+    int, typer.Option(min=1, metavar="N", help="Records per micro-batch of the pipelines: "
+                      "maxRecordsPerTrigger under afterJournal, kafka.max.poll.records under "
+                      "afterCommit.")
 ]
 SeedOpt = Annotated[
     int, typer.Option(metavar="N", help="Seed of records, crash hits and kill moments.")
