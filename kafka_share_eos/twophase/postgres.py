@@ -1,12 +1,10 @@
 """A Postgres participant: the user's effect and a ledger of applied keys, prepared together.
 
-Prepare opens a transaction, adds the batch's keys to the ledger (one ``COPY``, which fails whole
-on a known key, when they are all new; else one ``INSERT ... SELECT FROM unnest(...)`` of the key
-columns sent as arrays, with ``ON CONFLICT DO NOTHING RETURNING`` to learn which are new), runs
+Prepare opens a transaction, adds the batch's keys to the ledger (:mod:`.postgres_ledger`), runs
 the effect for the new records only (a per-record SQL effect inside the server:
 :mod:`.row_effect`), and ends with ``PREPARE TRANSACTION '<gid>'``. The prepared
 transaction survives the death of the session and of the server; ``COMMIT PREPARED`` /
-``ROLLBACK PREPARED`` finish it from any session.
+``ROLLBACK PREPARED`` finish it from any session (:mod:`.postgres_prepared`).
 
 SQLAlchemy's ``begin_twophase()`` is not used: closing its connection after ``prepare()`` rolls
 the prepared transaction back, whereas here the connection must be released right after prepare.
@@ -19,39 +17,38 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any, TypeAlias
+from functools import partial
+from typing import TypeAlias
 
 import pyarrow as pa
 
 from kafka_share_eos import faults
 from kafka_share_eos._extras import require_sql
 from kafka_share_eos._libs import psycopg, sa
-from kafka_share_eos.errors import ConfigurationError, TwoPhaseCommitError
 from kafka_share_eos.errors import (
     PreparedTransactionsDisabledError as PreparedTransactionsDisabledError,
 )
-from kafka_share_eos.sinks import contained
-from kafka_share_eos.sinks.sql import keys_held
-from kafka_share_eos.sinks.sql_bulk import copy_rows
+from kafka_share_eos.errors import TwoPhaseCommitError
 from kafka_share_eos.sinks.sql_engine import SqlDatabase, create_sql_engine, database_errors
-from kafka_share_eos.sinks.sql_schema import sql_type
-from kafka_share_eos.sinks.sql_values import postgres_array
+from kafka_share_eos.twophase.postgres_ledger import PostgresLedger, postgres_type
+from kafka_share_eos.twophase.postgres_prepared import (
+    aborted,
+    check_prepared_transactions,
+    finish_prepared,
+    gid_of,
+    parse_gid,
+    prepare_transaction,
+    prepared_gids,
+)
 from kafka_share_eos.twophase.protocol import Token, Transaction, app_of, check_name
 from kafka_share_eos.twophase.row_effect import server_loop
 
 Effect: TypeAlias = "str | sa.TextClause | Callable[[sa.Connection, pa.Table], None]"
 """SQL run once per new record (columns as ``:name`` parameters), or ``f(connection, rows)``."""
 
-# SQLSTATE of "prepared transaction with identifier ... does not exist".
-_UNDEFINED_OBJECT = "42704"
-# Batches that claim keys with INSERT ... ON CONFLICT after a plain insert met a known key.
-_DIRECT_COPY_BACKOFF = 8
 # SQLSTATEs of a transaction the server rolled back whole: deadlock victim, serialization failure.
 _ROLLED_BACK_BY_SERVER = frozenset({"40P01", "40001"})
 _DEADLOCK_ATTEMPTS = 5
-# What a CREATE TABLE IF NOT EXISTS racing another one may raise: unique_violation on the
-# catalog, duplicate_table.
-_ALREADY_CREATED = frozenset({"23505", "42P07"})
 
 
 def _rolled_back_by_server(error: BaseException) -> bool:
@@ -60,20 +57,6 @@ def _rolled_back_by_server(error: BaseException) -> bool:
     wrapped = getattr(error, "orig", None)
     code = getattr(error, "sqlstate", None) or getattr(wrapped, "sqlstate", None)
     return code in _ROLLED_BACK_BY_SERVER
-
-
-def _array_parameter(column: pa.ChunkedArray) -> str | list[Any]:
-    """``column`` as a parameter cast to a PostgreSQL array: a literal Arrow builds, or a list
-    the driver adapts for types without one."""
-    try:
-        return postgres_array(column)
-    except ConfigurationError:
-        return list(column.to_pylist())
-
-
-def _literal(value: str) -> str:
-    """``value`` as a SQL string literal: PREPARE/COMMIT PREPARED take no bind parameters."""
-    return "'" + value.replace("'", "''") + "'"
 
 
 class PostgresParticipant:
@@ -111,13 +94,8 @@ class PostgresParticipant:
         self._database = SqlDatabase(engine, autocommit=True)
         self._effect = effect
         self._name = check_name("name", name)
-        self._ledger_name = ledger_table or f"kse_ledger_{name}"
-        self._ledger = self._quote(self._ledger_name)
-        self._ledger_ready = False
-        # Ledgers created before 0.2 record each key's transaction id in a NOT NULL column.
-        self._ledger_has_txid = False
+        self._ledger = PostgresLedger(self._database, ledger_table or f"kse_ledger_{name}")
         self._checked_server = False
-        self._direct_copy_wait = 0
 
     @property
     def _engine(self) -> sa.Engine:
@@ -134,7 +112,7 @@ class PostgresParticipant:
     @property
     def ledger_table(self) -> str:
         """Name of the ledger of applied keys."""
-        return self._ledger_name
+        return self._ledger.name
 
     def check_target(self) -> None:
         """Connect to the database and check that it can PREPARE TRANSACTION (the ledger table
@@ -150,7 +128,7 @@ class PostgresParticipant:
 
     def gid(self, txid: str, part: str = "") -> str:
         """The Postgres global transaction id of this participant's ``part`` of ``txid``."""
-        return f"{txid}:{self._name}" + (f":{part}" if part else "")
+        return gid_of(txid, self._name, part)
 
     def prepare(self, rows: pa.Table, txn: Transaction, part: str = "") -> Token:
         """Apply the effect of the records not in the ledger, record them, and prepare.
@@ -181,7 +159,7 @@ class PostgresParticipant:
         with self._engine.connect() as conn:
             conn.exec_driver_sql("BEGIN")
             try:
-                new_rows = self._claim_new_rows(conn, rows, txn)
+                new_rows = self._ledger.claim(conn, rows, txn)
                 if new_rows.num_rows == 0:
                     # Nothing to apply: no prepared transaction to resolve later.
                     conn.exec_driver_sql("ROLLBACK")
@@ -191,7 +169,7 @@ class PostgresParticipant:
                 self._run_effect(conn, new_rows)
                 xid = conn.exec_driver_sql("SELECT pg_current_xact_id()::text").scalar_one()
                 faults.maybe_crash(faults.TWO_PHASE_POSTGRES_BEFORE_PREPARE)
-                conn.exec_driver_sql(f"PREPARE TRANSACTION {_literal(gid)}")
+                prepare_transaction(conn, gid)
             except BaseException:
                 # A broken connection rolls back by itself: keep the original error.
                 with contextlib.suppress(sa.exc.DBAPIError):
@@ -213,11 +191,12 @@ class PostgresParticipant:
         if gid is None:
             return
         with database_errors(self._database.url, f"COMMIT PREPARED {gid!r}"):
-            if self._finish("COMMIT PREPARED", str(gid)) or not self._rolled_back(token):
+            if (finish_prepared(self._engine, "COMMIT PREPARED", str(gid))
+                    or not self._rolled_back(token)):
                 return
         raise TwoPhaseCommitError(
             f"prepared transaction {gid!r} is gone and was rolled back, so its rows are not in "
-            f"ledger {self._ledger_name!r}: something rolled it back after the commit decision "
+            f"ledger {self._ledger.name!r}: something rolled it back after the commit decision "
             f"(an application sharing app_id {app_of(token.txid)!r} in this database, or a "
             "ROLLBACK PREPARED by hand)"
         )
@@ -225,21 +204,13 @@ class PostgresParticipant:
     def _rolled_back(self, token: Token) -> bool:
         """Whether the server rolled back the (no longer prepared) transaction of ``token``.
 
-        Postgres keeps every transaction's outcome until its id is frozen away (hundreds of
-        millions of transactions later); an outcome it no longer knows counts as a commit.
         Tokens of older releases carry no transaction id: their ledger names the transaction
         of each key instead.
         """
         with self._engine.connect() as conn:
             if "xid" in token.data:
-                status = conn.execute(
-                    sa.text("SELECT pg_xact_status(CAST(:x AS xid8))"), {"x": token.data["xid"]}
-                ).scalar_one()
-                return bool(status == "aborted")
-            applied = conn.execute(
-                sa.text(f"SELECT EXISTS (SELECT 1 FROM {self._ledger} WHERE txid = :t)"),
-                {"t": token.txid},
-            ).scalar_one()
+                return aborted(conn, str(token.data["xid"]))
+            applied = self._ledger.names_txid(conn, token.txid)
         return token.rows_written > 0 and not applied
 
     def abort(self, token: Token) -> None:
@@ -247,30 +218,25 @@ class PostgresParticipant:
         gid = token.data.get("gid")
         if gid is not None:
             with database_errors(self._database.url, f"ROLLBACK PREPARED {gid!r}"):
-                self._finish("ROLLBACK PREPARED", str(gid))
+                finish_prepared(self._engine, "ROLLBACK PREPARED", str(gid))
 
     def recover(self, prefix: str) -> list[Token]:
         """Prepared transactions of this participant, in this database, under ``prefix``."""
         with database_errors(self._database.url,
                              f"listing the transactions prepared under {prefix!r}"):
             self._check_server()
-            gids = _prepared_gids(self._engine, prefix)
+            gids = prepared_gids(self._engine, prefix)
         tokens = []
         for gid in gids:
-            # kse:<app_id>:<batch_id>:<random>:<participant>[:<part>]
-            fields = gid.split(":")
-            if len(fields) in (5, 6) and fields[4] == self._name:
-                part = fields[5] if len(fields) == 6 else ""
-                tokens.append(Token(self._name, ":".join(fields[:4]), 0, {"gid": gid}, part))
+            named = parse_gid(gid)
+            if named is not None and named.participant == self._name:
+                tokens.append(Token(self._name, named.txid, 0, {"gid": gid}, named.part))
         return tokens
 
     def applied(self, keys: pa.Table) -> list[bool]:
         """For each row of ``keys`` (the key columns), whether a committed batch applied it:
         a prepared transaction's ledger rows stay invisible until it commits."""
-        with database_errors(self._database.url,
-                             f"lookup of applied keys in {self._ledger_name!r}"), \
-                self._engine.connect() as conn:
-            return keys_held(conn, self._ledger_name, keys)
+        return self._ledger.applied(keys)
 
     def rollback_parts(self, txid: str, part_prefix: str) -> int:
         """Roll back this participant's prepared parts of ``txid`` starting with ``part_prefix``.
@@ -282,78 +248,13 @@ class PostgresParticipant:
             self.abort(token)
         return len(tokens)
 
-    def _finish(self, command: str, gid: str) -> bool:
-        """Run ``COMMIT/ROLLBACK PREPARED``; False if no such prepared transaction exists."""
-        with self._engine.connect() as conn:
-            try:
-                conn.exec_driver_sql(f"{command} {_literal(gid)}")
-            except sa.exc.DBAPIError as error:
-                if getattr(error.orig, "sqlstate", None) == _UNDEFINED_OBJECT:
-                    return False
-                raise
-        return True
-
-    def _claim_new_rows(self, conn: sa.Connection, rows: pa.Table, txn: Transaction) -> pa.Table:
-        """Insert the keys into the ledger; the rows whose keys were not there yet."""
-        if self._direct_copy_wait == 0:
-            try:
-                # Most batches hold only new keys: a COPY into the ledger is the cheapest claim
-                # (a quarter less than an INSERT of the same keys as arrays), and the primary
-                # key makes it fail as a whole otherwise.
-                with conn.begin_nested():
-                    self._copy_keys(conn, rows, txn)
-                return rows
-            except sa.exc.IntegrityError as error:
-                if not isinstance(error.orig, psycopg.errors.UniqueViolation):
-                    raise
-                self._direct_copy_wait = _DIRECT_COPY_BACKOFF
-        else:
-            self._direct_copy_wait -= 1
-        return self._insert_new_keys(conn, rows, txn)
-
-    def _copy_keys(self, conn: sa.Connection, rows: pa.Table, txn: Transaction) -> None:
-        """COPY the keys of ``rows`` into the ledger; a key already there fails it."""
-        keys = rows.select(list(txn.key_columns))
-        if self._ledger_has_txid:
-            keys = keys.append_column(
-                "txid", pa.repeat(pa.scalar(txn.txid, pa.string()), rows.num_rows)
-            )
-        copy_rows(conn, None, self._ledger_name, keys)
-
-    def _insert_new_keys(self, conn: sa.Connection, rows: pa.Table, txn: Transaction) -> pa.Table:
-        """Insert the keys of ``rows`` the ledger does not hold, sent as one array per key
-        column; the rows whose keys were inserted."""
-        keys = txn.key_columns
-        arrays = ", ".join(
-            f"CAST(:k{i} AS {self._type(rows.schema.field(c))}[])" for i, c in enumerate(keys)
-        )
-        columns = ", ".join(self._quote(c) for c in keys)
-        params: dict[str, Any] = {
-            f"k{i}": _array_parameter(rows.column(c)) for i, c in enumerate(keys)
-        }
-        target, values = columns, "*"
-        if self._ledger_has_txid:
-            params["txid"] = txn.txid
-            target, values = f"{columns}, txid", "*, :txid"
-        inserted = conn.execute(
-            sa.text(
-                f"INSERT INTO {self._ledger} ({target}) SELECT {values}"
-                f" FROM unnest({arrays}) ON CONFLICT DO NOTHING RETURNING {columns}"
-            ),
-            params,
-        ).all()
-        claimed = pa.table(
-            [pa.array([row[i] for row in inserted]) for i in range(len(keys))], names=list(keys)
-        )
-        return rows.filter(pa.array(contained(rows.select(list(keys)), claimed), pa.bool_()))
-
     def _run_effect(self, conn: sa.Connection, rows: pa.Table) -> None:
         if callable(self._effect):
             self._effect(conn, rows)
             return
 
         statement = sa.text(self._effect) if isinstance(self._effect, str) else self._effect
-        loop = server_loop(statement.text, rows, self._type)
+        loop = server_loop(statement.text, rows, partial(postgres_type, self._engine))
         if loop is None:
             conn.execute(statement, rows.to_pylist())
             return
@@ -370,62 +271,13 @@ class PostgresParticipant:
 
         Runs once per participant object; several processes may run it at once.
         """
-        if self._ledger_ready:
-            return
         self._check_server()
-        columns = ", ".join(
-            f"{self._quote(c)} {self._type(schema.field(c))} NOT NULL" for c in keys
-        )
-
-        with self._engine.connect() as conn:
-            try:
-                conn.exec_driver_sql(
-                    f"CREATE TABLE IF NOT EXISTS {self._ledger} ({columns},"
-                    f" applied_at timestamptz NOT NULL DEFAULT now(),"
-                    f" PRIMARY KEY ({', '.join(self._quote(c) for c in keys)}))"
-                )
-            except sa.exc.DBAPIError as error:
-                # Another application sharing the ledger created it at the same moment.
-                if getattr(error.orig, "sqlstate", None) not in _ALREADY_CREATED:
-                    raise
-            self._ledger_has_txid = bool(conn.exec_driver_sql(
-                "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = %(t)s::regclass"
-                " AND attname = 'txid' AND NOT attisdropped)", {"t": self._ledger}
-            ).scalar_one())
-        self._ledger_ready = True
-
-    def _type(self, field: pa.Field) -> str:
-        """The Postgres type of a key column, as the upsert sinks map it."""
-        return str(sql_type(field).compile(dialect=self._engine.dialect))
+        self._ledger.create(schema, keys)
 
     def _check_server(self) -> None:
-        if self._checked_server:
-            return
-        with self._engine.connect() as conn:
-            limit = int(conn.exec_driver_sql("SHOW max_prepared_transactions").scalar_one())
-        if limit < 1:
-            url = self._engine.url.render_as_string(hide_password=True)
-            raise PreparedTransactionsDisabledError(
-                f"the Postgres server of {url} has max_prepared_transactions = 0, so participant "
-                f"{self._name!r} cannot PREPARE TRANSACTION; set max_prepared_transactions in "
-                "postgresql.conf to at least the number of pipelines using two-phase commit on "
-                "this server (times their Postgres participants) and restart the server"
-            )
-        self._checked_server = True
-
-
-def _prepared_gids(engine: sa.Engine, prefix: str) -> list[str]:
-    """Gids of the transactions prepared in ``engine``'s database under ``prefix``, oldest first."""
-    with engine.connect() as conn:
-        return list(
-            conn.execute(
-                sa.text(
-                    "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()"
-                    " AND starts_with(gid, :p) ORDER BY prepared"
-                ),
-                {"p": prefix},
-            ).scalars()
-        )
+        if not self._checked_server:
+            check_prepared_transactions(self._engine, self._name)
+            self._checked_server = True
 
 
 def _resolution_only(conn: sa.Connection, rows: pa.Table) -> None:
@@ -444,7 +296,6 @@ def prepared_participants(engine: sa.Engine | str, prefix: str) -> list[Postgres
 
     bound = create_sql_engine(engine) if isinstance(engine, str) else engine
     with database_errors(bound.url, "listing the transactions prepared there"):
-        gids = _prepared_gids(bound, prefix)
-    names = sorted({fields[4] for fields in (gid.split(":") for gid in gids)
-                    if len(fields) in (5, 6)})
+        gids = prepared_gids(bound, prefix)
+    names = sorted({named.participant for named in map(parse_gid, gids) if named is not None})
     return [PostgresParticipant(bound, _resolution_only, name=name) for name in names]

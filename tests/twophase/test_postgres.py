@@ -1,7 +1,7 @@
 """The Postgres participant on a real server: a prepared effect stays invisible until COMMIT
-PREPARED, lands once, and its keys stay in the ledger; a replayed or overlapping batch applies only
-its new records; an abort leaves nothing; and any process finds and finishes what another one
-prepared."""
+PREPARED, lands once, and its keys stay in the ledger; an abort leaves nothing; a transaction the
+server rolled back is prepared again; participants made from what is prepared finish it; and a
+copy in another process prepares over its own connection."""
 
 from __future__ import annotations
 
@@ -17,32 +17,14 @@ from helpers.accounts import (
     expected_balances,
     payments,
     prepared_gids,
-    record_keys,
-    wait_for_lock_waiter,
 )
-from helpers.pauses import Background
+from helpers.postgres_participants import KEYS, keys_of, run_sql
 
 from kafka_share_eos.errors import ConfigurationError, DatabaseUnavailableError
 from kafka_share_eos.twophase import Transaction, TwoPhaseCommitError, txid_prefix
 from kafka_share_eos.twophase.postgres import PostgresParticipant, prepared_participants
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
-
-KEYS = ["topic", "partition", "offset"]
-
-
-def keys_of(records: pa.Table) -> pa.Table:
-    return records.select(KEYS)
-
-
-def run_sql(url: str, statement: str) -> list[tuple[object, ...]]:
-    """Run ``statement`` and commit; the rows it returns, if any."""
-    engine = sa.create_engine(url)
-    with engine.begin() as conn:
-        result = conn.exec_driver_sql(statement)
-        rows = [tuple(row) for row in result.all()] if result.returns_rows else []
-    engine.dispose()
-    return rows
 
 
 def test_a_prepared_effect_stays_invisible_until_it_is_committed_once(postgres_url: str) -> None:
@@ -68,31 +50,6 @@ def test_a_prepared_effect_stays_invisible_until_it_is_committed_once(postgres_u
     assert run_sql(postgres_url, "SELECT count(*) FROM kse_ledger_postgres") == [(9,)]
 
 
-def test_a_replayed_or_overlapping_batch_applies_only_its_new_records(postgres_url: str) -> None:
-    create_accounts(postgres_url)
-    participant = PostgresParticipant(postgres_url, INCREMENT)
-    records = payments(20)
-
-    def apply(rows: pa.Table, batch_id: int) -> int:
-        token = participant.prepare(rows, Transaction.new("pay", batch_id, KEYS))
-        participant.commit(token)
-        return token.rows_written
-
-    assert apply(records.slice(0, 10), 0) == 10
-    replay = participant.prepare(records.slice(0, 10), Transaction.new("pay", 0, KEYS))
-    # Nothing new: no prepared transaction is left to resolve, and its commit does nothing.
-    assert (replay.rows_written, replay.data["gid"]) == (0, None)
-    assert prepared_gids(postgres_url) == []
-    participant.commit(replay)
-    # Half known: the claim of new keys leaves out the five applied ones.
-    assert apply(records.slice(5, 10), 1) == 5
-    # The batch after an overlap claims its keys the same way, all of them new.
-    assert apply(records.slice(15, 5), 2) == 5
-
-    assert balances(postgres_url) == expected_balances(records)
-    assert participant.applied(keys_of(records)) == [True] * 20
-
-
 def test_an_aborted_prepare_leaves_no_effect_and_frees_its_keys(postgres_url: str) -> None:
     create_accounts(postgres_url)
     participant = PostgresParticipant(postgres_url, INCREMENT)
@@ -109,36 +66,6 @@ def test_an_aborted_prepare_leaves_no_effect_and_frees_its_keys(postgres_url: st
     assert again.rows_written == 6
     participant.commit(again)
     assert balances(postgres_url) == expected_balances(records)
-
-
-def test_another_process_recovers_and_finishes_only_its_own_prepared_work(
-    postgres_url: str,
-) -> None:
-    # Inserts: prepared transactions of one effect hold no row another one waits for.
-    run_sql(postgres_url, "CREATE TABLE audit (p int, o bigint)")
-    record = "INSERT INTO audit VALUES (:partition, :offset)"
-    records = payments(12)
-    dead = PostgresParticipant(postgres_url, record)
-    committed = dead.prepare(records.slice(0, 4), Transaction.new("rec", 0, KEYS))
-    rolled_back = dead.prepare(records.slice(4, 4), Transaction.new("rec", 1, KEYS), part="p3a0")
-    other_name = PostgresParticipant(postgres_url, record, name="other")
-    other_app = PostgresParticipant(postgres_url, record)
-    others = [other_name.prepare(records.slice(8, 2), Transaction.new("rec", 2, KEYS)),
-              other_app.prepare(records.slice(10, 2), Transaction.new("else", 0, KEYS))]
-
-    fresh = PostgresParticipant(postgres_url, record)
-    found = {(t.txid, t.part): t for t in fresh.recover(txid_prefix("rec"))}
-
-    assert sorted(found) == sorted([(committed.txid, ""), (rolled_back.txid, "p3a0")])
-    assert found[(rolled_back.txid, "p3a0")].data["gid"] == rolled_back.data["gid"]
-    fresh.commit(found[(committed.txid, "")])
-    fresh.abort(found[(rolled_back.txid, "p3a0")])
-    assert fresh.recover(txid_prefix("rec")) == []
-    assert sorted(prepared_gids(postgres_url)) == sorted(str(t.data["gid"]) for t in others)
-    other_name.abort(others[0])
-    other_app.abort(others[1])
-    assert sorted(run_sql(postgres_url, "SELECT p, o FROM audit")) == record_keys(
-        records.slice(0, 4))
 
 
 def test_prepared_participants_finish_transactions_without_knowing_their_effect(
@@ -207,26 +134,6 @@ def test_an_effect_that_fails_otherwise_fails_the_prepare_and_leaves_nothing(
     assert participant.applied(keys_of(records)) == [False] * 4
 
 
-def test_binary_keys_and_a_per_record_statement_without_array_literals_apply_once(
-    postgres_url: str,
-) -> None:
-    run_sql(postgres_url, "CREATE TABLE audit (k bytea PRIMARY KEY, amount bigint)")
-    participant = PostgresParticipant(postgres_url, "INSERT INTO audit VALUES (:key, :amount)",
-                                      ledger_table="binary_keys")
-    keys = [b"\x00k%d" % i for i in range(8)]
-    records = pa.table({"key": pa.array(keys, pa.binary()),
-                        "amount": pa.array(range(8), pa.int64())})
-
-    for batch_id, rows in enumerate([records.slice(0, 5), records.slice(3, 5), records]):
-        participant.commit(participant.prepare(rows, Transaction.new("bin", batch_id, ["key"])))
-
-    assert participant.ledger_table == "binary_keys"
-    assert sorted(run_sql(postgres_url, "SELECT k, amount FROM audit")) == [
-        (k, i) for i, k in enumerate(keys)]
-    assert sorted(bytes(k) for (k,) in run_sql(postgres_url, "SELECT key FROM binary_keys")) == (
-        keys)
-
-
 def test_a_copy_sent_to_another_process_prepares_over_its_own_connection(
     postgres_url: str,
 ) -> None:
@@ -242,25 +149,6 @@ def test_a_copy_sent_to_another_process_prepares_over_its_own_connection(
 
     assert balances(postgres_url) == expected_balances(records)
     engine.dispose()
-
-
-def test_a_prepare_waiting_on_anothers_prepared_keys_skips_those_it_commits(
-    postgres_url: str,
-) -> None:
-    create_accounts(postgres_url)
-    records = payments(9)
-    first, second = (PostgresParticipant(postgres_url, INCREMENT) for _ in range(2))
-    held = first.prepare(records.slice(0, 6), Transaction.new("a", 0, KEYS))
-
-    waiting = Background(
-        lambda: second.prepare(records.slice(3, 6), Transaction.new("b", 0, KEYS)))
-    wait_for_lock_waiter(postgres_url)
-    first.commit(held)
-    token = waiting.outcome()
-    second.commit(token)
-
-    assert token.rows_written == 3
-    assert balances(postgres_url) == expected_balances(records)
 
 
 def test_names_are_checked_and_an_unreachable_server_is_named_without_its_password() -> None:
