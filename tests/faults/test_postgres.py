@@ -32,7 +32,8 @@ from kafka_share_eos.proving_ground.verify.pipeline import PROGRESS_FILE, Pipeli
 from kafka_share_eos.proving_ground.verify.process import Exit, PipelineProcess
 from kafka_share_eos.proving_ground.verify.records import plan_records, produce
 from kafka_share_eos.proving_ground.verify.score import score
-from kafka_share_eos.proving_ground.verify.targets import EFFECTS_TABLE, RunContext, dead_lettered
+from kafka_share_eos.proving_ground.verify.table_targets import EFFECTS_TABLE
+from kafka_share_eos.proving_ground.verify.targets import RunContext, dead_lettered
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(600)]
 

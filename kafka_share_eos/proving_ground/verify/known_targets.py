@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from kafka_share_eos.proving_ground.verify.kafka_targets import DedupKafkaTopic, KafkaTopic
-from kafka_share_eos.proving_ground.verify.targets import (
+from kafka_share_eos.proving_ground.verify.table_targets import (
     DedupDelta,
     DeltaSparkUpsert,
     DeltaUpsert,
     PostgresUpsert,
     SqliteUpsert,
-    Target,
     TwoPhase,
     UnsafeIncrement,
 )
+from kafka_share_eos.proving_ground.verify.targets import Target
 
 TARGETS: dict[str, type[Target]] = {
     t.name: t for t in (PostgresUpsert, SqliteUpsert, DeltaUpsert, DeltaSparkUpsert, TwoPhase,
