@@ -18,7 +18,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from kafka_share_eos._libs import spark_functions
+from kafka_share_eos._libs import spark_functions, spark_types
 from kafka_share_eos.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -55,7 +55,9 @@ def require_toolkit_on_workers(spark: SparkSession) -> None:
             message names that interpreter, the settings that choose it, and this one.
     """
     _pickled_by_value()
-    probe = spark_functions.udf(_probe, "string", useArrow=False)
+    # A type, not "string": Connect parses a type's name through the thread's active session,
+    # which need not be ``spark``.
+    probe = spark_functions.udf(_probe, spark_types.StringType(), useArrow=False)
     row = spark.range(1).select(probe().alias(PROBE_COLUMN)).first()
     assert row is not None  # one row in, one row out
     found = json.loads(row[PROBE_COLUMN])

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import venv
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -15,6 +15,8 @@ from kafka_share_eos.source.worker_python import require_toolkit_on_workers
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from kafka_share_eos.proving_ground.launchers.spark_connect import SparkConnectServer
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -57,3 +59,15 @@ def test_workers_on_an_interpreter_without_the_toolkit_are_named_at_register(
     assert "No module named 'kafka_share_eos'" in message
     assert "PYSPARK_PYTHON or spark.pyspark.python" in message
     assert sys.executable in message
+
+
+@pytest.mark.connect
+def test_a_connect_session_is_asked_while_another_is_the_active_one(
+    connect_spark: Any, spark_connect_server: SparkConnectServer
+) -> None:
+    # Creating a session makes it the active one and stopping it leaves none: the probe must
+    # use the session it is given, not the thread's active one.
+    other = spark_connect_server.session()
+    other.stop()
+
+    require_toolkit_on_workers(connect_spark)

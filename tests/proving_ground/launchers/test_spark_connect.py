@@ -122,13 +122,20 @@ def test_a_token_admits_only_its_clients_and_is_written_nowhere(
     with SparkConnectServer(token=TOKEN, short_lived=True) as server:
         assert TOKEN in server.url
         without = ConnectSession.builder.remote(f"sc://localhost:{server.port}").create()
-        with pytest.raises(Exception, match=r"(?i)unauthenticated|token|authoriz"):
-            without.range(1).collect()
+        try:
+            with pytest.raises(Exception, match=r"(?i)unauthenticated|token|authoriz"):
+                without.range(1).collect()
+        finally:
+            # Stopped, so that it is not left the process's default session once its server
+            # is gone: the tests after this one would find it there.
+            without.stop()
 
         # The client process takes the URL, token and all, as a user's program does.
         report = run_client(server.url, share_topic, work)
 
-        assert report["server"] == ConnectSession.builder.remote(server.url).create().version
+        admitted = server.session()
+        assert report["server"] == admitted.version
+        admitted.stop()
         log = server.log_file.read_bytes()
         assert log and TOKEN.encode() not in log
     assert len(table_offsets(work)) == 200 == len(set(table_offsets(work)))

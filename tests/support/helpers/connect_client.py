@@ -51,6 +51,8 @@ def _children(parent: int) -> dict[int, str]:
 
 
 def main(url: str, bootstrap: str, topic: str, group: str, workdir: str) -> None:
+    # The SQLite target's directory, which its check at construction wants to exist.
+    Path(workdir).mkdir(parents=True, exist_ok=True)
     spark = SparkSession.builder.remote(url).getOrCreate()
     kafka_share_eos.register(spark)
     orders = share_stream(spark, source_options(
