@@ -18,7 +18,7 @@ from pyarrow.fs import FileSelector, FileType
 
 from kafka_share_eos.cli.errors import given
 from kafka_share_eos.cli.group import Commands
-from kafka_share_eos.cli.options import StorageOpt, storage_options
+from kafka_share_eos.cli.options import StorageOpt, key_values, storage_options
 from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
 from kafka_share_eos.storage import open_existing
 from kafka_share_eos.twophase import (
@@ -81,13 +81,7 @@ def _iceberg_participants(
     if tables and not catalog:
         raise typer.BadParameter("name the catalog of the --iceberg tables with "
                                  "--iceberg-catalog KEY=VALUE (type=sql, uri=..., warehouse=...)")
-    config: dict[str, str] = {}
-    for pair in catalog:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise typer.BadParameter(f"expected KEY=VALUE, got {pair.partition('=')[0]!r}",
-                                     param_hint="--iceberg-catalog")
-        config[key] = value
+    config = key_values(catalog, "--iceberg-catalog")
     found: list[Participant] = []
     for table in tables:
         with given("--iceberg", table):
