@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from kafka_share_eos import PipelineMetrics, serve_metrics
 from kafka_share_eos.monitoring.share_lag import parse_describe
 from kafka_share_eos.proving_ground import streams
-from kafka_share_eos.proving_ground.launchers.kafka_dist import java_binary, kafka_jars
+from kafka_share_eos.proving_ground.launchers.kafka_dist import tool_command
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 
 # What kafka-share-groups.sh printed against Kafka 4.4.0 (docs/operations.md).
@@ -38,8 +38,7 @@ def test_the_lag_kafka_reports_is_exported(kafka_topic: ShareTopic, tmp_path: Pa
     with share_consumer(bootstrap, kafka_topic.group_id, [topic]) as consumer:
         accepted = consume(consumer, timeout=60, until=lambda deliveries: len(deliveries) > 0)
     produce(bootstrap, topic, [b"later-%d" % i for i in range(20)])
-    tool = [str(java_binary()), "-cp", f"{kafka_jars()}/*",
-            "org.apache.kafka.tools.consumer.group.ShareGroupCommand"]
+    tool = tool_command("share-groups")
     options = streams.source_options(bootstrap, kafka_topic.group_id, topic, tmp_path / "j")
     pipeline = PipelineMetrics("orders", options, lag_command=tool, log_ends=False)
     registry = CollectorRegistry()
