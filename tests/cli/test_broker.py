@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from helpers import consume, count_at_least, produce, share_consumer
+from helpers.scripts import CLI, CLI_ENV
 
 pytestmark = pytest.mark.timeout(90)
 
-CLI = str(Path(sys.executable).parent / "kafka-share-eos")
-# Wide, plain error output, so messages are not wrapped or coloured.
-CLI_ENV = {**os.environ, "COLUMNS": "300", "NO_COLOR": "1", "TERM": "dumb"}
 
 
 def _wait_for_file(path: Path, process: subprocess.Popen[str], timeout: float = 30) -> str:

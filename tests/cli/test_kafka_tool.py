@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from helpers import consume, count_at_least, produce, share_consumer
 from helpers.doc_blocks import ROOT, blocks
+from helpers.scripts import CLI, CLI_ENV
 
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(180)]
 
-CLI = str(Path(sys.executable).parent / "kafka-share-eos")
-CLI_ENV = {**os.environ, "COLUMNS": "300", "NO_COLOR": "1", "TERM": "dumb"}
 
 
 def _tool(*arguments: str) -> subprocess.CompletedProcess[str]:

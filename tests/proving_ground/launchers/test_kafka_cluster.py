@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import psutil
@@ -21,6 +20,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from helpers import consume, count_at_least, produce, share_consumer
 from helpers.processes import wait_until
+from helpers.scripts import CLI, CLI_ENV
 
 from kafka_share_eos.proving_ground.launchers.kafka_dist import KAFKA_VERSION_ENV
 from kafka_share_eos.proving_ground.launchers.processes import processes_mentioning
@@ -28,8 +28,6 @@ from kafka_share_eos.sharegroup.group_config import describe_share_group
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(240)]
 
-CLI = str(Path(sys.executable).parent / "kafka-share-eos")
-CLI_ENV = {**os.environ, "COLUMNS": "300", "NO_COLOR": "1", "TERM": "dumb"}
 
 
 def _java_children(pid: int) -> list[int]:

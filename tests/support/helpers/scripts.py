@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
+
+CLI = str(Path(sys.executable).parent / "kafka-share-eos")
+"""The ``kafka-share-eos`` command of this environment."""
+# Wide, plain error output, so messages are not wrapped or coloured.
+CLI_ENV = {**os.environ, "COLUMNS": "300", "NO_COLOR": "1", "TERM": "dumb"}
 
 
 def run_python(
