@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import pyiceberg.expressions as iceberg_expressions
     import pyiceberg.table as iceberg_table
     import pyiceberg.table.snapshots as iceberg_snapshots
+    import pyiceberg.table.update.snapshot as iceberg_snapshot_updates
     import pyspark as pyspark
     import sqlalchemy as sa
     from pyspark import errors as spark_errors
@@ -35,6 +36,7 @@ else:
     iceberg_errors = ICEBERG.lazy("pyiceberg.exceptions")
     iceberg_expressions = ICEBERG.lazy("pyiceberg.expressions")
     iceberg_snapshots = ICEBERG.lazy("pyiceberg.table.snapshots")
+    iceberg_snapshot_updates = ICEBERG.lazy("pyiceberg.table.update.snapshot")
     iceberg_table = ICEBERG.lazy("pyiceberg.table")
     pyspark = SPARK.lazy("pyspark")
     sa = SQLITE.lazy("sqlalchemy")
@@ -47,7 +49,8 @@ else:
     sa_sqlite = SQLITE.lazy("sqlalchemy.dialects.sqlite")
 
 __all__ = [
-    "deltalake", "iceberg_catalog", "iceberg_errors", "iceberg_expressions", "iceberg_snapshots",
-    "iceberg_table", "psycopg", "pyspark", "sa", "sa_postgresql", "sa_sqlite", "spark_errors",
-    "spark_functions", "spark_home", "spark_sql", "spark_types",
+    "deltalake", "iceberg_catalog", "iceberg_errors", "iceberg_expressions",
+    "iceberg_snapshot_updates", "iceberg_snapshots", "iceberg_table", "psycopg", "pyspark", "sa",
+    "sa_postgresql", "sa_sqlite", "spark_errors", "spark_functions", "spark_home", "spark_sql",
+    "spark_types",
 ]

@@ -24,6 +24,7 @@ LIBRARY_OF = {
     "deltalake": "deltalake", "iceberg_catalog": "pyiceberg.catalog",
     "iceberg_errors": "pyiceberg.exceptions", "iceberg_expressions": "pyiceberg.expressions",
     "iceberg_snapshots": "pyiceberg.table.snapshots", "iceberg_table": "pyiceberg.table",
+    "iceberg_snapshot_updates": "pyiceberg.table.update.snapshot",
     "psycopg": "psycopg", "pyspark": "pyspark", "sa": "sqlalchemy",
     "sa_postgresql": "sqlalchemy.dialects.postgresql",
     "sa_sqlite": "sqlalchemy.dialects.sqlite", "spark_errors": "pyspark.errors",

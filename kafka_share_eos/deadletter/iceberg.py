@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA, first_per_record
 from kafka_share_eos.deadletter.sink import DeadLetterSink
-from kafka_share_eos.iceberg.snapshots import commit_record
+from kafka_share_eos.iceberg.snapshots import commit_marked, commit_record
 from kafka_share_eos.iceberg.tables import without_rebase
 from kafka_share_eos.sinks.dedup import contained
 from kafka_share_eos.sinks.iceberg_keys import stored_keys
@@ -103,5 +103,5 @@ class IcebergDeadLetters(DeadLetterSink):
         # The table's own Arrow schema: its string columns are large ones, and its required
         # columns must stay required for pyiceberg to take them.
         transaction.append(new.cast(table.schema().as_arrow()), snapshot_properties=properties)
-        transaction.commit_transaction()
+        commit_marked(transaction)
         return int(new.num_rows)

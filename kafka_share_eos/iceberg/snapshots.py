@@ -15,6 +15,11 @@ one, so the newest such snapshot knows every application's last batch even after
 snapshots that committed them expired. A batch at or below its application's watermark was
 committed, whether its commit's answer was lost, the query crashed before Spark recorded it,
 or another application committed since.
+
+Each commit also moves the table's tag ``kafka-share-eos`` onto its newest snapshot, in the
+same commit. Snapshot expiry keeps every tagged snapshot (pyiceberg's, and Spark's while the
+tag has no maximum age), so the watermarks outlive other engines' commits piling up on top
+and an expiry of every snapshot but the current one.
 """
 
 from __future__ import annotations
@@ -23,10 +28,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kafka_share_eos._libs import iceberg_snapshots
+from kafka_share_eos._libs import iceberg_snapshot_updates, iceberg_snapshots
 
 if TYPE_CHECKING:
-    from pyiceberg.table import Table
+    from pyiceberg.table import Table, Transaction
     from pyiceberg.table.snapshots import Snapshot
 
 APPLICATION = "kafka-share-eos.application"
@@ -34,6 +39,8 @@ QUERY = "kafka-share-eos.query"
 BATCH = "kafka-share-eos.batch"
 TRANSACTION = "kafka-share-eos.transaction"
 WATERMARK_PREFIX = "kafka-share-eos.committed."
+TAG = "kafka-share-eos"
+"""The tag on the newest snapshot the toolkit committed."""
 
 
 @dataclass(frozen=True)
@@ -75,18 +82,35 @@ def _toolkit_properties(snapshot: Snapshot) -> dict[str, str] | None:
     return summary.additional_properties
 
 
+def _record(snapshot: Snapshot, properties: Mapping[str, str]) -> CommitRecord:
+    marks = {key.removeprefix(WATERMARK_PREFIX): int(value)
+             for key, value in properties.items() if key.startswith(WATERMARK_PREFIX)}
+    return CommitRecord(marks, snapshot.snapshot_id)
+
+
 def commit_record(table: Table) -> CommitRecord:
     """The watermarks of the newest snapshot the toolkit committed among the current one and
-    its ancestors (another engine's snapshots on top carry none and are walked past)."""
+    its ancestors (another engine's snapshots on top carry none and are walked past), else of
+    the snapshot the toolkit's tag holds: the ancestors that led to it may have expired."""
     for snapshot in iceberg_snapshots.ancestors_of(table.current_snapshot(), table.metadata):
         properties = _toolkit_properties(snapshot)
         if properties is not None:
-            marks = {
-                key.removeprefix(WATERMARK_PREFIX): int(value)
-                for key, value in properties.items() if key.startswith(WATERMARK_PREFIX)
-            }
-            return CommitRecord(marks, snapshot.snapshot_id)
+            return _record(snapshot, properties)
+    tagged = table.snapshot_by_name(TAG)
+    properties = None if tagged is None else _toolkit_properties(tagged)
+    if tagged is not None and properties is not None:
+        return _record(tagged, properties)
     return CommitRecord()
+
+
+def commit_marked(transaction: Transaction) -> None:
+    """Commit ``transaction``, whose snapshots carry the toolkit's properties, with the tag
+    :data:`TAG` moved onto its newest snapshot in the same commit."""
+    snapshot = transaction.table_metadata.current_snapshot()
+    if snapshot is not None:
+        tag = iceberg_snapshot_updates.ManageSnapshots(transaction)
+        tag.create_tag(snapshot.snapshot_id, TAG).commit()
+    transaction.commit_transaction()
 
 
 def commits_of(table: Table, application: str) -> list[tuple[int, int]]:

@@ -20,7 +20,7 @@ from kafka_share_eos import faults
 from kafka_share_eos._names import names
 from kafka_share_eos.delta.transactions import check_batch_order
 from kafka_share_eos.errors import MissingColumnsError
-from kafka_share_eos.iceberg.snapshots import commit_record
+from kafka_share_eos.iceberg.snapshots import commit_marked, commit_record
 from kafka_share_eos.iceberg.tables import as_table_types, without_rebase
 from kafka_share_eos.sinks.iceberg_target import IcebergTarget
 
@@ -144,5 +144,5 @@ class IcebergAppendSink:
         transaction.append(rows, snapshot_properties=record.properties(
             self.app_id, batch_id, self.query_id))
         faults.maybe_crash(faults.SINK_MID_WRITE)
-        transaction.commit_transaction()
+        commit_marked(transaction)
         return True

@@ -26,7 +26,7 @@ import pyarrow as pa
 from kafka_share_eos import faults
 from kafka_share_eos.delta.transactions import check_batch_order
 from kafka_share_eos.errors import BatchIdReusedError
-from kafka_share_eos.iceberg.snapshots import commit_record
+from kafka_share_eos.iceberg.snapshots import commit_marked, commit_record
 from kafka_share_eos.iceberg.tables import as_table_types, load_table, without_rebase
 from kafka_share_eos.sinks.columns import require_columns
 from kafka_share_eos.sinks.dedup import contained, split_by_stored
@@ -167,7 +167,7 @@ class IcebergUpsertWriter(IcebergTarget):
             transaction.append(split.absent, snapshot_properties=properties)
             path = "append"
         faults.maybe_crash(faults.SINK_MID_WRITE)
-        transaction.commit_transaction()
+        commit_marked(transaction)
         return UpsertOutcome(written, rows.num_rows - written, path)
 
     def _check_replay(self, table: Table, rows: pa.Table, batch_id: int) -> None:

@@ -30,7 +30,7 @@ import pyarrow as pa
 from kafka_share_eos import faults
 from kafka_share_eos._process_local import ProcessLocal
 from kafka_share_eos.errors import AppIdConflictError, TargetTableError, TwoPhaseCommitError
-from kafka_share_eos.iceberg.snapshots import commit_record, transaction_snapshot
+from kafka_share_eos.iceberg.snapshots import commit_marked, commit_record, transaction_snapshot
 from kafka_share_eos.iceberg.tables import as_table_types, load_table, without_rebase
 from kafka_share_eos.sinks.dedup import contained
 from kafka_share_eos.sinks.iceberg_keys import stored_keys
@@ -266,7 +266,7 @@ class IcebergParticipant(ProcessLocal):
             snapshot_properties=record.properties(app_id, number, None, token.txid),
             check_duplicate_files=False,
         )
-        transaction.commit_transaction()
+        commit_marked(transaction)
         return _Committed(frozenset(f["path"] for f in staged),
                           sum(int(f["rows"]) for f in staged), number_taken)
 

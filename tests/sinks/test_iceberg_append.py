@@ -88,6 +88,26 @@ def test_snapshot_expiry_before_a_replay_forgets_no_batch(config: dict[str, str]
     assert offsets(config) == [(0, o) for o in range(8)]
 
 
+def test_a_replay_after_other_engines_commits_and_an_expiry_of_all_before_them_appends_nothing(
+    config: dict[str, str],
+) -> None:
+    """The snapshot that recorded the batch is neither current nor reachable from it once
+    expiry cut the history under another engine's commits: the toolkit's tag keeps it."""
+    sink = IcebergAppendSink("db.events", catalog=config, create_table=True, app_id="a")
+    sink(run(range(4)), 0)
+    sink(run(range(4, 8)), 1)
+    table = load(config)
+    table.append(run(range(100, 102), partition=9))  # another engine, no properties
+    table.delete("partition = 9 AND offset = 100")
+    load(config).maintenance.expire_snapshots().older_than(
+        datetime.now(UTC) + timedelta(1)).commit()
+
+    assert sink(run(range(4, 8)), 1) is False
+    assert sink(run(range(8, 10)), 2) is True
+
+    assert offsets(config) == [*((0, o) for o in range(10)), (9, 101)]
+
+
 def test_a_lost_commit_race_starts_over_on_the_winners_snapshot(config: dict[str, str]) -> None:
     a = IcebergAppendSink("db.events", catalog=sql_catalog(config, OtherWriterFirst),
                           create_table=True, app_id="a")
