@@ -61,7 +61,8 @@ class MatrixOptions:
             ConfigurationError: an unknown broker or storage, session drops asked of Apache Kafka, a
                 Kafka-topic target asked of the embedded broker, an unknown fault, a Kafka
                 fault asked of the embedded broker, a fault that fits none of the strategies,
-                neither crash points nor faults, or a strategy or
+                a strategy whose tables cannot live on the storage, neither crash points nor
+                faults, or a strategy or
                 crash point :meth:`cells` refuses.
         """
         if self.broker not in BROKER_KINDS:
@@ -86,6 +87,13 @@ class MatrixOptions:
             raise ConfigurationError(
                 f"{', '.join(self.faults)} run pipelines on a Spark standalone cluster, "
                 "which has no delta-spark: leave out the strategies that use it"
+            )
+        elsewhere = [t for t in dict.fromkeys(named)
+                     if t in TARGETS and self.storage not in TARGETS[t].storages]
+        if elsewhere:
+            raise ConfigurationError(
+                f"{', '.join(elsewhere)} keep their tables on "
+                f"{' or '.join(TARGETS[elsewhere[0]].storages)}, not on --storage {self.storage}"
             )
         needing = [t for t in dict.fromkeys(named)
                    if t in TARGETS and TARGETS[t].needs_transactions]

@@ -209,29 +209,34 @@ class TwoPhase(Target):
     )
     hold_point = faults.TWO_PHASE_AFTER_PREPARE
     needs_postgres = True
-    delta_tables = ("effects-delta",)
+    delta_tables: ClassVar[tuple[str, ...]] = ("effects-delta",)
 
     def setup(self, ctx: RunContext, records: Sequence[PlannedRecord]) -> None:
         _create_counts(ctx.postgres(), records)
 
     def build(self, ctx: RunContext, pipeline: str) -> Any:
         from kafka_share_eos.strategies import TwoPhaseCommitCoordinator
-        from kafka_share_eos.twophase.delta import DeltaParticipant
         from kafka_share_eos.twophase.postgres import PostgresParticipant
 
         return TwoPhaseCommitCoordinator(
             log=ctx.path(f"pipeline-{pipeline}/decisions"),
-            participants=[
-                PostgresParticipant(ctx.postgres(), INCREMENT),
-                DeltaParticipant(ctx.path("effects-delta")),
-            ],
+            participants=[PostgresParticipant(ctx.postgres(), INCREMENT), self.append(ctx)],
             app_id=f"verify-{pipeline}",
             **screening(ctx),
         )
 
+    def append(self, ctx: RunContext) -> Any:
+        """The participant that appends each record beside the Postgres increment."""
+        from kafka_share_eos.twophase.delta import DeltaParticipant
+
+        return DeltaParticipant(ctx.path("effects-delta"))
+
+    def appended(self, ctx: RunContext) -> Landed:
+        """How many times each record landed in :meth:`append`'s table."""
+        return {"delta": _delta_rows(ctx, "effects-delta")}
+
     def landed(self, ctx: RunContext, produced: Produced) -> Landed:
-        return {**_increments(ctx.postgres(), produced),
-                "delta": _delta_rows(ctx, "effects-delta")}
+        return {**_increments(ctx.postgres(), produced), **self.appended(ctx)}
 
 
 class DedupDelta(Target):

@@ -4,7 +4,8 @@ Each target creates its tables before a run (:meth:`Target.setup`, in the verifi
 ``foreachBatch`` strategy inside the pipeline process (:meth:`Target.build`), and counts, per
 record, how many times its effect landed in each sink (:meth:`Target.landed`). Counting reads the
 sinks themselves, never what a strategy reported. The targets writing tables are in
-:mod:`.table_targets`, those writing Kafka topics in :mod:`.kafka_targets`.
+:mod:`.table_targets` and :mod:`.iceberg_targets`, those writing Kafka topics in
+:mod:`.kafka_targets`.
 """
 
 from __future__ import annotations
@@ -133,6 +134,11 @@ class Target(ABC):
     """Whether the pipeline's Spark session needs delta-spark (the delta-spark extra)."""
     delta_tables: ClassVar[tuple[str, ...]] = ()
     """The names (:meth:`RunContext.path`) of the Delta tables its strategy writes."""
+    extra: ClassVar[str | None] = None
+    """The extra its strategy needs beyond the verifier's own (``iceberg``): such a target is
+    verified only when named."""
+    storages: ClassVar[tuple[str, ...]] = ("local", "s3", "abfs")
+    """The ``--storage`` kinds its tables can live on."""
 
     def setup(self, ctx: RunContext, records: Sequence[PlannedRecord]) -> None:  # noqa: B027
         """Create the tables the run's effects are counted in (before any pipeline starts);
