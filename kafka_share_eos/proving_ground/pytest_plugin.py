@@ -24,8 +24,9 @@
   ``kafka_since("4.3")`` (or using ``delivery_limit(n)``, a group config of 4.3) gets none on
   older releases.
 - ``s3_server``: one S3-compatible server (SeaweedFS, built once with Go) per test session;
-  ``azurite_server``: one Azure Blob emulator (Azurite, fetched once with npm) per test session.
-  Tests isolate themselves by key prefix.
+  ``azurite_server``: one Azure Blob emulator (Azurite, fetched once with npm) per test session;
+  ``gcs_server``: one Google Cloud Storage emulator (fake-gcs-server, built once with Go) per
+  test session. Tests isolate themselves by key prefix.
 - ``iceberg_rest_catalog``: Apache Iceberg's reference REST catalog server (fetched once with
   Maven) per test session, its warehouse on local disk; ``iceberg_rest_catalog_s3``: another
   with its warehouse on ``s3_server``. Each gives the configuration of a pyiceberg catalog on it
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from kafka_share_eos.proving_ground.launchers.azurite import AzuriteServer
+    from kafka_share_eos.proving_ground.launchers.gcs_server import GcsServer
     from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
     from kafka_share_eos.proving_ground.launchers.prometheus import PrometheusServer
     from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
@@ -211,6 +213,16 @@ def azurite_server() -> Iterator[AzuriteServer]:
     from kafka_share_eos.proving_ground.launchers.azurite import AzuriteServer
 
     with AzuriteServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def gcs_server() -> Iterator[GcsServer]:
+    """fake-gcs-server with one bucket, shared by the session; tests isolate themselves by key
+    prefix."""
+    from kafka_share_eos.proving_ground.launchers.gcs_server import GcsServer
+
+    with GcsServer() as server:
         yield server
 
 

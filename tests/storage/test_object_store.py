@@ -1,7 +1,8 @@
 """Object stores through obstore: the journal's files, first-writer-wins creates, and the check
 that refuses a store ignoring conditional writes (an in-memory store: the fast tier; the S3 and
 Azure servers of tests/proving_ground/launchers/test_object_stores.py run the same calls on
-real servers)."""
+real servers; fake-gcs-server, which takes no write of obstore's, shows what a store refusing
+the check's create leads to)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import obstore
 import pyarrow as pa
 import pytest
+from obstore.exceptions import GenericError
 
 from kafka_share_eos.errors import ObjectStoreError, SourceOptionError
 from kafka_share_eos.journal import Journal
 from kafka_share_eos.journal.schema import JOURNAL_SCHEMA
 from kafka_share_eos.proving_ground.launchers.azurite import AzuriteServer
+from kafka_share_eos.proving_ground.launchers.gcs_server import GcsServer
 from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
 from kafka_share_eos.source.options import SourceOptions
 from kafka_share_eos.storage import (
@@ -134,3 +138,18 @@ def test_two_phase_decisions_on_a_real_store_keep_the_first(
     assert log.write(commit) == commit
     assert log.write(abort) == commit
     assert log.read("kse:app:7:0") == commit
+
+
+def test_a_journal_whose_store_refuses_the_check_s_create_fails_with_its_reason_writing_nothing(
+    gcs_server: GcsServer,
+) -> None:
+    """fake-gcs-server answers every write of obstore (an XML API ``PUT``) with 400: the
+    journal's first write fails with that answer, not with the "not found" of the probe's
+    clean-up (GCS answers 404 to a delete of what it does not hold), and leaves nothing."""
+    prefix = f"journal-{uuid.uuid4().hex}"
+    journal = Journal(Location(gcs_server.url(prefix), gcs_server.storage_options()))
+
+    with pytest.raises(GenericError, match=r"PUT .*400 Bad Request.*invalid uploadType"):
+        journal.write(1, _batch([0]))
+
+    assert obstore.list(gcs_server.obstore_store(), prefix).collect() == []

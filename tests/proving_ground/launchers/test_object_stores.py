@@ -26,6 +26,7 @@ from obstore.exceptions import AlreadyExistsError
 
 from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
 from kafka_share_eos.proving_ground.launchers.azurite import AzuriteServer
+from kafka_share_eos.proving_ground.launchers.gcs_server import GcsServer
 from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
 
 ROUNDS = 20
@@ -200,9 +201,9 @@ def test_stopping_a_server_ends_it_and_removes_its_data(launcher: type[Server]) 
         _ = server.endpoint
 
 
-@pytest.mark.parametrize("module", ["s3_server", "azurite"])
+@pytest.mark.parametrize("module", ["s3_server", "azurite", "gcs_server"])
 def test_the_prefetch_is_silent_once_the_server_is_cached(
-    s3_server: S3Server, azurite_server: AzuriteServer, module: str
+    s3_server: S3Server, azurite_server: AzuriteServer, gcs_server: GcsServer, module: str
 ) -> None:
     result = subprocess.run(
         [sys.executable, "-m", f"kafka_share_eos.proving_ground.launchers.{module}"],

@@ -1,0 +1,170 @@
+"""fake-gcs-server, a Google Cloud Storage emulator, on loopback for tests.
+
+fake-gcs-server (BSD-2-Clause) publishes no package to a registry the suite uses but the Go
+module proxy: :func:`fake_gcs_server_binary` builds it once with ``go install`` into
+``$XDG_CACHE_HOME/kafka-share-eos/fake-gcs-server-<version>`` (``~/.cache`` by default, outside
+any repository; about a minute and a half of Go's time). The server keeps its objects in a
+temporary directory removed at stop, and serves one bucket, made from a directory it loads at
+start.
+
+What it serves, with v1.56.1: the JSON API whole, its uploads honouring ``ifGenerationMatch=0``
+(a second create answered 412), and the XML API's reads (``GET``, ``HEAD``, listing) once its
+public host is its own address. It has no XML API ``PUT``, and Rust's ``object_store`` (so obstore
+and delta-rs) writes every object, conditional creates included, with one: each of their writes
+is answered ``400 invalid uploadType``. A store the toolkit writes to must first create a probe
+object first-writer-wins (:func:`~kafka_share_eos.storage.object_store.check_conditional_writes`),
+so ``gs://`` locations on this server are refused before any record is written.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
+from kafka_share_eos.proving_ground.launchers import local_server
+from kafka_share_eos.proving_ground.launchers.cache import CachedProgram
+from kafka_share_eos.proving_ground.launchers.local_server import LocalServer
+
+if TYPE_CHECKING:
+    from obstore.store import GCSStore
+
+FAKE_GCS_SERVER_MODULE = "github.com/fsouza/fake-gcs-server"
+FAKE_GCS_SERVER_VERSION = "v1.56.1"
+"""The fake-gcs-server release the launcher builds unless told otherwise."""
+
+FAKE_GCS_SERVER_VERSION_ENV = "KSE_FAKE_GCS_SERVER_VERSION"
+"""Environment variable that picks another module version of fake-gcs-server."""
+
+BUILD_TIMEOUT_S = 900.0
+START_TIMEOUT_S = 60.0
+
+_FAKE_GCS_SERVER = CachedProgram("fake-gcs-server", FAKE_GCS_SERVER_VERSION,
+                                 FAKE_GCS_SERVER_VERSION_ENV)
+
+fake_gcs_server_version = _FAKE_GCS_SERVER.version
+"""The fake-gcs-server module version to run: ``KSE_FAKE_GCS_SERVER_VERSION`` or the pinned one."""
+
+
+def fake_gcs_server_binary(version: str | None = None) -> Path:
+    """The ``fake-gcs-server`` binary of ``version`` (default :func:`fake_gcs_server_version`),
+    built if missing.
+
+    Raises:
+        ObjectStoreServerError: Go is missing, or the download or the build failed.
+    """
+    return _FAKE_GCS_SERVER.fetched(version, _install) / "fake-gcs-server"
+
+
+def _install(version: str, target: Path) -> None:
+    go = shutil.which("go")
+    if go is None:
+        raise ObjectStoreServerError(
+            f"fake-gcs-server {version} is built with Go and no 'go' is on PATH: install it "
+            "(https://go.dev/dl or e.g. apt install golang)"
+        )
+    local_server.notice(f"building fake-gcs-server {version} with Go into {target} (once)")
+    command = ["env", f"GOBIN={target}", go, "install", "-trimpath", "-ldflags=-s -w",
+               f"{FAKE_GCS_SERVER_MODULE}@{version}"]
+    installed = local_server.run_tool(command, what=f"go install of fake-gcs-server {version}",
+                                      timeout_s=BUILD_TIMEOUT_S, cwd=target)
+    if installed.returncode != 0:
+        # Go names every module it downloads; the reason is in the other lines.
+        reason = [line for line in installed.stderr.splitlines() if "go: downloading" not in line]
+        raise ObjectStoreServerError(
+            f"go install of fake-gcs-server {version} failed "
+            f"(exit code {installed.returncode}): {' '.join(reason[-10:])}"
+        )
+
+
+class GcsServer(LocalServer):
+    """fake-gcs-server on a free port of 127.0.0.1 with one bucket: a context manager
+    (``with GcsServer() as gcs:``) whose :meth:`url` and :meth:`storage_options` serve the
+    toolkit's locations and deltalake, and :meth:`obstore_store` obstore.
+
+    Args:
+        bucket: the bucket it serves from its start.
+        version: the fake-gcs-server module version (default :func:`fake_gcs_server_version`).
+    """
+
+    def __init__(self, bucket: str = "kse", *, version: str | None = None) -> None:
+        super().__init__("fake-gcs-server", _FAKE_GCS_SERVER, version, ports=1, client_port=0,
+                         port_taken=("address already in use",),
+                         start_timeout_s=START_TIMEOUT_S, awaited=f"serve bucket {bucket!r}")
+        self.bucket = bucket
+
+    @property
+    def endpoint(self) -> str:
+        """The server's base URL, ``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self._running_port()}"
+
+    def url(self, path: str = "") -> str:
+        """``gs://<bucket>/<path>``, the URL the toolkit, deltalake and obstore take with
+        :meth:`storage_options`."""
+        return f"gs://{self.bucket}/{path.lstrip('/')}"
+
+    def storage_options(self) -> dict[str, str]:
+        """Storage options that reach the server: object_store's way to an emulator is a
+        service-account key naming the endpoint (``gcs_base_url``) with OAuth turned off, so
+        no token is asked of Google's metadata server, and plain HTTP allowed."""
+        return {"google_service_account_key": self._service_account_key(),
+                "google_allow_http": "true"}
+
+    def obstore_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``obstore.store.GCSStore`` for the bucket
+        (JSON-serialisable, for a child process)."""
+        return {"bucket": self.bucket, "service_account_key": self._service_account_key(),
+                "client_options": {"allow_http": True}}
+
+    def obstore_store(self) -> GCSStore:
+        """An obstore store on the bucket (obstore must be installed)."""
+        from obstore.store import GCSStore
+
+        return GCSStore(**self.obstore_kwargs())
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _service_account_key(self) -> str:
+        return json.dumps({"gcs_base_url": self.endpoint, "disable_oauth": True,
+                           "client_email": "", "private_key": "", "private_key_id": ""})
+
+    def _program(self) -> list[str]:
+        return [str(fake_gcs_server_binary(self.version))]
+
+    def _command(self, program: list[str], work: Path, ports: list[int]
+                 ) -> tuple[list[str], None]:
+        # Each directory under -data is a bucket the server creates at start.
+        (work / "seed" / self.bucket).mkdir(parents=True)
+        address = f"127.0.0.1:{ports[0]}"
+        return [*program, "-scheme", "http", "-host", "127.0.0.1", "-port", str(ports[0]),
+                # The XML API answers only requests addressed to the public host.
+                "-public-host", address, "-external-url", f"http://{address}",
+                "-backend", "filesystem", "-filesystem-root", str(work / "objects"),
+                "-data", str(work / "seed"), "-log-level", "warn"], None
+
+    def _ready(self, port: int) -> bool:
+        try:
+            urllib.request.urlopen(
+                f"http://127.0.0.1:{port}/storage/v1/b/{self.bucket}", timeout=2).close()
+        except urllib.error.HTTPError as error:
+            raise ObjectStoreServerError(
+                f"fake-gcs-server does not serve bucket {self.bucket!r}: {error.code}"
+            ) from None
+        except OSError:
+            return False
+        return True
+
+
+def main() -> None:
+    """``python -m kafka_share_eos.proving_ground.launchers.gcs_server``: build fake-gcs-server
+    now (the test command does, so that a failed build fails it at once with Go's reason);
+    silent when it is there."""
+    local_server.prefetch(fake_gcs_server_binary)
+
+
+if __name__ == "__main__":
+    main()
