@@ -63,6 +63,20 @@ def _absent(table: Table, rows: pa.Table, keys: list[str]) -> pa.Table:
     return rows.filter(pa.array([not h for h in held], pa.bool_()))
 
 
+def _without_field_id(field: pa.Field) -> pa.Field:
+    """``field`` without metadata, nor any field nested in it."""
+    kind = field.type
+    if pa.types.is_struct(kind):
+        kind = pa.struct([_without_field_id(kind.field(i)) for i in range(kind.num_fields)])
+    elif pa.types.is_large_list(kind):
+        kind = pa.large_list(_without_field_id(kind.value_field))
+    elif pa.types.is_list(kind):
+        kind = pa.list_(_without_field_id(kind.value_field))
+    elif pa.types.is_map(kind):
+        kind = pa.map_(_without_field_id(kind.key_field), _without_field_id(kind.item_field))
+    return field.with_type(kind).remove_metadata()
+
+
 class IcebergParticipant(ProcessLocal):
     """Appends the batch's new records to an Iceberg table, atomically with the other
     participants of a :class:`~kafka_share_eos.twophase.TransactionCoordinator`.
@@ -224,6 +238,10 @@ class IcebergParticipant(ProcessLocal):
 
     def _stage(self, txid: str, manifest: dict[str, Any], rows: pa.Table) -> dict[str, Any]:
         """Stage ``rows`` as a new file of ``txid``: its path and record count."""
+        # Columns cast to the table's types carry its field ids. Added files are read through
+        # the table's name mapping only when they carry none: Iceberg's Java readers (Spark's)
+        # go by a file's ids once one column has one, and read the others as nulls.
+        rows = rows.cast(pa.schema([_without_field_id(field) for field in rows.schema]))
         action = self._staging(manifest).stage(txid, manifest, rows)
         return {"path": action["path"], "rows": rows.num_rows}
 
