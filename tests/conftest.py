@@ -7,12 +7,13 @@ and the toolkit imports some modules on first use from threads of its own (the t
 coordinator prepares its participants at the same time). Outside pytest no import hook parses
 them, so the toolkit itself needs nothing of the kind.
 
-It also selects the tests of the run: the delta-spark tier's, or the main run's, and tells the
-Kafka version matrix which modules need a newer release.
+It also selects the tests of the run: the delta-spark tier's, the iceberg-spark tier's, or the
+main run's, and tells the Kafka version matrix which modules need a newer release.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import pkgutil
@@ -27,10 +28,16 @@ pytest.register_assert_rewrite("helpers")
 
 import kafka_share_eos  # noqa: E402
 import kafka_share_eos.strategies  # noqa: E402
+from kafka_share_eos.errors import MissingExtraError  # noqa: E402
+
+# pyspark 4.1, the iceberg-spark tier's, lacks the streaming reader API the kafka-share source is
+# built on (pyspark.sql.streaming.datasource, from 4.2): that tier imports every other module.
+_UNLOADABLE = (MissingExtraError,) if os.environ.get("KSE_TIER") == "iceberg-spark" else ()
 
 for _package in (kafka_share_eos, kafka_share_eos.strategies):
     for _module in pkgutil.walk_packages(_package.__path__, f"{_package.__name__}."):
-        importlib.import_module(_module.name)
+        with contextlib.suppress(*_UNLOADABLE):
+            importlib.import_module(_module.name)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -39,6 +46,10 @@ if TYPE_CHECKING:
 # The delta-spark tier (`./dev test` runs it in .venv-delta-spark, docs/development.md) runs the
 # tests marked `delta_spark` and `older_pyspark`; the main run leaves the `delta_spark` ones out.
 DELTA_SPARK_TIER = os.environ.get("KSE_TIER") == "delta-spark"
+# The iceberg-spark tier (.venv-iceberg-spark, pyspark 4.1) runs only the tests marked
+# `iceberg_spark`, which need Iceberg's Spark runtime; the main run leaves them out.
+ICEBERG_SPARK_TIER = os.environ.get("KSE_TIER") == "iceberg-spark"
+TIER_MARKERS = ("delta_spark", "iceberg_spark")
 
 
 # Kafka-tier modules that need a newer release than the version matrix's oldest: a group's own
@@ -71,7 +82,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     def in_tier(item: pytest.Item) -> bool:
         if DELTA_SPARK_TIER:
             return any(item.get_closest_marker(m) for m in ("delta_spark", "older_pyspark"))
-        return item.get_closest_marker("delta_spark") is None
+        if ICEBERG_SPARK_TIER:
+            return item.get_closest_marker("iceberg_spark") is not None
+        return not any(item.get_closest_marker(m) for m in TIER_MARKERS)
 
     left_out = [item for item in items if not in_tier(item)]
     if left_out:
@@ -87,5 +100,18 @@ if DELTA_SPARK_TIER:
         from kafka_share_eos.proving_ground.launchers.spark import local_spark_session
 
         session = local_spark_session(delta_spark=True)
+        yield session
+        session.stop()
+
+
+if ICEBERG_SPARK_TIER:
+
+    @pytest.fixture(scope="session")
+    def spark() -> Iterator[SparkSession]:
+        """The tier's local Spark session, with Iceberg's Spark runtime."""
+        from kafka_share_eos.proving_ground.launchers.iceberg_spark import iceberg_spark_config
+        from kafka_share_eos.proving_ground.launchers.spark import local_spark_session
+
+        session = local_spark_session(config=iceberg_spark_config())
         yield session
         session.stop()
