@@ -73,21 +73,34 @@ def as_table_types(rows: pa.Table, table: Table, where: str) -> pa.Table:
     Raises:
         SinkConfigurationError: a column cannot be cast (a string into a number, a value out
             of range); the message names the column and both types.
+        TargetTableError: the table requires a column the batch lacks (one another writer
+            added as required); the message names the table and the columns.
     """
+    required = [field.name for field in table.schema().fields
+                if field.required and field.name not in rows.column_names]
+    if required:
+        raise TargetTableError(
+            f"{where} requires column(s) {required}, which the batch lacks: a row without "
+            "them cannot be stored. Add them in the strategy's transform, or make them "
+            "optional in the table"
+        )
     stored = table.schema().as_arrow()
     for index, name in enumerate(rows.column_names):
-        wanted = stored.field(name).type
+        wanted = stored.field(name)
         column = rows.column(index)
-        if column.type == wanted:
+        # pyiceberg takes a required column only from a field that says so; Spark's say
+        # nullable whatever they hold.
+        nullable = wanted.nullable or column.null_count > 0
+        if column.type == wanted.type and rows.field(index).nullable == nullable:
             continue
         try:
-            cast = column.cast(wanted)
+            cast = column.cast(wanted.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
             raise SinkConfigurationError(
-                f"column {name!r} of the batch is {column.type}, and {where} stores {wanted}: "
-                f"{error}. Cast it in the strategy's transform"
+                f"column {name!r} of the batch is {column.type}, and {where} stores "
+                f"{wanted.type}: {error}. Cast it in the strategy's transform"
             ) from error
-        rows = rows.set_column(index, stored.field(name).with_nullable(True), cast)
+        rows = rows.set_column(index, wanted.with_nullable(nullable), cast)
     return rows
 
 

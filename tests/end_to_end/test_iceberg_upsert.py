@@ -1,7 +1,8 @@
 """The Iceberg upsert sink as Spark runs it: a copy pickled into a new process (as a Spark
 Connect server runs the strategy its client sent), and the kafka-share source on the embedded
 broker through ``foreachBatch`` into an Iceberg table, across a query that fails right after the
-sink committed a batch."""
+sink committed a batch, and across a column dropped by another writer, which stops the query
+with no record acknowledged."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from helpers.iceberg import (
 from helpers.pickled import apply_elsewhere
 from helpers.streaming import run_available_now, share_stream
 from helpers.upsert_rows import records
+from pyiceberg.types import BinaryType
 
 from kafka_share_eos.iceberg.snapshots import APPLICATION, QUERY
 from kafka_share_eos.proving_ground.console import CrashOnce
@@ -94,3 +96,37 @@ def test_a_share_stream_lands_in_iceberg_exactly_once_across_a_failed_run(
     summary = load(config).current_snapshot().summary  # type: ignore[union-attr]
     assert query is not None and summary[QUERY] == query
     assert summary[APPLICATION] == f"kafka-share-eos/upsert:{query}"
+
+
+COLUMNS = ["topic", "partition", "offset", "value", "deliveryCount"]
+"""The source's columns the rows of ``records`` have."""
+
+
+@pytest.mark.spark
+@pytest.mark.full
+def test_a_column_another_writer_dropped_stops_the_stream_with_no_record_acknowledged(
+    spark: SparkSession, share_topic: ShareTopic, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    config = catalog_config(request, tmp_path, "sqlite")
+    sink = IdempotentUpsertSink.iceberg("db.events", catalog=config, create_table=True)
+    sink.apply(records([(9, 0)]), 0)  # the table, as the pipeline's first run left it
+    with load(config).update_schema() as update:
+        update.delete_column("value")
+    written = produce(share_topic.bootstrap_servers, share_topic.topic,
+                      [b"v%d" % i for i in range(40)], partitions=share_topic.partitions)
+
+    def run() -> None:
+        stream = share_stream(spark, share_topic, tmp_path / "journal",
+                              **{"kafka.max.poll.records": "20"}).select(*COLUMNS)
+        run_available_now(stream, tmp_path / "checkpoint", IdempotentUpsertSink.iceberg(
+            "db.events", catalog=config, create_table=True))
+
+    with pytest.raises(Exception, match=r"iceberg:c\w+\.db\.events lacks column\(s\) \['value'\]"):
+        run()
+    assert offsets(config) == [(9, 0)]
+    with load(config).update_schema() as update:
+        update.add_column("value", BinaryType())
+    run()
+
+    # Every record came back to the restarted query: none was acknowledged unwritten.
+    assert offsets(config) == sorted([*written, (9, 0)])
