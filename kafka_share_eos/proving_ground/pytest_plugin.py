@@ -32,6 +32,8 @@
   with its warehouse on ``s3_server``. Each gives the configuration of a pyiceberg catalog on it
   (the S3 one with the FileIO properties that reach the store); tests isolate themselves by
   namespace.
+- ``toxiproxy``: one Toxiproxy server (built once with Go) per test session, whose
+  ``proxy(upstream)`` puts a TCP fault proxy in front of any server; tests delete their proxies.
 - ``prometheus``: starts Prometheus (Debian's package, fetched once) scraping the endpoints a
   test gives it, with the rule files it gives, and stops it after the test.
 """
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
     from kafka_share_eos.proving_ground.launchers.prometheus import PrometheusServer
     from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
     from kafka_share_eos.proving_ground.launchers.spark_connect import SparkConnectServer
+    from kafka_share_eos.proving_ground.launchers.toxiproxy import Toxiproxy
 
 _topic_counter = itertools.count()
 
@@ -203,6 +206,16 @@ def s3_server() -> Iterator[S3Server]:
     from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
 
     with S3Server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def toxiproxy() -> Iterator[Toxiproxy]:
+    """A Toxiproxy server shared by the session: ``toxiproxy.proxy("127.0.0.1:<port>")`` puts
+    a fault proxy in front of a server; a test deletes its proxies."""
+    from kafka_share_eos.proving_ground.launchers.toxiproxy import Toxiproxy
+
+    with Toxiproxy() as server:
         yield server
 
 

@@ -1,7 +1,7 @@
 """Network partitions between an application and Apache Kafka, made with the cluster's proxies.
 
-Application A reaches the broker only through a
-:class:`~kafka_share_eos.proving_ground.launchers.tcp_proxy.TcpProxy`
+Application A reaches the broker only through a Toxiproxy
+:class:`~kafka_share_eos.proving_ground.launchers.toxiproxy.Proxy`
 (``kafka_cluster.proxied_bootstrap_servers``), application B directly; both share one group and
 upsert into one SQLite table with :class:`IdempotentUpsertSink`. A takes every record, then its path
 is cut:
@@ -11,7 +11,7 @@ is cut:
   the path heals, A's late effects are found applied and its late acknowledgements are refused;
 - shorter than the lock: B takes nothing, A applies and acknowledges once healed, nothing comes
   again;
-- by resetting the connections: the broker releases A's records at once.
+- by closing the connections and refusing new ones: the broker releases A's records at once.
 """
 
 from __future__ import annotations
@@ -162,12 +162,12 @@ def test_cut_shorter_than_the_lock_repeats_nothing(
 @pytest.mark.full
 @pytest.mark.record_lock_ms(60_000)
 @pytest.mark.session_timeout_ms(6000)
-def test_a_reset_connection_releases_the_records_at_once(
+def test_a_closed_connection_releases_the_records_at_once(
     kafka_cluster: KafkaCluster, kafka_topic: ShareTopic, tmp_path: Path
 ) -> None:
     target = f"sqlite:///{tmp_path / 'effects.db'}"
     with applications(kafka_cluster, kafka_topic, target) as (a, b, _):
-        kafka_cluster.cut("reset")
+        kafka_cluster.cut("refuse")
         # Well before the 60 s lock: closing A's connection ended its share session.
         b.take(RECORDS, timeout=40)
         assert b.apply().rows_written == RECORDS

@@ -2,9 +2,9 @@
 naming the operation and the database without its password; written again once the database is
 back, the data lands once.
 
-Each writer reaches the server through a TcpProxy and a URL with a password (the test server
-trusts every local connection, so the password is only there to be hidden); the proxy resets
-every connection and refuses new ones while cut.
+Each writer reaches the server through a Toxiproxy proxy and a URL with a password (the test
+server trusts every local connection, so the password is only there to be hidden); the proxy
+closes every connection and refuses new ones while cut.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from helpers import upsert_rows
 from kafka_share_eos import DatabaseUnavailableError, DatabaseUnreachableError
 from kafka_share_eos.deadletter import SqlDeadLetters
 from kafka_share_eos.deadletter.letters import DEAD_LETTER_SCHEMA
-from kafka_share_eos.proving_ground.launchers.tcp_proxy import TcpProxy
+from kafka_share_eos.proving_ground.launchers.toxiproxy import Proxy, Toxiproxy
 from kafka_share_eos.sinks.sql import SqlUpsertWriter
 from kafka_share_eos.strategies import IdempotentUpsertSink
 from kafka_share_eos.twophase import Decision, Outcome
@@ -36,15 +36,16 @@ PASSWORD = "kse-hidden-0815"
 
 
 @pytest.fixture
-def proxy(postgres_url: str) -> Iterator[TcpProxy]:
+def proxy(postgres_url: str, toxiproxy: Toxiproxy) -> Iterator[Proxy]:
     port = sa.make_url(postgres_url).port
     assert port is not None
-    with TcpProxy(("127.0.0.1", port)) as forwarder:
-        yield forwarder
+    forwarder = toxiproxy.proxy(f"127.0.0.1:{port}")
+    yield forwarder
+    forwarder.delete()
 
 
 @pytest.fixture
-def proxied_url(postgres_url: str, proxy: TcpProxy) -> str:
+def proxied_url(postgres_url: str, proxy: Proxy) -> str:
     return sa.make_url(postgres_url).set(password=PASSWORD, port=proxy.port).render_as_string(
         hide_password=False
     )
@@ -67,11 +68,11 @@ def rows(start: int, stop: int) -> pa.Table:
 
 @pytest.mark.parametrize("count", [5, 150], ids=["rows", "copy"])
 def test_upsert_of_a_batch_when_the_connection_is_cut(
-    postgres_url: str, proxied_url: str, proxy: TcpProxy, count: int
+    postgres_url: str, proxied_url: str, proxy: Proxy, count: int
 ) -> None:
     writer = SqlUpsertWriter(proxied_url, "t", key_columns=["id"], create_table=True)
     writer.upsert(rows(0, 3), 0)
-    proxy.cut("reset")
+    proxy.cut("refuse")
     with pytest.raises(DatabaseUnavailableError) as error:
         writer.upsert(rows(0, count), 1)
     assert_names_database(error, proxied_url, "upsert of batch 1 into 'postgresql:t'")
@@ -92,7 +93,7 @@ def test_upsert_of_a_batch_when_the_connection_is_cut(
 
 @pytest.mark.spark
 def test_executor_writes_when_the_connection_is_cut(
-    spark: SparkSession, postgres_url: str, proxied_url: str, proxy: TcpProxy
+    spark: SparkSession, postgres_url: str, proxied_url: str, proxy: Proxy
 ) -> None:
     """The executors' transactions meet the same error (inside Spark's task failure); the batch
     written again once the database is back lands once."""
@@ -101,7 +102,7 @@ def test_executor_writes_when_the_connection_is_cut(
     pairs = [(p, o) for p in range(3) for o in range(40)]
     sink(spark.createDataFrame(upsert_rows.records(pairs[:60])), 0)
     df = spark.createDataFrame(upsert_rows.records(pairs)).repartition(4)
-    proxy.cut("reset")
+    proxy.cut("refuse")
     # Each task's copy of the writer opens the table first, on a connection of its own that
     # the cut proxy refuses: it never opened.
     with pytest.raises(Exception, match="DatabaseUnreachableError: opening table 'postgresql:ev"
@@ -121,9 +122,9 @@ def test_executor_writes_when_the_connection_is_cut(
 
 
 def test_a_refused_connection_names_the_table_being_opened(
-    proxied_url: str, proxy: TcpProxy
+    proxied_url: str, proxy: Proxy
 ) -> None:
-    proxy.cut("reset")
+    proxy.cut("refuse")
     writer = SqlUpsertWriter(proxied_url, "t", key_columns=["id"], create_table=True)
     with pytest.raises(DatabaseUnreachableError) as error:
         writer.upsert(rows(0, 3), 0)
@@ -133,7 +134,7 @@ def test_a_refused_connection_names_the_table_being_opened(
 
 
 def test_a_blackholed_database_fails_a_new_connection_after_connect_timeout(
-    proxied_url: str, proxy: TcpProxy
+    proxied_url: str, proxy: Proxy
 ) -> None:
     """Nothing answers (a partition that drops every packet): libpq's ``connect_timeout`` in
     the URL bounds the wait, and the batch fails naming the database instead of hanging."""
@@ -149,10 +150,10 @@ def test_a_blackholed_database_fails_a_new_connection_after_connect_timeout(
     writer.close()
 
 
-def test_decision_log_when_the_connection_is_cut(proxied_url: str, proxy: TcpProxy) -> None:
+def test_decision_log_when_the_connection_is_cut(proxied_url: str, proxy: Proxy) -> None:
     log = PostgresDecisionLog(proxied_url)
     decision = Decision("kse:app:1:abc", 1, Outcome.COMMIT, ())
-    proxy.cut("reset")
+    proxy.cut("refuse")
     with pytest.raises(DatabaseUnavailableError) as error:
         log.write(decision)
     assert_names_database(error, proxied_url, "writing the decision of 'kse:app:1:abc'")
@@ -162,11 +163,11 @@ def test_decision_log_when_the_connection_is_cut(proxied_url: str, proxy: TcpPro
 
 
 def test_dead_letters_written_again_after_a_cut_land_once(
-    proxied_url: str, proxy: TcpProxy
+    proxied_url: str, proxy: Proxy
 ) -> None:
     letters = SqlDeadLetters(proxied_url)
     batch = pa.Table.from_pylist([_letter(i) for i in range(4)], schema=DEAD_LETTER_SCHEMA)
-    proxy.cut("reset")
+    proxy.cut("refuse")
     with pytest.raises(DatabaseUnavailableError) as error:
         letters.write(batch)
     assert_names_database(error, proxied_url, "writing dead letters to")

@@ -141,7 +141,7 @@ def test_every_launcher_builds_on_the_one_base() -> None:
                 wrong.append(f"{module}.{cls.__name__} does not derive from Launcher")
             for method in sorted({"__enter__", "__exit__"} & set(vars(cls))):
                 wrong.append(f"{module}.{cls.__name__} defines its own {method}")
-    assert {"EmbeddedBroker", "KafkaCluster", "LocalServer", "TcpProxy"} <= set(checked)
+    assert {"EmbeddedBroker", "KafkaCluster", "LocalServer", "Toxiproxy"} <= set(checked)
     assert not wrong
 
 

@@ -64,7 +64,7 @@ from kafka_share_eos.proving_ground.launchers.kafka_security import ADMIN, SaslS
 from kafka_share_eos.proving_ground.launchers.lifecycle import Launcher
 from kafka_share_eos.proving_ground.launchers.ports import free_ports
 from kafka_share_eos.proving_ground.launchers.process_tree import STOP_GRACE_S, terminate
-from kafka_share_eos.proving_ground.launchers.tcp_proxy import CutMode, TcpProxy
+from kafka_share_eos.proving_ground.launchers.toxiproxy import CutMode, Proxy, Toxiproxy
 from kafka_share_eos.proving_ground.signals import deferred_signals
 from kafka_share_eos.sharegroup.group_config import ShareGroupSettings, alter_share_group
 
@@ -92,11 +92,13 @@ class KafkaCluster(Launcher):
             (:class:`~kafka_share_eos.proving_ground.launchers.kafka_security.SaslSsl`);
             :meth:`client_config` then signs in as its admin, and :meth:`add_user` and :meth:`allow`
             make principals.
-        proxy: give every node a second listener, reached and advertised through a
-            :class:`~kafka_share_eos.proving_ground.launchers.tcp_proxy.TcpProxy` of its own:
-            clients that bootstrap from :attr:`proxied_bootstrap_servers` reach every broker only
-            through the proxies, which :meth:`cut` and :meth:`heal` cut off and bring back (the
-            brokers' and controllers' own traffic stays direct). Plaintext clusters only.
+        proxy: give every node a second listener, reached and advertised through a proxy of
+            its own on a :class:`~kafka_share_eos.proving_ground.launchers.toxiproxy.Toxiproxy`
+            server the cluster starts (:attr:`toxiproxy`): clients that bootstrap from
+            :attr:`proxied_bootstrap_servers` reach every broker only through the proxies,
+            which :meth:`cut` and :meth:`heal` cut off and bring back, and which take any of
+            Toxiproxy's toxics (``node(1).proxy``); the brokers' and controllers' own traffic
+            stays direct. Plaintext clusters only.
 
     Raises:
         ConfigurationError: ``brokers`` is not a positive integer, a bad topic spec, or
@@ -128,6 +130,8 @@ class KafkaCluster(Launcher):
         if proxy and security is not None:
             raise ConfigurationError("proxy=True takes a plaintext cluster: pass no security=")
         self.proxy = proxy
+        self.toxiproxy: Toxiproxy | None = None
+        """With ``proxy=True``, the Toxiproxy server of the nodes' proxies while running."""
         self._work: Path | None = None
         self._admin: AdminClient | None = None
         self.nodes: list[KafkaNode] = []
@@ -152,6 +156,8 @@ class KafkaCluster(Launcher):
     def _launch(self, java: Path, jars: Path) -> bool:
         """Lay the nodes out on free ports and start them; whether every broker registered
         (False: a port was taken)."""
+        if self.proxy:
+            self.toxiproxy = Toxiproxy().start()
         with deferred_signals():
             self._work = Path(tempfile.mkdtemp(prefix="kse-kafka-"))
             self._layout()
@@ -169,9 +175,9 @@ class KafkaCluster(Launcher):
         # failed reconnection until it is destroyed.
         self._admin = None
         nodes, self.nodes = self.nodes, []
-        for node in nodes:
-            if node.proxy is not None:
-                node.proxy.stop()
+        toxiproxy, self.toxiproxy = self.toxiproxy, None
+        if toxiproxy is not None:
+            toxiproxy.stop()
         terminate(node.process for node in nodes if node.process is not None)
         if self._work is not None:
             shutil.rmtree(self._work, ignore_errors=True)
@@ -309,7 +315,7 @@ class KafkaCluster(Launcher):
 
     def cut(self, mode: CutMode = "blackhole", node_ids: Iterable[int] | None = None) -> None:
         """Cut the proxied clients off from the nodes ``node_ids`` (default: every node), as
-        :meth:`TcpProxy.cut <kafka_share_eos.proving_ground.launchers.tcp_proxy.TcpProxy.cut>`
+        :meth:`Proxy.cut <kafka_share_eos.proving_ground.launchers.toxiproxy.Proxy.cut>`
         does."""
         for node_id in node_ids if node_ids is not None else [n.node_id for n in self.nodes]:
             self._proxy(self.node(node_id)).cut(mode)
@@ -319,7 +325,7 @@ class KafkaCluster(Launcher):
         for node in self.nodes:
             self._proxy(node).heal()
 
-    def _proxy(self, node: KafkaNode) -> TcpProxy:
+    def _proxy(self, node: KafkaNode) -> Proxy:
         if node.proxy is None:
             raise KafkaLauncherError("the cluster has no proxies: pass proxy=True")
         return node.proxy
@@ -344,7 +350,7 @@ class KafkaCluster(Launcher):
         for node in self.nodes:
             node.directory.mkdir()
             properties = {
-                **listeners(node, listener, proxied=self.proxy),
+                **listeners(node, listener, self.toxiproxy),
                 "process.roles": "broker,controller",
                 "node.id": str(node.node_id),
                 "controller.quorum.voters": voters,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_share_eos.proving_ground.launchers.ports import free_ports
-from kafka_share_eos.proving_ground.launchers.tcp_proxy import TcpProxy
+from kafka_share_eos.proving_ground.launchers.toxiproxy import Proxy, Toxiproxy
 
 LOG4J2_PROPERTIES = """\
 status = error
@@ -61,8 +61,8 @@ class KafkaNode:
     version: str
     """The Apache Kafka release the node runs (another one after an upgrade)."""
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    proxy: TcpProxy | None = field(default=None, repr=False)
-    """With ``proxy=True``: the proxy in front of the node's second listener."""
+    proxy: Proxy | None = field(default=None, repr=False)
+    """With ``proxy=True``: the Toxiproxy proxy in front of the node's second listener."""
 
     @property
     def address(self) -> str:
@@ -77,15 +77,16 @@ class KafkaNode:
         return self.process is not None and self.process.poll() is None
 
 
-def listeners(node: KafkaNode, listener: str, *, proxied: bool) -> dict[str, str]:
-    """The node's listener properties: its own, the controller's and, when ``proxied``, a
-    second one advertised at the address of a proxy made for it (kept as ``node.proxy``)."""
+def listeners(node: KafkaNode, listener: str, proxies: Toxiproxy | None) -> dict[str, str]:
+    """The node's listener properties: its own, the controller's and, given ``proxies``, a
+    second one advertised at the address of a proxy made there for it (kept as
+    ``node.proxy``): a client that bootstraps from the proxy is told of the proxies only."""
     own = [f"{listener}://{node.address}", f"CONTROLLER://127.0.0.1:{node.controller_port}"]
     advertised = [f"{listener}://{node.address}"]
     protocols = [f"{listener}:{listener}", "CONTROLLER:PLAINTEXT"]
-    if proxied:
+    if proxies is not None:
         (port,) = free_ports(1)
-        node.proxy = TcpProxy(("127.0.0.1", port)).start()
+        node.proxy = proxies.proxy(f"127.0.0.1:{port}", name=f"kafka-node-{node.node_id}")
         own.append(f"PROXIED://127.0.0.1:{port}")
         advertised.append(f"PROXIED://{node.proxy.address}")
         protocols.append(f"PROXIED:{listener}")

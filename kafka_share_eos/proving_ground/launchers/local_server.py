@@ -47,6 +47,34 @@ def run_tool(command: Sequence[str], *, what: str, timeout_s: float,
         raise ObjectStoreServerError(f"{what} took over {timeout_s:.0f} s") from None
 
 
+def go_install(package: str, version: str, target: Path, *, name: str,
+               timeout_s: float) -> None:
+    """Build the Go program ``package`` at module ``version`` into ``target`` with ``go
+    install``, which fetches it through the Go module proxy (``name`` names it in messages).
+
+    Raises:
+        ObjectStoreServerError: Go is missing, or the download or the build failed (with Go's
+            reason).
+    """
+    go = shutil.which("go")
+    if go is None:
+        raise ObjectStoreServerError(
+            f"building {name} {version} needs Go and no 'go' is on PATH: install it "
+            "(https://go.dev/dl or e.g. apt install golang)"
+        )
+    notice(f"building {name} {version} with Go into {target} (once)")
+    step = f"go install of {name} {version}"
+    # `go install package@version` builds outside any module, whatever the working directory.
+    outcome = run_tool(["env", f"GOBIN={target}", go, "install", "-trimpath", "-ldflags=-s -w",
+                        f"{package}@{version}"], what=step, timeout_s=timeout_s, cwd=target)
+    if outcome.returncode != 0:
+        # Go names every module it downloads; the reason is in the other lines.
+        lines = [line for line in outcome.stderr.splitlines()
+                 if not line.startswith("go: downloading")]
+        raise ObjectStoreServerError(
+            f"{step} failed: {chr(10).join(lines[-10:]) or f'exit code {outcome.returncode}'}")
+
+
 def prefetch(fetch: Callable[[], object]) -> None:
     """The body of a launcher's ``python -m`` entry point: fetch now, so that a failure stops
     the test command at once with its reason; silent when the program is there."""

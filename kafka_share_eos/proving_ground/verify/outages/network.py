@@ -1,9 +1,9 @@
 """A network partition between the pipeline and every broker, longer than the record lock.
 
-The run's pipeline reaches the brokers only through the cluster's TCP proxies
-(``KafkaCluster(proxy=True)``, see :mod:`~kafka_share_eos.proving_ground.launchers.tcp_proxy`); the
-verifier's own clients (producer, admin) and the brokers among themselves stay direct. The cut is a
-blackhole: connections stay open, nothing passes either way, what was sent is held until the
+The run's pipeline reaches the brokers only through the cluster's Toxiproxy proxies
+(``KafkaCluster(proxy=True)``, see :mod:`~kafka_share_eos.proving_ground.launchers.toxiproxy`);
+the verifier's own clients (producer, admin) and the brokers among themselves stay direct. The cut
+is a blackhole: connections stay open, nothing passes either way, what was sent is held until the
 heal, as when a switch drops every packet and TCP retransmits afterwards. It lasts longer than
 the run's record lock, so the broker takes the held batch's records back while the pipeline
 still applies them: its acknowledgements arrive late and are refused, the records come again,

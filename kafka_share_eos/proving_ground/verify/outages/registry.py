@@ -81,8 +81,8 @@ class Outage(ABC):
     restart does; ``math.inf``: once the run is over); None: once the stream applied records
     again without what the outage took away."""
     proxied: ClassVar[bool] = False
-    """Its run's pipelines reach the brokers only through the cluster's TCP proxies (see
-    :class:`~kafka_share_eos.proving_ground.launchers.tcp_proxy.TcpProxy`), which it may cut."""
+    """Its run's pipelines reach the brokers only through the cluster's Toxiproxy proxies (see
+    :class:`~kafka_share_eos.proving_ground.launchers.toxiproxy.Proxy`), which it may cut."""
     spark_workers: ClassVar[int] = 0
     """With some: its run's pipeline runs on a Spark standalone cluster of that many workers
     (see :class:`~kafka_share_eos.proving_ground.launchers.spark_cluster.SparkCluster`) instead of
