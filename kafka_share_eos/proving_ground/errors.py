@@ -44,9 +44,11 @@ class Stopped(KafkaShareEosError, RuntimeError):
 class ObjectStoreServerError(KafkaShareEosError, RuntimeError):
     """A local object store the tests write to (the S3-compatible server of
     :mod:`~kafka_share_eos.proving_ground.launchers.s3_server`, the Azure Blob emulator of
-    :mod:`~kafka_share_eos.proving_ground.launchers.azurite`) could not be fetched, built,
+    :mod:`~kafka_share_eos.proving_ground.launchers.azurite`), or a fault proxy in front of a
+    server (:mod:`~kafka_share_eos.proving_ground.launchers.toxiproxy`,
+    :mod:`~kafka_share_eos.proving_ground.launchers.http_faults`), could not be fetched, built,
     started or used: its toolchain is missing, the fetch or build failed, or the server did not
-    answer (the message names which, and where its log is)."""
+    answer or refused a call (the message names which, and where its log is)."""
 
 
 __all__ += ["ObjectStoreServerError"]
