@@ -1,6 +1,7 @@
 """Toxiproxy in front of an echo server: it forwards, holds everything while blackholed,
 refuses while cut so, loses the server's answers while requests still pass, and takes
-Toxiproxy's own toxics."""
+Toxiproxy's own toxics; in front of the suite's S3 server, obstore's requests are slowed, then
+refused naming the object, and pass again once healed."""
 
 from __future__ import annotations
 
@@ -8,14 +9,19 @@ import contextlib
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
+import obstore
 import pytest
+from obstore.store import S3Store
 
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
+from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
 from kafka_share_eos.proving_ground.launchers.toxiproxy import Proxy, Toxiproxy, toxiproxy_binary
 
 pytestmark = pytest.mark.timeout(60)
@@ -183,3 +189,29 @@ def test_a_build_without_go_says_what_to_install(
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(ObjectStoreServerError, match="no 'go' is on PATH: install it"):
         toxiproxy_binary()
+
+
+def test_the_object_store_through_a_proxy_slowed_refused_and_healed(
+    toxiproxy: Toxiproxy, s3_server: S3Server
+) -> None:
+    proxy = toxiproxy.proxy(s3_server.endpoint.removeprefix("http://"))
+    key = f"toxiproxy/{uuid.uuid4().hex[:8]}"
+    store = S3Store(**{**s3_server.obstore_kwargs(), "endpoint": f"http://{proxy.address}"},
+                    retry_config={"max_retries": 1, "retry_timeout": timedelta(seconds=5),
+                                  "backoff": {"init_backoff": timedelta(milliseconds=20),
+                                              "max_backoff": timedelta(milliseconds=50),
+                                              "base": 2}})
+    try:
+        proxy.add_toxic("latency", latency=500)
+        started = time.monotonic()
+        obstore.put(store, key, b"slow")
+        assert time.monotonic() - started >= 0.5
+        proxy.remove_toxic("latency_downstream")
+        proxy.cut("refuse")
+        with pytest.raises(Exception, match="error sending request") as error:
+            obstore.get(store, key)
+        assert f"/{s3_server.bucket}/{key}" in str(error.value)
+        proxy.heal()
+        assert bytes(obstore.get(store, key).bytes()) == b"slow"
+    finally:
+        proxy.delete()
