@@ -11,9 +11,10 @@ import pytest
 import sqlalchemy as sa
 from helpers import produce
 from helpers.delta import read_delta
-from helpers.extras import NO_DELTA, NO_SQL, without
+from helpers.extras import NO_DELTA, NO_DELTA_NOR_PSYCOPG, NO_SQL, without
 from helpers.quiet import quiet_run_log
 from helpers.scripts import run_python
+from pyiceberg.catalog import load_catalog
 
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 
@@ -125,4 +126,21 @@ def test_kafka_to_kafka_example_writes_each_order_once(tmp_path: Path) -> None:
     # producer does on its first batch), so records come again; none is written twice.
     assert "300 written to orders-enriched" in result.stdout
     assert "orders-enriched holds 300 orders (300 distinct)" in result.stdout
+    quiet_run_log(result.stdout + result.stderr)
+
+
+def test_iceberg_upserts_keep_the_latest_reading_of_every_sensor(tmp_path: Path) -> None:
+    result = run_python(
+        str(EXAMPLES / "iceberg_upserts.py"), "--sensors", "60", "--readings", "3",
+        "--workdir", str(tmp_path), env=without(NO_DELTA_NOR_PSYCOPG, tmp_path / "site"),
+    )
+
+    catalog = load_catalog("default", type="sql", uri=f"sqlite:///{tmp_path / 'catalog.db'}")
+    rows = catalog.load_table("plant.sensors").scan().to_arrow().sort_by("sensor")
+    assert rows.to_pylist() == [
+        {"sensor": sensor, "sequence": 3, "celsius": (sensor * 7 + 9) % 40 + 0.5}
+        for sensor in range(60)
+    ]
+    assert "plant.sensors holds 60 sensors, latest sequence numbers [3]" in result.stdout
+    assert "last snapshot: batch " in result.stdout
     quiet_run_log(result.stdout + result.stderr)
