@@ -6,9 +6,10 @@ writing: a replay after a crash, after a commit whose answer was lost, or after 
 of that commit expired. Otherwise the batch reads which of its keys the table holds (only the
 key and version columns, of the files whose statistics can match) and drops the rows already
 applied. Rows whose key is absent are appended; with a version column, rows replacing a
-stored row of a strictly lower version are written copy-on-write (pyiceberg's overwrite: the
-files holding those keys rewritten without them, the new rows appended). Both go in one
-transaction, whose snapshots carry the batch's properties and every application's watermark.
+stored row of a strictly lower version are written copy-on-write
+(:func:`~kafka_share_eos.sinks.iceberg_rewrite.replace_rows`: the data files holding those
+keys rewritten without them, beside the batch's rows). Either is one snapshot, carrying the
+batch's properties and every application's watermark.
 
 The transaction commits only onto the snapshot it was decided on: pyiceberg's own
 rebase-and-retry is off (:func:`~kafka_share_eos.iceberg.tables.without_rebase`), so when
@@ -30,7 +31,8 @@ from kafka_share_eos.iceberg.snapshots import commit_marked, commit_record
 from kafka_share_eos.iceberg.tables import as_table_types, load_table, without_rebase
 from kafka_share_eos.sinks.columns import require_columns
 from kafka_share_eos.sinks.dedup import contained, split_by_stored
-from kafka_share_eos.sinks.iceberg_keys import exactly, stored_keys
+from kafka_share_eos.sinks.iceberg_keys import stored_keys
+from kafka_share_eos.sinks.iceberg_rewrite import replace_rows
 from kafka_share_eos.sinks.iceberg_target import IcebergTarget
 from kafka_share_eos.sinks.outcome import UpsertOutcome
 
@@ -159,9 +161,8 @@ class IcebergUpsertWriter(IcebergTarget):
         properties = record.properties(self.app_id, batch_id, self.query_id)
         transaction = without_rebase(table).transaction()
         if split.newer.num_rows:
-            replaced = exactly(split.newer, self.key_columns)
-            transaction.overwrite(pa.concat_tables([split.absent, split.newer]), replaced,
-                                  snapshot_properties=properties)
+            replace_rows(transaction, table, pa.concat_tables([split.absent, split.newer]),
+                         split.newer.select(list(self.key_columns)), properties)
             path = "overwrite"
         else:
             transaction.append(split.absent, snapshot_properties=properties)
