@@ -29,9 +29,10 @@
   test session. Tests isolate themselves by key prefix.
 - ``iceberg_rest_catalog``: Apache Iceberg's reference REST catalog server (fetched once with
   Maven) per test session, its warehouse on local disk; ``iceberg_rest_catalog_s3``: another
-  with its warehouse on ``s3_server``. Each gives the configuration of a pyiceberg catalog on it
-  (the S3 one with the FileIO properties that reach the store); tests isolate themselves by
-  namespace.
+  with its warehouse on ``s3_server``; ``iceberg_rest_catalog_postgres``: another keeping its
+  catalog in a database of ``postgres_server`` (JDBC). Each gives the configuration of a
+  pyiceberg catalog on it (the S3 one with the FileIO properties that reach the store); tests
+  isolate themselves by namespace.
 - ``toxiproxy``: one Toxiproxy server (built once with Go) per test session, whose
   ``proxy(upstream)`` puts a TCP fault proxy in front of any server; tests delete their proxies.
 - ``prometheus``: starts Prometheus (Debian's package, fetched once) scraping the endpoints a
@@ -263,6 +264,22 @@ def iceberg_rest_catalog_s3(s3_server: S3Server) -> Iterator[dict[str, str]]:
     warehouse = s3_server.url(f"iceberg-rest-{uuid.uuid4().hex[:8]}")
     with IcebergRestCatalog(warehouse, s3_environment=environment) as server:
         yield server.catalog_config() | s3_file_io(environment)
+
+
+@pytest.fixture(scope="session")
+def iceberg_rest_catalog_postgres(
+    postgres_server: PostgresDatabases, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, str]]:
+    """The configuration of a pyiceberg REST catalog on Iceberg's reference server, shared by
+    the session, keeping its catalog in a database of the session's PostgreSQL through JDBC and
+    its warehouse in a local directory."""
+    from kafka_share_eos.proving_ground.launchers.iceberg_rest import IcebergRestCatalog
+
+    name = f"kse_rest_{uuid.uuid4().hex[:12]}"
+    with IcebergRestCatalog(tmp_path_factory.mktemp("iceberg-rest-postgres-warehouse"),
+                            database=postgres_server.create_database(name)) as server:
+        yield server.catalog_config()
+    postgres_server.drop_database(name)
 
 
 @pytest.fixture

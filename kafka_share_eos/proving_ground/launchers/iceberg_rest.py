@@ -9,12 +9,14 @@ that Iceberg release's build, and Maven copies it once into
 ``$XDG_CACHE_HOME/kafka-share-eos/iceberg-rest-<version>/libs``
 (:mod:`~kafka_share_eos.proving_ground.launchers.cache`).
 
-The server keeps its catalog in a SQLite file of a temporary directory removed at stop, and its
-tables under the warehouse it is given: a local directory, or ``s3://`` through Iceberg's
-``S3FileIO``. It is configured through ``CATALOG_*`` environment variables, which it logs; the
-S3 keys therefore reach it as ``AWS_*`` variables, which the AWS SDK reads and nothing logs, so no
-credential lands in its log or in any file. It listens on every interface (the reference server
-takes no host); clients reach it on 127.0.0.1.
+The server keeps its catalog in a SQLite file of a temporary directory removed at stop, or, given
+a PostgreSQL database, in that database through PostgreSQL's JDBC driver (fetched with Maven into
+a cache of its own, ``postgresql-jdbc-<version>``), and its tables under the warehouse it is
+given: a local directory, or ``s3://`` through Iceberg's ``S3FileIO``. It is configured through
+``CATALOG_*`` environment variables, which it logs; the S3 keys therefore reach it as ``AWS_*``
+variables, which the AWS SDK reads and nothing logs, so no credential lands in its log or in any
+file, and a database is one it reaches without a password. It listens on every interface (the
+reference server takes no host); clients reach it on 127.0.0.1.
 
 Version pinned: :data:`ICEBERG_VERSION` (1.11's server is built on Jetty 12.1; 1.10's on Jetty 11
 and another servlet package, so another release needs its own classpath).
@@ -55,6 +57,12 @@ START_TIMEOUT_S = 120.0
 
 _REST = CachedProgram("iceberg-rest", ICEBERG_VERSION, ICEBERG_VERSION_ENV)
 
+POSTGRES_JDBC_VERSION = "42.7.8"
+"""The PostgreSQL JDBC driver the server reaches a PostgreSQL catalog database with."""
+
+_POSTGRES_JDBC = CachedProgram("postgresql-jdbc", POSTGRES_JDBC_VERSION,
+                               "KSE_POSTGRES_JDBC_VERSION")
+
 
 def rest_catalog_jars(version: str | None = None) -> Path:
     """The directory of every jar the REST catalog server of ``version`` needs, fetched if
@@ -64,6 +72,46 @@ def rest_catalog_jars(version: str | None = None) -> Path:
         ObjectStoreServerError: Maven is missing or the fetch failed (the message says why).
     """
     return _REST.fetched(version, _fetch) / "libs"
+
+
+def postgres_jdbc_jars(version: str | None = None) -> Path:
+    """The directory of PostgreSQL's JDBC driver of ``version``, fetched if missing.
+
+    Raises:
+        ObjectStoreServerError: Maven is missing or the fetch failed (the message says why).
+    """
+    return _POSTGRES_JDBC.fetched(version, _fetch_postgres_jdbc) / "libs"
+
+
+def _fetch_postgres_jdbc(version: str, target: Path) -> None:
+    copy_dependencies([f"org.postgresql:postgresql:{version}"], target / "libs",
+                      what=f"PostgreSQL's JDBC driver {version}", error=ObjectStoreServerError)
+
+
+def jdbc_catalog(database: str) -> dict[str, str]:
+    """The server's ``CATALOG_*`` settings for a catalog in the PostgreSQL ``database``
+    (``postgresql://user@host:port/name``, SQLAlchemy's ``postgresql+psycopg://`` too).
+
+    Raises:
+        ObjectStoreServerError: the URL is not PostgreSQL's, or holds a password, which the
+            server would write to its log with every catalog setting.
+    """
+    url = urlsplit(database)
+    if url.scheme.partition("+")[0] not in {"postgresql", "postgres"} or not url.hostname:
+        raise ObjectStoreServerError(
+            f"the REST catalog server's database must be a postgresql:// URL with a host, got "
+            f"scheme {url.scheme!r}"
+        )
+    if url.password is not None:
+        raise ObjectStoreServerError(
+            "the REST catalog server logs every catalog setting, a password included: give it "
+            "a database it reaches without one (trust or peer authentication)"
+        )
+    port = f":{url.port}" if url.port else ""
+    settings = {"CATALOG_URI": f"jdbc:postgresql://{url.hostname}{port}{url.path}"}
+    if url.username:
+        settings["CATALOG_JDBC_USER"] = url.username
+    return settings
 
 
 def _fetch(version: str, target: Path) -> None:
@@ -124,17 +172,20 @@ class IcebergRestCatalog(LocalServer):
             (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
             ``AWS_REGION``, as :meth:`S3Server.environment
             <kafka_share_eos.proving_ground.launchers.s3_server.S3Server.environment>` gives it).
+        database: a PostgreSQL database for the catalog's tables (see :func:`jdbc_catalog`);
+            a SQLite file of the server's temporary directory by default.
         version: the Iceberg release (default :data:`ICEBERG_VERSION` or
             ``KSE_ICEBERG_REST_VERSION``).
     """
 
     def __init__(self, warehouse: str | Path, *, s3_environment: Mapping[str, str] | None = None,
-                 version: str | None = None) -> None:
+                 database: str | None = None, version: str | None = None) -> None:
         super().__init__("Iceberg-REST", _REST, version, ports=1, client_port=0,
                          port_taken=("Address already in use",),
                          start_timeout_s=START_TIMEOUT_S, awaited="answer /v1/config")
         self.warehouse = warehouse.as_uri() if isinstance(warehouse, Path) else warehouse
         self._s3 = dict(s3_environment or {})
+        self._database = None if database is None else jdbc_catalog(database)
 
     @property
     def uri(self) -> str:
@@ -155,7 +206,10 @@ class IcebergRestCatalog(LocalServer):
             java = java_binary()
         except KafkaLauncherError as error:
             raise ObjectStoreServerError(str(error).replace("Apache Kafka", "Iceberg")) from None
-        return [str(java), "-cp", f"{rest_catalog_jars(self.version)}/*", _MAIN]
+        classpath = f"{rest_catalog_jars(self.version)}/*"
+        if self._database is not None:
+            classpath += f"{os.pathsep}{postgres_jdbc_jars()}/*"
+        return [str(java), "-cp", classpath, _MAIN]
 
     def _command(self, program: list[str], work: Path, ports: list[int]
                  ) -> tuple[list[str], dict[str, str]]:
@@ -168,6 +222,7 @@ class IcebergRestCatalog(LocalServer):
             # S3FileIO for s3:// locations, Hadoop's local file system for the others.
             "CATALOG_IO__IMPL": "org.apache.iceberg.io.ResolvingFileIO",
         }
+        environment |= self._database or {}
         if self._s3:
             environment |= {
                 "CATALOG_S3_ENDPOINT": self._s3["AWS_ENDPOINT_URL"],
@@ -189,8 +244,9 @@ class IcebergRestCatalog(LocalServer):
 
 def main() -> None:
     """``python -m kafka_share_eos.proving_ground.launchers.iceberg_rest``: fetch the server's
-    jars now; silent when they are there."""
+    jars and PostgreSQL's JDBC driver now; silent when they are there."""
     local_server.prefetch(rest_catalog_jars)
+    local_server.prefetch(postgres_jdbc_jars)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Iceberg catalogs on the storage users run, each started by the suite: Iceberg's reference REST
-catalog server and pyiceberg's SQL catalog, with the warehouse on local disk, on S3 (the suite's
-SeaweedFS) or on Azure Blob (Azurite). Each test gets a namespace of its own, so that tests may
-share one server."""
+catalog server (its catalog in SQLite or in PostgreSQL) and pyiceberg's SQL catalog, with the
+warehouse on local disk, on S3 (the suite's SeaweedFS) or on Azure Blob (Azurite). Each test
+gets a namespace of its own, so that tests may share one server."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ import pytest
 
 from kafka_share_eos.proving_ground.launchers.iceberg_rest import azure_file_io, s3_file_io
 
-PLACES = ["rest-local", "sql-s3", "rest-s3", "sql-azure"]
-"""Catalog and storage, as ``<catalog>-<storage>``."""
+PLACES = ["rest-local", "sql-s3", "rest-s3", "sql-azure",
+          pytest.param("rest-postgres", marks=pytest.mark.postgres)]
+"""Catalog and storage, as ``<catalog>-<storage>`` (``rest-postgres``: the REST server keeping
+its catalog in PostgreSQL, its warehouse on local disk)."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,8 @@ def place(request: pytest.FixtureRequest, tmp_path: Path, name: str) -> Place:
     table = f"ns_{unique}.events"
     if name == "rest-local":
         return Place(request.getfixturevalue("iceberg_rest_catalog"), table, "file")
+    if name == "rest-postgres":
+        return Place(request.getfixturevalue("iceberg_rest_catalog_postgres"), table, "file")
     if name == "rest-s3":
         return Place(request.getfixturevalue("iceberg_rest_catalog_s3"), table, "s3")
     sql = {"name": f"c{unique}", "type": "sql", "uri": f"sqlite:///{tmp_path / 'catalog.db'}"}
