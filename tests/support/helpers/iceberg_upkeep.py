@@ -41,6 +41,7 @@ class IcebergUpkeep:
     expiries: int = 0
     lost_races: int = 0
     _own: set[int] = field(default_factory=set)
+    _settled: int | None = None
     _done: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _errors: list[BaseException] = field(default_factory=list)
@@ -64,9 +65,10 @@ class IcebergUpkeep:
             raise self._errors[0]
 
     def wait_caught_up(self, timeout: float = 60) -> None:
-        """Return once the table's current snapshot is a compaction of this upkeep."""
-        wait_until(lambda: self._errors or self._current() in self._own, timeout,
-                   f"a compaction of {self.identifier} on top of its newest commit")
+        """Return once the table's current snapshot is a compaction of this upkeep, with the
+        snapshots older than it expired."""
+        wait_until(lambda: self._errors or self._current() == self._settled, timeout,
+                   f"a compaction and expiry of {self.identifier} after its newest commit")
 
     def _current(self) -> int | None:
         table = load_table(self.catalog, self.identifier)
@@ -88,14 +90,16 @@ class IcebergUpkeep:
         transaction = without_rebase(table).transaction()
         transaction.overwrite(table.scan().to_arrow(), snapshot_properties={COMPACTION: "1"})
         try:
-            transaction.commit_transaction()
+            # The table as the commit left it: its current snapshot is the compaction's.
+            compacted = transaction.commit_transaction()
+            snapshot = compacted.current_snapshot()
+            assert snapshot is not None
             self.compactions += 1
-            compacted = load_table(self.catalog, self.identifier)
-            assert compacted is not None
             self._own.update(s.snapshot_id for s in compacted.snapshots()
                              if s.summary is not None
                              and s.summary.additional_properties.get(COMPACTION) == "1")
             compacted.maintenance.expire_snapshots().older_than(datetime.now(UTC)).commit()
             self.expiries += 1
+            self._settled = snapshot.snapshot_id
         except CommitFailedException:
             self.lost_races += 1
