@@ -92,16 +92,23 @@ class Journal:
     store settings in a :class:`~kafka_share_eos.storage.Location`) or any ``pyarrow.fs`` URI.
 
     Only the location is pickled: each process opens the filesystem itself.
+
+    With ``create=False`` the journal is for inspecting: nothing is created, not even the
+    object that checks an object store's conditional writes (a store that credentials only
+    let read, or that takes no conditional write, is read all the same), and every write,
+    purge included, is refused.
     """
 
-    def __init__(self, where: str | Location) -> None:
+    def __init__(self, where: str | Location, *, create: bool = True) -> None:
         self.where = as_location(where)
         self.location = self.where.uri
+        self.create = create
         self._fs: pafs.FileSystem | None = None
         self._root = ""
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"where": self.where, "location": self.location, "_fs": None, "_root": ""}
+        return {"where": self.where, "location": self.location, "create": self.create,
+                "_fs": None, "_root": ""}
 
     @functools.cached_property
     def leases(self) -> Leases:
@@ -120,8 +127,15 @@ class Journal:
 
     def _filesystem(self) -> tuple[pafs.FileSystem, str]:
         if self._fs is None:
-            self._fs, self._root = self.where.open(create=True)
+            self._fs, self._root = self.where.open(create=self.create)
         return self._fs, self._root
+
+    def _writable(self) -> pafs.FileSystem:
+        # Only a journal opened with create checked that its store refuses a second create.
+        if not self.create:
+            raise JournalError(f"the journal at {self.location!r} was opened for inspecting "
+                               "(create=False): it is never written")
+        return self._filesystem()[0]
 
     def _path(self, seq: int, slot: int | None = None, part: int = 0) -> str:
         return f"{self._filesystem()[1]}/{segment_name(seq, slot, part)}"
@@ -133,7 +147,7 @@ class Journal:
             JournalError: the write failed (a full disk, no permission): the message names
                 the segment's path and the OS error, which is its ``__cause__``.
         """
-        fs, _ = self._filesystem()
+        fs = self._writable()
         path = self._path(seq)
         try:
             write_atomically(fs, path, _ipc_file(batch))
@@ -150,7 +164,7 @@ class Journal:
         Raises:
             JournalError: the write failed, as in :meth:`write`.
         """
-        fs, _ = self._filesystem()
+        fs = self._writable()
         marked = batch if last else batch.replace_schema_metadata({_MORE: b"true"})
         path = self._path(seq, slot, part)
         try:
@@ -254,7 +268,7 @@ class Journal:
 
     def purge(self, through: int) -> list[int]:
         """Delete the segments numbered ``through`` or lower; return the numbers deleted."""
-        fs, _ = self._filesystem()
+        fs = self._writable()
         doomed = [(seq, path) for seq, _, path in self._files() if seq <= through]
         for _, path in doomed:
             fs.delete_file(path)

@@ -113,7 +113,9 @@ RUNNER_MEMBER = "runner"
 
 
 def inspect_journal(journal: Journal) -> JournalStatus:
-    """What ``journal`` holds (its :attr:`JournalStatus.dead_letters` unknown).
+    """What ``journal`` holds (its :attr:`JournalStatus.dead_letters` unknown), read without
+    creating anything: on an object store not even the check of its conditional writes, so
+    credentials that only let read are enough.
 
     Raises:
         LocationNotFoundError: no journal directory where ``journal`` is.
@@ -123,16 +125,17 @@ def inspect_journal(journal: Journal) -> JournalStatus:
         journal.where.open_existing()
     except LocationNotFoundError as error:
         raise LocationNotFoundError(f"no journal at {journal.location!r}") from error
-    _require_journal(journal)
-    batches = tuple(journal.metrics(create=False).read_all())
+    reader = Journal(journal.where, create=False)
+    _require_journal(reader)
+    batches = tuple(reader.metrics(create=False).read_all())
     rows: dict[int, int] = {}
-    for seq, slot in journal.entries():
+    for seq, slot in reader.entries():
         # None: purged by the running query since the listing, or a slot still being written.
-        table = journal.read_present(seq, slot)
+        table = reader.read_present(seq, slot)
         if table is not None:
             rows[seq] = rows.get(seq, 0) + table.num_rows
     segments = [Segment(seq, n, _settled(seq, batches)) for seq, n in sorted(rows.items())]
-    return JournalStatus(journal.location, tuple(segments), batches)
+    return JournalStatus(reader.location, tuple(segments), batches)
 
 
 def _require_journal(journal: Journal) -> None:

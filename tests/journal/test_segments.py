@@ -60,6 +60,21 @@ def test_journal_survives_pickling_and_accepts_uris(tmp_path: Path) -> None:
     assert (tmp_path / "uri-journal" / segment_name(1)).exists()
 
 
+def test_a_journal_opened_for_inspecting_reads_and_is_never_written(tmp_path: Path) -> None:
+    import pickle
+
+    Journal(str(tmp_path / "j")).write(1, to_record_batch(messages()))
+    reader = pickle.loads(pickle.dumps(Journal(str(tmp_path / "j"), create=False)))
+
+    assert reader.read(1).num_rows == 4
+    for write in (lambda: reader.write(2, to_record_batch(messages())),
+                  lambda: reader.write_slot(2, 0, to_record_batch(messages())),
+                  lambda: reader.purge(1)):
+        with pytest.raises(JournalError, match="opened for inspecting"):
+            write()
+    assert os.listdir(tmp_path / "j") == [segment_name(1)]
+
+
 def test_journal_listing_and_purge_ignore_the_metrics_directory(tmp_path: Path) -> None:
     journal = Journal(str(tmp_path))
     store = MetricsStore(str(tmp_path))

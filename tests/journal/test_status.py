@@ -1,15 +1,17 @@
 """A journal's status as ``kafka-share-eos status`` reports it: its segments with their rows,
 settled or pending by the batch metrics beside them, the totals and the records per consumer
-slot and per share-group member; inspecting changes nothing, and a missing journal is named
-(no broker, no Spark)."""
+slot and per share-group member; inspecting changes nothing, on an object store that takes no
+write too, and a missing journal is named (no broker, no Spark)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import re
+import uuid
 from pathlib import Path
 
+import obstore
 import pyarrow as pa
 import pytest
 from helpers.messages import FakeMessage
@@ -25,7 +27,9 @@ from kafka_share_eos.journal import (
     inspect_journal,
 )
 from kafka_share_eos.journal.metrics_store import METRICS_DIR
+from kafka_share_eos.proving_ground.launchers.gcs_server import GcsServer
 from kafka_share_eos.source.conversion import to_record_batch
+from kafka_share_eos.storage import Location
 
 
 def rows(count: int, first: int = 0) -> pa.RecordBatch:
@@ -115,3 +119,26 @@ def test_a_missing_journal_is_named_and_not_created(tmp_path: Path) -> None:
     with pytest.raises(LocationNotFoundError, match=re.escape(f"no journal at '{absent}'")):
         inspect_journal(Journal(str(absent)))
     assert not absent.exists()
+
+
+def test_a_journal_on_a_store_that_takes_none_of_our_writes_is_inspected_all_the_same(
+    tmp_path: Path, gcs_server: GcsServer,
+) -> None:
+    """fake-gcs-server answers object_store's writes with 400, the conditional-write check's
+    probe among them: a journal copied in through its JSON API reads as it does on a local
+    disk, and inspecting it writes nothing."""
+    local, prefix = tmp_path / "j", f"status-{uuid.uuid4().hex}"
+    written_journal(local)
+    keys = sorted(f"{prefix}/{path.relative_to(local).as_posix()}"
+                  for path in local.rglob("*") if path.is_file())
+    for key in keys:
+        gcs_server.upload(key, (local / key.removeprefix(f"{prefix}/")).read_bytes())
+
+    status = inspect_journal(Journal(Location(gcs_server.url(prefix),
+                                              gcs_server.storage_options())))
+
+    expected = inspect_journal(Journal(str(local)))
+    assert status.segments == expected.segments and status.batches == expected.batches
+    assert (status.totals, status.consumers) == (expected.totals, expected.consumers)
+    held = obstore.list(gcs_server.obstore_store(), prefix).collect()
+    assert sorted(meta["path"] for meta in held) == keys

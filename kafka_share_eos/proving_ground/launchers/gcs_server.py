@@ -13,7 +13,9 @@ public host is its own address. It has no XML API ``PUT``, and Rust's ``object_s
 and delta-rs) writes every object, conditional creates included, with one: each of their writes
 is answered ``400 invalid uploadType``. A store the toolkit writes to must first create a probe
 object first-writer-wins (:func:`~kafka_share_eos.storage.object_store.check_conditional_writes`),
-so ``gs://`` locations on this server are refused before any record is written.
+so ``gs://`` locations on this server are refused before any record is written; what the toolkit
+only reads (a journal's status) is read there, once :meth:`GcsServer.upload` put it in through the
+JSON API.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
 from kafka_share_eos.proving_ground.launchers import local_server
@@ -125,6 +128,30 @@ class GcsServer(LocalServer):
         from obstore.store import GCSStore
 
         return GCSStore(**self.obstore_kwargs())
+
+    def upload(self, key: str, payload: bytes, *, if_absent: bool = False) -> bool:
+        """Store ``payload`` at ``key`` through the JSON API, as Google's client libraries
+        upload; with ``if_absent`` only when no object is there (``ifGenerationMatch=0``).
+        Return whether it was stored (False: ``if_absent`` and the server answered 412).
+
+        Raises:
+            ObjectStoreServerError: the server refused the upload otherwise.
+        """
+        query = urlencode({"uploadType": "media", "name": key,
+                           **({"ifGenerationMatch": "0"} if if_absent else {})})
+        request = urllib.request.Request(
+            f"{self.endpoint}/upload/storage/v1/b/{self.bucket}/o?{query}", data=payload,
+            method="POST", headers={"Content-Type": "application/octet-stream"})
+        try:
+            urllib.request.urlopen(request, timeout=30).close()
+        except urllib.error.HTTPError as error:
+            if if_absent and error.code == 412:
+                return False
+            raise ObjectStoreServerError(
+                f"fake-gcs-server refused the upload of {key!r}: {error.code} "
+                f"{error.read().decode(errors='replace')[:300]}"
+            ) from None
+        return True
 
     # -- internals ----------------------------------------------------------------------------
 
