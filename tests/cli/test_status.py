@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from helpers import produce
+from helpers.messages import messages
 from helpers.streaming import run_available_now, share_stream
 from typer.testing import CliRunner
 
@@ -15,8 +17,11 @@ from kafka_share_eos import EmbeddedBroker
 from kafka_share_eos.cli.main import app
 from kafka_share_eos.deadletter import Rejection, letters, open_dead_letters
 from kafka_share_eos.journal import Journal
+from kafka_share_eos.journal.segments import segment_name
+from kafka_share_eos.proving_ground.launchers.gcs_server import GcsServer
 from kafka_share_eos.proving_ground.pytest_plugin import ShareTopic
 from kafka_share_eos.source.batch_planner import BatchPlanner
+from kafka_share_eos.source.conversion import to_record_batch
 from kafka_share_eos.source.options import SourceOptions
 
 if TYPE_CHECKING:
@@ -134,3 +139,20 @@ def test_status_of_a_directory_that_is_no_journal_says_so(
 def test_status_of_a_journal_not_yet_written_is_empty(tmp_path: Path) -> None:
     report = status_json("--journal", str(tmp_path))
     assert report["segments"] == [] and report["acknowledged"] == 0
+
+
+def test_status_reads_a_journal_on_gcs_given_the_store_s_settings(
+    tmp_path: Path, gcs_server: GcsServer
+) -> None:
+    """The suite's GCS emulator takes none of object_store's writes; status, which writes
+    nothing, reads a journal there with the settings given as --storage-option."""
+    Journal(str(tmp_path)).write(1, to_record_batch(messages()))
+    prefix = f"status-{uuid.uuid4().hex}"
+    gcs_server.upload(f"{prefix}/{segment_name(1)}", (tmp_path / segment_name(1)).read_bytes())
+    settings = [f"--storage-option={key}={value}"
+                for key, value in gcs_server.storage_options().items()]
+
+    report = status_json("--journal", gcs_server.url(prefix), *settings)
+
+    assert report["segments"] == [{"seq": 1, "rows": 4, "settled": False}]
+    assert report["pending"] == [1] and report["journal"] == gcs_server.url(prefix)
