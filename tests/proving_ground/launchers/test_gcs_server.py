@@ -1,17 +1,19 @@
 """fake-gcs-server as the suite starts it: its JSON API refuses a second create
-(``ifGenerationMatch=0``), obstore reads what it holds with the storage options the docs give for
-an emulator, and every write of object_store (obstore, delta-rs: an XML API ``PUT``) is answered
-400, which is why no ``gs://`` pipeline runs on it (docs/real-cluster.md, object stores)."""
+(``ifGenerationMatch=0``), obstore and delta-rs read what it holds with the storage options the
+docs give for an emulator, and every write of object_store (obstore, delta-rs: an XML API
+``PUT``) is answered 400, which is why no ``gs://`` pipeline runs on it (docs/real-cluster.md,
+object stores)."""
 
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import obstore
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import DeltaError
 from obstore.exceptions import GenericError
 
@@ -42,6 +44,21 @@ def test_the_toolkit_reads_and_lists_what_the_server_holds(gcs_server: GcsServer
         (f"{prefix}/a", 1), (f"{prefix}/b/c", 3)]
     with fs.open_input_stream(f"{root}/b/c") as source:
         assert source.read() == b"b/c"
+
+
+def test_delta_rs_reads_a_table_the_server_holds(gcs_server: GcsServer, tmp_path: Path) -> None:
+    write_deltalake(tmp_path, pa.table({"x": [1, 2, 3]}))
+    write_deltalake(tmp_path, pa.table({"x": [4]}), mode="append")
+    prefix = f"delta-{uuid.uuid4().hex}"
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            gcs_server.upload(f"{prefix}/{path.relative_to(tmp_path).as_posix()}",
+                              path.read_bytes())
+
+    table = DeltaTable(gcs_server.url(prefix), storage_options=gcs_server.storage_options())
+
+    assert table.version() == 1
+    assert sorted(table.to_pyarrow_table().column("x").to_pylist()) == [1, 2, 3, 4]
 
 
 def test_every_write_of_object_store_is_answered_400(gcs_server: GcsServer) -> None:
