@@ -21,7 +21,6 @@ JSON API.
 from __future__ import annotations
 
 import json
-import shutil
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -64,24 +63,8 @@ def fake_gcs_server_binary(version: str | None = None) -> Path:
 
 
 def _install(version: str, target: Path) -> None:
-    go = shutil.which("go")
-    if go is None:
-        raise ObjectStoreServerError(
-            f"fake-gcs-server {version} is built with Go and no 'go' is on PATH: install it "
-            "(https://go.dev/dl or e.g. apt install golang)"
-        )
-    local_server.notice(f"building fake-gcs-server {version} with Go into {target} (once)")
-    command = ["env", f"GOBIN={target}", go, "install", "-trimpath", "-ldflags=-s -w",
-               f"{FAKE_GCS_SERVER_MODULE}@{version}"]
-    installed = local_server.run_tool(command, what=f"go install of fake-gcs-server {version}",
-                                      timeout_s=BUILD_TIMEOUT_S, cwd=target)
-    if installed.returncode != 0:
-        # Go names every module it downloads; the reason is in the other lines.
-        reason = [line for line in installed.stderr.splitlines() if "go: downloading" not in line]
-        raise ObjectStoreServerError(
-            f"go install of fake-gcs-server {version} failed "
-            f"(exit code {installed.returncode}): {' '.join(reason[-10:])}"
-        )
+    local_server.go_install(FAKE_GCS_SERVER_MODULE, version, target, name="fake-gcs-server",
+                            timeout_s=BUILD_TIMEOUT_S)
 
 
 class GcsServer(LocalServer):
