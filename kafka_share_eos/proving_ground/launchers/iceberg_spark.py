@@ -91,6 +91,9 @@ def spark_catalog_settings(config: Mapping[str, Any], name: str | None = None) -
     ``spark.conf.set`` before it first names the catalog.
 
     A JDBC catalog finds its tables by the catalog's name, so a SQL catalog keeps pyiceberg's.
+    Every other property passes as it is: keys of a FileIO in ``config`` would land among
+    Spark's settings, which its UI and event log show, so a reader takes them from its
+    environment instead.
 
     Raises:
         ValueError: a catalog type other than ``rest`` and ``sql``, or a SQL catalog on another
