@@ -15,7 +15,8 @@ touches is importable from here:
   underneath the strategy, :class:`TransactionCoordinator`, with its :class:`CommitResult` and
   :class:`RecoveryReport`;
 - :class:`DeltaAppendSink` and :class:`IcebergAppendSink`, sinks for the checkpoint-dedup store,
-  and :class:`RetentionPolicy`, which bounds its ledger;
+  :class:`IcebergLedger`, its identity ledger in an Iceberg table, and :class:`RetentionPolicy`,
+  which bounds its ledger;
 - the dead-letter sinks (:class:`SqlDeadLetters`, :class:`DeltaDeadLetters`,
   :class:`IcebergDeadLetters`, :class:`KafkaDeadLetters`, :class:`BrokerDeadLetters` for the
   share group's own dead-letter queue on Kafka 4.4, the :class:`DeadLetterSink` protocol) and

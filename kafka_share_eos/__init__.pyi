@@ -48,6 +48,7 @@ from .errors import TransformShapeError as TransformShapeError
 from .errors import TwoPhaseCommitError as TwoPhaseCommitError
 from .errors import UnsupportedFormatError as UnsupportedFormatError
 from .errors import ValueNotStorableError as ValueNotStorableError
+from .ledger import IcebergLedger as IcebergLedger
 from .ledger import RetentionPolicy as RetentionPolicy
 from .monitoring import MetricsServer as MetricsServer
 from .monitoring import PipelineMetrics as PipelineMetrics

@@ -1,8 +1,9 @@
-"""Exactly-once effects for sinks that can neither upsert nor prepare: a Delta identity ledger.
+"""Exactly-once effects for sinks that can neither upsert nor prepare: an identity ledger, a
+Delta table or an Iceberg one.
 
 Per micro-batch: drop identities repeated inside the batch, *claim* in the ledger the identities
-no batch claimed yet (one Delta commit that loses to any concurrent claim of the same
-identities, so applications sharing the ledger never both own a record), then hand the rows
+no batch claimed yet (one commit that loses to any concurrent claim of the same identities, so
+applications sharing the ledger never both own a record), then hand the rows
 this batch owns to the user's sink. A replayed batch finds its own claims and hands them to the
 sink again. docs/checkpoint-dedup.md argues each crash point and states what the sink must
 promise (atomic, and a no-op when called again with a batch id it already applied);
@@ -25,9 +26,10 @@ from kafka_share_eos.errors import SinkConfigurationError
 from kafka_share_eos.faults import DEDUP_AFTER_SINK as CRASH_AFTER_SINK
 from kafka_share_eos.faults import DEDUP_BEFORE_SINK as CRASH_BEFORE_SINK
 from kafka_share_eos.faults import maybe_crash
-from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION, compact
+from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION
+from kafka_share_eos.ledger.iceberg_ledger import IcebergLedger
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger
-from kafka_share_eos.ledger.retention import RetentionPolicy, prune
+from kafka_share_eos.ledger.retention import RetentionPolicy
 from kafka_share_eos.ledger.rows import DEFAULT_APP_ID
 from kafka_share_eos.sinks import (
     ChecksRows,
@@ -57,8 +59,10 @@ class CheckpointDedupStore(BatchStrategy):
     """A ``foreachBatch`` strategy that applies each record identity to ``sink`` exactly once.
 
     Args:
-        ledger: Delta table URI (local path or object-store URI) of the identity ledger. Several
-            queries and applications may share one ledger (and one sink behind it).
+        ledger: the identity ledger: a Delta table's URI (local path or object-store URI), or
+            an :class:`~kafka_share_eos.ledger.iceberg_ledger.IcebergLedger` (an Iceberg table
+            in a pyiceberg catalog). Several queries and applications may share one ledger
+            (and one sink behind it).
         sink: ``sink(table, batch_id)`` receiving only rows never applied before. It must apply
             a batch atomically and do nothing when called again with a batch id it already
             applied (:class:`~kafka_share_eos.sinks.delta_append.DeltaAppendSink` does); a sink
@@ -70,7 +74,7 @@ class CheckpointDedupStore(BatchStrategy):
             new with a new one), else ``"kafka-share-eos.dedup-ledger"``. Give an explicit one
             only if it is unique per application and per checkpoint: batch ids restart at 0
             with a new checkpoint.
-        storage_options: delta-rs storage options for the ledger.
+        storage_options: delta-rs storage options for a Delta ledger.
         retention: which identities pruning may drop.
         prune_every: prune automatically after every this many batches (None: never).
         compact_every: compact and vacuum the ledger after every this many batches (None: never).
@@ -80,9 +84,10 @@ class CheckpointDedupStore(BatchStrategy):
             be probed row by row.
 
     Raises:
-        MissingExtraError: deltalake is not installed.
+        MissingExtraError: deltalake is not installed (a Delta ledger).
         SinkConfigurationError: ``sink`` is not callable, ``key_columns`` is empty or repeats a
-            column, or ``prune_every`` or ``compact_every`` is below 1.
+            column, ``prune_every`` or ``compact_every`` is below 1, or ``storage_options``
+            come with an Iceberg ledger (its catalog's properties hold them).
         TargetTableError: the ledger's location, or a target of ``sink`` that checks itself
             (``check_target()``), cannot be written (checked when the store is built, unless
             ``check_on_create=False``).
@@ -92,7 +97,7 @@ class CheckpointDedupStore(BatchStrategy):
 
     def __init__(
         self,
-        ledger: str,
+        ledger: str | IcebergLedger,
         sink: Sink,
         *,
         key_columns: Sequence[str] | None = None,
@@ -104,7 +109,12 @@ class CheckpointDedupStore(BatchStrategy):
         vacuum_retention: dt.timedelta = DEFAULT_VACUUM_RETENTION,
         **options: Unpack[StrategyOptions],
     ) -> None:
-        DELTA.require("CheckpointDedupStore")
+        if isinstance(ledger, str):
+            DELTA.require("CheckpointDedupStore")
+        elif storage_options is not None:
+            raise SinkConfigurationError(
+                "storage_options are for a Delta ledger; an Iceberg ledger's storage is "
+                "configured by its catalog's properties")
         identity = RecordIdentity.of(key_columns)
         super().__init__(identity, "CheckpointDedupStore", **options)
         for name, every in (("prune_every", prune_every), ("compact_every", compact_every)):
@@ -112,11 +122,11 @@ class CheckpointDedupStore(BatchStrategy):
                 raise SinkConfigurationError(f"{name} must be >= 1 or None, got {every}")
         if not callable(sink):
             raise SinkConfigurationError(f"sink must be callable(table, batch_id), got {sink!r}")
-        self.ledger = IdentityLedger(
-            ledger,
-            identity=identity.key_columns,
-            app_id=app_id or DEFAULT_APP_ID,
-            storage_options=storage_options,
+        self.ledger: IdentityLedger | IcebergLedger = (
+            IdentityLedger(ledger, identity=identity.key_columns, app_id=app_id or DEFAULT_APP_ID,
+                           storage_options=storage_options)
+            if isinstance(ledger, str)
+            else ledger.configured(identity.key_columns, app_id or DEFAULT_APP_ID)
         )
         self._app_id_given = app_id is not None
         self.sink = sink
@@ -138,15 +148,8 @@ class CheckpointDedupStore(BatchStrategy):
         return (self.ledger, self.sink)
 
     def _prepare(self, schema: pa.Schema) -> None:
-        table = self.ledger.location.table()
-        if table is None:
-            return
-        existing = IdentityLedger.existing(
-            self.ledger.uri,
-            app_id=self.ledger.app_id,
-            storage_options=self.ledger.location.storage_options,
-        ).identity
-        if existing != self.ledger.identity:
+        existing = self.ledger.stored_identity()
+        if existing is not None and existing != self.ledger.identity:
             raise SinkConfigurationError(
                 f"ledger {self.ledger.uri!r} records identity {list(existing)}, but this store "
                 f"was configured with key_columns {list(self.ledger.identity)}"
@@ -189,10 +192,10 @@ class CheckpointDedupStore(BatchStrategy):
         """Automatic pruning and compaction; a failure is logged, the recorded batch stands."""
         try:
             if self.prune_every is not None and (batch_id + 1) % self.prune_every == 0:
-                result = prune(self.ledger, self.retention)
+                result = self.ledger.prune(self.retention)
                 logger.info("ledger %s: pruned %d identities", self.ledger.uri, result.deleted_rows)
             if self.compact_every is not None and (batch_id + 1) % self.compact_every == 0:
-                done = compact(self.ledger, vacuum_retention=self.vacuum_retention)
+                done = self.ledger.compact(vacuum_retention=self.vacuum_retention)
                 logger.info(
                     "ledger %s: compacted %d files into %d",
                     self.ledger.uri,

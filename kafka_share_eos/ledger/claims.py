@@ -42,6 +42,8 @@ from kafka_share_eos.ledger.rows import (
     APPLIED_AT_COLUMN,
     BATCH_COLUMN,
     LEDGER_TABLE_CONFIGURATION,
+    Claimant,
+    rows_joined,
     select_in_order,
 )
 
@@ -98,14 +100,7 @@ def claim(
             lost = error
             ledger.location.contended()
             continue
-        if recorded == batch_id and fresh.num_rows:
-            # A replay of the batch finds every record claimed, by this run or another
-            # application: records in no claim make it another batch under the same id.
-            raise BatchIdReusedError(
-                f"ledger {ledger.uri!r} already holds the claims of batch {batch_id} of app_id "
-                f"{ledger.app_id!r}, and this batch {batch_id} brings {fresh.num_rows} record(s) "
-                "in no claim: a batch id names one set of records (is the app_id shared?)"
-            )
+        check_replay(ledger.uri, ledger.app_id, recorded, batch_id, fresh)
         faults.maybe_crash(BEFORE_CLAIM)
         if fresh.num_rows:
             try:
@@ -130,6 +125,24 @@ def claim(
     )
 
 
+def check_replay(
+    where: str, app_id: str, recorded: int | None, batch_id: int, fresh: pa.Table
+) -> None:
+    """A replay of the batch recorded last finds every record claimed, by this run or another
+    application: records in no claim make it another batch under the same id.
+
+    Raises:
+        BatchIdReusedError: ``batch_id`` is the ledger's ``recorded`` one, and ``fresh`` (the
+            batch's rows in no claim) is not empty.
+    """
+    if recorded == batch_id and fresh.num_rows:
+        raise BatchIdReusedError(
+            f"ledger {where!r} already holds the claims of batch {batch_id} of app_id "
+            f"{app_id!r}, and this batch {batch_id} brings {fresh.num_rows} record(s) "
+            "in no claim: a batch id names one set of records (is the app_id shared?)"
+        )
+
+
 def _decide(
     ledger: LedgerLookup, table: deltalake.DeltaTable, batch: pa.Table, batch_id: int
 ) -> tuple[pa.Table, pa.Table]:
@@ -143,7 +156,7 @@ def _decide(
         [*ledger.identity, APP_COLUMN, BATCH_COLUMN], ledger.lookup_predicate(batch),
         refresh=False,
     )
-    return _split(ledger, batch, seen, batch_id)
+    return split_claimed(ledger, batch, seen, batch_id)
 
 
 def _open(ledger: LedgerLookup, batch: pa.Table, *, fresh: bool) -> deltalake.DeltaTable:
@@ -158,7 +171,7 @@ def _open(ledger: LedgerLookup, batch: pa.Table, *, fresh: bool) -> deltalake.De
     table = ledger.location.table() if fresh else ledger.location.snapshot()
     if table is None:
         return ledger.location.create(
-            _stored_schema(claim_rows(ledger, batch.slice(0, 0), 0).schema),
+            stored_schema(claim_rows(ledger, batch.slice(0, 0), 0).schema),
             partition_by=ledger.partition_by,
             configuration=LEDGER_TABLE_CONFIGURATION,
         )
@@ -172,11 +185,12 @@ def _open(ledger: LedgerLookup, batch: pa.Table, *, fresh: bool) -> deltalake.De
     return table
 
 
-def _split(
-    ledger: LedgerLookup, batch: pa.Table, seen: pa.Table | None, batch_id: int
+def split_claimed(
+    ledger: Claimant, batch: pa.Table, seen: pa.Table | None, batch_id: int
 ) -> tuple[pa.Table, pa.Table]:
     """The identities this batch claimed in an earlier attempt, and the batch's rows no one
-    claimed yet."""
+    claimed yet, from ``seen``: the ledger rows (identity, application and batch columns) that
+    may match the batch."""
     keys = batch.select(list(ledger.identity))
     if seen is None or seen.num_rows == 0:
         return keys.slice(0, 0), batch
@@ -187,17 +201,17 @@ def _split(
         pc.equal(seen.column(BATCH_COLUMN), batch_id),
     )
     own = seen_keys.filter(pc.fill_null(mine, False))
-    return own, ledger.new_rows_among(batch, seen_keys)
+    return own, rows_joined(batch, ledger.identity, seen_keys, "left anti")
 
 
-def _stored_schema(schema: pa.Schema) -> pa.Schema:
+def stored_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` with its dictionary-encoded columns as their values' type: the table's."""
     return pa.schema(
         [f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in schema]
     )
 
 
-def claim_rows(ledger: LedgerLookup, rows: pa.Table, batch_id: int) -> pa.Table:
+def claim_rows(ledger: Claimant, rows: pa.Table, batch_id: int) -> pa.Table:
     """Ledger rows claiming the identities of ``rows`` for ``batch_id`` of the ledger's app."""
     claims = rows.select(list(ledger.identity))
     n = claims.num_rows

@@ -4,10 +4,14 @@ they apply (:mod:`kafka_share_eos.ledger.claims`)."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pyarrow as pa
 
 from kafka_share_eos.ledger.claims import Claim, claim
+from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION, CompactResult, compact
 from kafka_share_eos.ledger.lookup import LedgerLookup
+from kafka_share_eos.ledger.retention import PruneResult, RetentionPolicy, prune
 from kafka_share_eos.sinks.target_checks import check_delta_table
 
 
@@ -30,3 +34,24 @@ class IdentityLedger(LedgerLookup):
         """Claim the identities of ``batch`` for batch ``batch_id``; see
         :func:`kafka_share_eos.ledger.claims.claim`."""
         return claim(self, batch, batch_id)
+
+    def stored_identity(self) -> tuple[str, ...] | None:
+        """The identity columns of the ledger's table; None while it is absent.
+
+        Raises:
+            ConfigurationError: the Delta table there is not an identity ledger.
+        """
+        if self.location.table() is None:
+            return None
+        return LedgerLookup.existing(self.uri, app_id=self.app_id,
+                                     storage_options=self.location.storage_options).identity
+
+    def prune(self, policy: RetentionPolicy) -> PruneResult:
+        """Delete the identities ``policy`` allows to go; see
+        :func:`kafka_share_eos.ledger.retention.prune`."""
+        return prune(self, policy)
+
+    def compact(self, *, vacuum_retention: dt.timedelta = DEFAULT_VACUUM_RETENTION
+                ) -> CompactResult:
+        """Compact and vacuum the ledger; see :func:`kafka_share_eos.ledger.compaction.compact`."""
+        return compact(self, vacuum_retention=vacuum_retention)

@@ -38,6 +38,7 @@ from kafka_share_eos.ledger.rows import (
     BOOKKEEPING_COLUMNS,
     DEFAULT_APP_ID,
     RECORD_IDENTITY,
+    checked_identity,
     offset_ranges,
     rows_joined,
 )
@@ -82,13 +83,8 @@ class LedgerLookup(ProcessLocal):
         app_id: str = DEFAULT_APP_ID,
         storage_options: Mapping[str, str] | None = None,
     ) -> None:
-        if not identity:
-            raise ConfigurationError("identity must name at least one column")
-        for reserved in BOOKKEEPING_COLUMNS:
-            if reserved in identity:
-                raise ConfigurationError(f"identity column {reserved!r} is reserved by the ledger")
+        self.identity = checked_identity(identity)
         self.location = LedgerTable(uri, storage_options)
-        self.identity = tuple(identity)
         self.app_id = app_id
         self._known: KnownClaims | None = None
 

@@ -13,12 +13,18 @@ See docs/checkpoint-dedup.md for the full argument and its assumptions.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kafka_share_eos.delta.predicates import quote_identifier, sql_literal
 from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.ledger.lookup import LedgerLookup
-from kafka_share_eos.ledger.rows import APPLIED_AT_COLUMN, file_highest_offsets
+from kafka_share_eos.ledger.rows import (
+    APPLIED_AT_COLUMN,
+    RECORD_IDENTITY,
+    Claimant,
+    file_highest_offsets,
+)
 from kafka_share_eos.sharegroup.redelivery import REDELIVERY_WINDOW
 
 
@@ -79,6 +85,29 @@ def max_offsets(ledger: LedgerLookup) -> dict[tuple[str, int], int]:
     return file_highest_offsets(actions)
 
 
+def offset_cutoffs(
+    ledger: Claimant, policy: RetentionPolicy,
+    highest: Callable[[], Mapping[tuple[str, int], int]],
+) -> dict[tuple[str, int], int]:
+    """Per (topic, partition), the offset below which ``policy``'s offset window lets
+    identities go, from the ``highest()`` offset of each; partitions with nothing below are
+    left out.
+
+    Raises:
+        ConfigurationError: the policy has an offset window and the ledger's identity is not
+            the record identity.
+    """
+    if policy.offset_window is None:
+        return {}
+    if ledger.identity != RECORD_IDENTITY:
+        raise ConfigurationError(
+            "RetentionPolicy.offset_window applies to the record identity (topic, partition, "
+            f"offset) only; this ledger's identity is {ledger.identity}: set offset_window=None"
+        )
+    return {key: top - policy.offset_window for key, top in highest().items()
+            if top - policy.offset_window > 0}
+
+
 def prune_predicate(
     ledger: LedgerLookup, policy: RetentionPolicy, now: dt.datetime
 ) -> tuple[str | None, dict[tuple[str, int], int]]:
@@ -89,16 +118,7 @@ def prune_predicate(
         age_rule = f"{quote_identifier(APPLIED_AT_COLUMN)} < '{horizon}'"
     if policy.offset_window is None:
         return age_rule, {}
-    if not ledger.is_record_identity:
-        raise ConfigurationError(
-            "RetentionPolicy.offset_window applies to the record identity (topic, partition, "
-            f"offset) only; this ledger's identity is {ledger.identity}: set offset_window=None"
-        )
-    cutoffs = {
-        key: top - policy.offset_window
-        for key, top in max_offsets(ledger).items()
-        if top - policy.offset_window > 0
-    }
+    cutoffs = offset_cutoffs(ledger, policy, lambda: max_offsets(ledger))
     if not cutoffs:
         return None, {}
     offset_rule = " OR ".join(

@@ -6,9 +6,10 @@ their in-process memory and its retention can all build on it without importing 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from kafka_share_eos import formats
+from kafka_share_eos.errors import ConfigurationError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -28,6 +29,32 @@ LEDGER_TABLE_CONFIGURATION: Mapping[str, str | None] = {
     "delta.enableExpiredLogCleanup": "true",
     formats.TABLE_PROPERTY: str(formats.LEDGER_TABLE),
 }
+
+
+class Claimant(Protocol):
+    """A ledger as its claims see it, on Delta or on Iceberg: the identity columns, and the
+    application whose batches claim identities."""
+
+    @property
+    def identity(self) -> tuple[str, ...]: ...
+
+    @property
+    def app_id(self) -> str: ...
+
+
+def checked_identity(identity: Sequence[str]) -> tuple[str, ...]:
+    """The identity columns of a ledger, as a tuple.
+
+    Raises:
+        ConfigurationError: no column, or a bookkeeping column of the ledger's own.
+    """
+    if not identity:
+        raise ConfigurationError("identity must name at least one column")
+    for reserved in BOOKKEEPING_COLUMNS:
+        if reserved in identity:
+            raise ConfigurationError(f"identity column {reserved!r} is reserved by the ledger")
+    return tuple(identity)
+
 
 _ROW = "__ledger_row"
 # Offsets further apart than this are looked up as separate ranges, up to MAX_RANGES per

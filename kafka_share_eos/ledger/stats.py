@@ -1,11 +1,16 @@
-"""Size and coverage of a ledger, read from the Delta log only (no data files are opened)."""
+"""Size and coverage of a ledger, read from the Delta log or the Iceberg manifests only (no data
+files are opened)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kafka_share_eos.errors import LocationNotFoundError
 from kafka_share_eos.ledger.lookup import LedgerLookup
+
+if TYPE_CHECKING:
+    from kafka_share_eos.ledger.iceberg_ledger import IcebergLedger
 
 
 @dataclass(frozen=True, order=True)
@@ -33,14 +38,18 @@ class LedgerStats:
     partitions: list[PartitionCoverage] = field(default_factory=list)
 
 
-def ledger_stats(ledger: LedgerLookup) -> LedgerStats:
-    """Describe ``ledger``; per-partition coverage only for the record identity layout.
+def ledger_stats(ledger: LedgerLookup | IcebergLedger) -> LedgerStats:
+    """Describe ``ledger``; per-partition coverage only for the record identity layout. An
+    Iceberg ledger is described by :func:`kafka_share_eos.ledger.iceberg_upkeep.stats`.
 
     Raises:
-        LocationNotFoundError: the ledger's Delta table does not exist.
+        LocationNotFoundError: the ledger's table does not exist.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
+
+    if not isinstance(ledger, LedgerLookup):
+        return ledger.stats()
 
     table = ledger.location.table()
     if table is None:

@@ -1,4 +1,5 @@
-"""Several applications on one checkpoint-dedup ledger and one Delta sink: each record once.
+"""Several applications on one checkpoint-dedup ledger (a Delta table, or an Iceberg one) and
+one Delta sink: each record once.
 
 Each application is a separate process with its own ``app_id`` (and sink ``app_id``), as
 separate Spark applications would be. The hard case is forced, not hoped for: application A
@@ -13,12 +14,18 @@ import signal
 import subprocess
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 from helpers import applications
 from helpers.applications import HoldGate, finish
-from helpers.ledgers import DEDUP_APPLICATION, delta_rows, records
+from helpers.ledgers import (
+    DEDUP_APPLICATION,
+    LEDGER_BACKENDS,
+    delta_rows,
+    ledger_rows,
+    ledger_spec,
+    opened_ledger,
+    records,
+)
 
 from kafka_share_eos.faults import CRASH_AT_ENV
 from kafka_share_eos.ledger.claims import BEFORE_CLAIM
@@ -42,13 +49,14 @@ def run(coordinates: range, partition: int = 0) -> list[tuple[str, int, int]]:
 
 
 def claimed_by(ledger: str) -> dict[int, str]:
-    table = pa.table(DeltaTable(ledger).scan(columns=["offset", "_app_id"]))
-    return dict(zip(table["offset"].to_pylist(), table["_app_id"].to_pylist(), strict=True))
+    claims = ledger_rows(ledger, ["offset", "_app_id"])
+    assert len(claims) == len(dict(claims)), "an identity claimed twice"
+    return dict(claims)
 
 
-@pytest.fixture
-def paths(tmp_path: Path) -> tuple[str, str]:
-    return str(tmp_path / "ledger"), str(tmp_path / "sink")
+@pytest.fixture(params=LEDGER_BACKENDS)
+def paths(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    return ledger_spec(request, tmp_path, request.param), str(tmp_path / "sink")
 
 
 def test_a_batch_held_past_a_lock_handoff_loses_its_claim(
@@ -60,8 +68,8 @@ def test_a_batch_held_past_a_lock_handoff_loses_its_claim(
     held = start_application(paths, "app-a", [(0, run(range(6)))], **gate.env)
     gate.wait_held(held)
     # ...while B, to which offsets 3-5 were redelivered with 6-7, claims and applies them.
-    other = CheckpointDedupStore(ledger, DeltaAppendSink(sink, app_id="app-b-sink"),
-                                 app_id="app-b")
+    other = CheckpointDedupStore(opened_ledger(ledger),
+                                 DeltaAppendSink(sink, app_id="app-b-sink"), app_id="app-b")
     b = other.apply(records(*run(range(3, 8))), 0)
     gate.release()
 
@@ -73,6 +81,8 @@ def test_a_batch_held_past_a_lock_handoff_loses_its_claim(
                                   **dict.fromkeys(range(3, 8), "app-b")}
 
 
+@pytest.mark.parametrize("paths", ["delta", pytest.param("iceberg", marks=pytest.mark.full)],
+                         indirect=True)
 def test_concurrent_applications_with_overlapping_batches_apply_each_record_once(
     paths: tuple[str, str],
 ) -> None:
@@ -88,8 +98,9 @@ def test_concurrent_applications_with_overlapping_batches_apply_each_record_once
     reports = [finish(process) for process in applications]
 
     every = sorted({tuple(c) for plan in plans.values() for _, batch in plan for c in batch})
-    _, sink = paths
+    ledger, sink = paths
     assert delta_rows(sink) == every
+    assert ledger_rows(ledger) == every
     assert sum(written for report in reports for written, _ in report) == len(every)
     assert all(any(written for written, _ in report) for report in reports)
 
@@ -104,8 +115,8 @@ def test_a_claim_left_by_a_killed_application_is_applied_by_its_restart(
     crashed.communicate(timeout=120)
     assert crashed.returncode == -signal.SIGKILL
     # B gets the records A held (its lock expired) and finds them claimed: not its to apply.
-    other = CheckpointDedupStore(ledger, DeltaAppendSink(sink, app_id="app-b-sink"),
-                                 app_id="app-b")
+    other = CheckpointDedupStore(opened_ledger(ledger),
+                                 DeltaAppendSink(sink, app_id="app-b-sink"), app_id="app-b")
     assert other.apply(records(*run(range(2, 6))), 0).rows_written == 2
     assert delta_rows(sink) == run(range(4, 6))
     # A restarts from its checkpoint and replays batch 0 from its journal: its claims land.

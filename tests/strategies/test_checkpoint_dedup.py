@@ -1,4 +1,5 @@
-"""CheckpointDedupStore on real Delta tables: redeliveries, replays, identities, reports."""
+"""CheckpointDedupStore on real tables, its ledger in Delta and in Iceberg (pyiceberg's SQL
+catalog on SQLite), its sink a Delta table: redeliveries, replays, identities, reports."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from helpers.ledgers import delta_rows, records
+from helpers.ledgers import LEDGER_BACKENDS, delta_rows, ledger_spec, opened_ledger, records
 
 from kafka_share_eos.errors import AppIdConflictError
+from kafka_share_eos.ledger.iceberg_ledger import IcebergLedger
 from kafka_share_eos.sinks.delta_append import DeltaAppendSink
 from kafka_share_eos.strategies import MissingColumnsError, SinkConfigurationError
 from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
@@ -16,12 +18,16 @@ from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture
-def paths(tmp_path: Path) -> tuple[str, str]:
-    return str(tmp_path / "ledger"), str(tmp_path / "sink")
+Paths = tuple[str | IcebergLedger, str]
 
 
-def test_redeliveries_in_later_batches_reach_the_sink_once(paths: tuple[str, str]) -> None:
+@pytest.fixture(params=LEDGER_BACKENDS)
+def paths(request: pytest.FixtureRequest, tmp_path: Path) -> Paths:
+    """The store's ``ledger=`` and the Delta sink's path."""
+    return opened_ledger(ledger_spec(request, tmp_path, request.param)), str(tmp_path / "sink")
+
+
+def test_redeliveries_in_later_batches_reach_the_sink_once(paths: Paths) -> None:
     ledger, sink = paths
     store = CheckpointDedupStore(ledger, DeltaAppendSink(sink))
     first = store.apply(records(("t", 0, 0), ("t", 0, 1), ("t", 1, 0)), 0)
@@ -39,7 +45,7 @@ def test_redeliveries_in_later_batches_reach_the_sink_once(paths: tuple[str, str
     assert store.totals.rows_written == 5
 
 
-def test_a_replayed_batch_is_a_no_op_even_on_a_fresh_store(paths: tuple[str, str]) -> None:
+def test_a_replayed_batch_is_a_no_op_even_on_a_fresh_store(paths: Paths) -> None:
     ledger, sink = paths
     batch = records(("t", 0, 5), ("t", 0, 6))
     CheckpointDedupStore(ledger, DeltaAppendSink(sink)).apply(batch, 7)
@@ -51,7 +57,7 @@ def test_a_replayed_batch_is_a_no_op_even_on_a_fresh_store(paths: tuple[str, str
 
 
 def test_an_older_batch_id_under_the_same_app_id_is_refused_not_dropped(
-    paths: tuple[str, str],
+    paths: Paths,
 ) -> None:
     ledger, sink = paths
     CheckpointDedupStore(ledger, DeltaAppendSink(sink)).apply(records(("t", 0, 5)), 7)
@@ -61,7 +67,7 @@ def test_an_older_batch_id_under_the_same_app_id_is_refused_not_dropped(
     assert delta_rows(sink) == [("t", 0, 5)]
 
 
-def test_only_new_rows_reach_the_sink_in_batch_order(paths: tuple[str, str]) -> None:
+def test_only_new_rows_reach_the_sink_in_batch_order(paths: Paths) -> None:
     ledger, _ = paths
     seen: list[pa.Table] = []
     store = CheckpointDedupStore(ledger, lambda table, batch_id: seen.append(table))
@@ -73,7 +79,7 @@ def test_only_new_rows_reach_the_sink_in_batch_order(paths: tuple[str, str]) -> 
     assert seen[1].column("value").to_pylist() == ["a/0/9", "a/0/4", "a/0/2"]
 
 
-def test_business_key_identity(paths: tuple[str, str]) -> None:
+def test_business_key_identity(paths: Paths) -> None:
     ledger, sink = paths
     store = CheckpointDedupStore(ledger, DeltaAppendSink(sink), key_columns=["order_id"])
     batch = pa.table({"order_id": ["o1", "o2", "o1"], "amount": [10, 20, 11]})
@@ -85,7 +91,7 @@ def test_business_key_identity(paths: tuple[str, str]) -> None:
     assert (report.already_applied, report.rows_written) == (1, 1)
 
 
-def test_identity_types_from_pandas_and_spark_share_one_ledger(paths: tuple[str, str]) -> None:
+def test_identity_types_from_pandas_and_spark_share_one_ledger(paths: Paths) -> None:
     ledger, sink = paths
     store = CheckpointDedupStore(ledger, DeltaAppendSink(sink, columns=["topic", "offset"]))
     store.apply(records(("t", 0, 1)), 0)
@@ -96,14 +102,14 @@ def test_identity_types_from_pandas_and_spark_share_one_ledger(paths: tuple[str,
     assert delta_rows(sink, ["topic", "offset"]) == [("t", 1), ("t", 2)]
 
 
-def test_missing_identity_column_is_named(paths: tuple[str, str]) -> None:
+def test_missing_identity_column_is_named(paths: Paths) -> None:
     ledger, sink = paths
     store = CheckpointDedupStore(ledger, DeltaAppendSink(sink))
     with pytest.raises(MissingColumnsError, match="offset"):
         store.apply(pa.table({"topic": ["t"], "partition": [0]}), 0)
 
 
-def test_key_columns_must_match_the_existing_ledger(paths: tuple[str, str]) -> None:
+def test_key_columns_must_match_the_existing_ledger(paths: Paths) -> None:
     ledger, sink = paths
     CheckpointDedupStore(ledger, DeltaAppendSink(sink)).apply(records(("t", 0, 0)), 0)
     other = CheckpointDedupStore(ledger, DeltaAppendSink(sink), key_columns=["value"])
@@ -111,14 +117,14 @@ def test_key_columns_must_match_the_existing_ledger(paths: tuple[str, str]) -> N
         other.apply(records(("t", 0, 1)), 1)
 
 
-def test_sink_columns_are_checked(paths: tuple[str, str]) -> None:
+def test_sink_columns_are_checked(paths: Paths) -> None:
     ledger, sink = paths
     store = CheckpointDedupStore(ledger, DeltaAppendSink(sink, columns=["nope"]))
     with pytest.raises(MissingColumnsError, match="nope"):
         store.apply(records(("t", 0, 0)), 0)
 
 
-def test_bad_options_are_named(paths: tuple[str, str]) -> None:
+def test_bad_options_are_named(paths: Paths) -> None:
     ledger, _ = paths
     with pytest.raises(SinkConfigurationError, match="prune_every"):
         CheckpointDedupStore(ledger, print, prune_every=0)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
     from kafka_share_eos.proving_ground.launchers.spark_connect import SparkConnectServer
+    from kafka_share_eos.strategies.base import BatchStrategy
 
 # Sessions the format is registered with. Registering again while another thread's query runs
 # replaces the data source under it; tests that run queries side by side register once.
@@ -87,3 +88,13 @@ def run_available_now(
     assert finished, f"the availableNow query did not finish within {timeout} s"
     assert query.exception() is None
     return query
+
+
+def restart_until(run: Callable[[BatchStrategy], object], strategy: BatchStrategy,
+                  done: Callable[[], bool]) -> None:
+    """``run(strategy)`` again, as a restarted query would, until ``done()``; every run must
+    apply at least one batch."""
+    while not done():
+        before = strategy.totals.batches
+        run(strategy)
+        assert strategy.totals.batches > before, "a restart made no progress"
