@@ -11,30 +11,46 @@ from rich.table import Table
 
 from kafka_share_eos.cli.errors import given
 from kafka_share_eos.cli.group import Commands
-from kafka_share_eos.cli.options import StorageOpt, storage_options
-from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION, compact
+from kafka_share_eos.cli.options import StorageOpt, key_values, storage_options
+from kafka_share_eos.ledger.compaction import DEFAULT_VACUUM_RETENTION
+from kafka_share_eos.ledger.iceberg_ledger import IcebergLedger
 from kafka_share_eos.ledger.identity_ledger import IdentityLedger
-from kafka_share_eos.ledger.retention import RetentionPolicy, prune
+from kafka_share_eos.ledger.retention import RetentionPolicy
 from kafka_share_eos.ledger.rows import DEFAULT_APP_ID
 from kafka_share_eos.ledger.stats import ledger_stats
 
 dedup = typer.Typer(
     name="dedup",
     cls=Commands,
-    help="Inspect, prune and compact a checkpoint-dedup identity ledger (a Delta table).",
+    help="Inspect, prune and compact a checkpoint-dedup identity ledger (a Delta table, or an "
+    "Iceberg table with --iceberg-catalog).",
     no_args_is_help=True,
 )
 
 LedgerArg = Annotated[
-    str, typer.Argument(metavar="LEDGER", help="Ledger table: a path or an object-store URI.")
+    str, typer.Argument(metavar="LEDGER", help="Ledger table: a path or an object-store URI, "
+                        "or with --iceberg-catalog an Iceberg table's identifier (db.ledger).")
+]
+IcebergCatalogOpt = Annotated[
+    list[str],
+    typer.Option("--iceberg-catalog", metavar="KEY=VALUE", help="A setting of the pyiceberg "
+                 "catalog of an Iceberg LEDGER (type=sql, uri=..., warehouse=...); repeatable."),
 ]
 AppIdOpt = Annotated[
     str, typer.Option(metavar="ID", help="Application id the ledger records batches under.")
 ]
 
 
-def _open(uri: str, storage_option: list[str], app_id: str) -> IdentityLedger:
+def _open(uri: str, storage_option: list[str], app_id: str, iceberg_catalog: list[str]
+          ) -> IdentityLedger | IcebergLedger:
     options = storage_options(storage_option)
+    if iceberg_catalog:
+        if options:
+            raise typer.BadParameter("an Iceberg ledger's storage is set by --iceberg-catalog",
+                                     param_hint="--storage-option")
+        config = key_values(iceberg_catalog, "--iceberg-catalog")
+        with given("LEDGER", uri):
+            return IcebergLedger.existing(uri, catalog=config, app_id=app_id)
     with given("LEDGER", uri):
         return IdentityLedger.existing(uri, app_id=app_id, storage_options=options)
 
@@ -57,6 +73,7 @@ def prune_command(
     ] = None,
     storage_option: StorageOpt = [],  # noqa: B006 - typer reads the default, never mutated
     app_id: AppIdOpt = DEFAULT_APP_ID,
+    iceberg_catalog: IcebergCatalogOpt = [],  # noqa: B006 - typer reads the default, never mutated
 ) -> None:
     """Delete identities that can no longer be redelivered (see docs/checkpoint-dedup.md)."""
     default_age = RetentionPolicy.min_age
@@ -66,7 +83,7 @@ def prune_command(
             min_age=dt.timedelta(seconds=min_age_seconds) if min_age_seconds is not None
             else default_age,
         )
-        result = prune(_open(ledger, storage_option, app_id), policy)
+        result = _open(ledger, storage_option, app_id, iceberg_catalog).prune(policy)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     print(f"pruned {result.deleted_rows} identities from {ledger}")
@@ -88,14 +105,17 @@ def compact_command(
     ] = DEFAULT_VACUUM_RETENTION.total_seconds() / 3600,
     storage_option: StorageOpt = [],  # noqa: B006 - typer reads the default, never mutated
     app_id: AppIdOpt = DEFAULT_APP_ID,
+    iceberg_catalog: IcebergCatalogOpt = [],  # noqa: B006 - typer reads the default, never mutated
 ) -> None:
-    """Rewrite small ledger files into large ones, then vacuum replaced files."""
-    opened = _open(ledger, storage_option, app_id)
+    """Rewrite small ledger files into large ones, then vacuum replaced files (on Iceberg:
+    expire the snapshots older than the retention)."""
+    opened = _open(ledger, storage_option, app_id, iceberg_catalog)
     with given("LEDGER", ledger):
-        result = compact(opened, target_size=target_size,
-                         vacuum_retention=dt.timedelta(hours=vacuum_retention_hours))
-    print(f"compacted {result.files_removed} files into {result.files_added}; "
-          f"vacuumed {result.files_vacuumed} files")
+        result = opened.compact(target_size=target_size,
+                                vacuum_retention=dt.timedelta(hours=vacuum_retention_hours))
+    removed = (f"expired {result.files_vacuumed} snapshots" if isinstance(opened, IcebergLedger)
+               else f"vacuumed {result.files_vacuumed} files")
+    print(f"compacted {result.files_removed} files into {result.files_added}; {removed}")
 
 
 @dedup.command("stats")
@@ -103,9 +123,10 @@ def stats_command(
     ledger: LedgerArg,
     storage_option: StorageOpt = [],  # noqa: B006 - typer reads the default, never mutated
     app_id: AppIdOpt = DEFAULT_APP_ID,
+    iceberg_catalog: IcebergCatalogOpt = [],  # noqa: B006 - typer reads the default, never mutated
 ) -> None:
     """Show rows, files, last recorded batch and per-partition offset coverage."""
-    opened = _open(ledger, storage_option, app_id)
+    opened = _open(ledger, storage_option, app_id, iceberg_catalog)
     with given("LEDGER", ledger):
         stats = ledger_stats(opened)
     print(f"ledger {stats.uri}: version {stats.version}, last batch {stats.last_batch}, "

@@ -36,7 +36,12 @@ import pyarrow.compute as pc
 from kafka_share_eos import faults, formats
 from kafka_share_eos._libs import iceberg_errors
 from kafka_share_eos.delta.transactions import check_batch_order
-from kafka_share_eos.errors import ClaimConflictError, ConfigurationError, SinkConfigurationError
+from kafka_share_eos.errors import (
+    ClaimConflictError,
+    ConfigurationError,
+    LocationNotFoundError,
+    SinkConfigurationError,
+)
 from kafka_share_eos.faults import DEDUP_BEFORE_CLAIM as BEFORE_CLAIM
 from kafka_share_eos.iceberg.snapshots import CommitRecord, commit_record
 from kafka_share_eos.iceberg.tables import as_table_types, load_table, without_rebase
@@ -119,6 +124,22 @@ class IcebergLedger:
         self.max_claim_attempts = max_claim_attempts
         self.app_id = app_id
         self.backoff_seconds = 0.05
+
+    @classmethod
+    def existing(
+        cls, table: str, *, catalog: Catalog | Mapping[str, Any], app_id: str = DEFAULT_APP_ID,
+    ) -> IcebergLedger:
+        """Open a ledger that exists, taking its identity columns from the table's schema.
+
+        Raises:
+            LocationNotFoundError: the catalog has no such table.
+            ConfigurationError: the table there is not an identity ledger.
+        """
+        ledger = cls(table, catalog=catalog, app_id=app_id)
+        identity = ledger.stored_identity()
+        if identity is None:
+            raise LocationNotFoundError(f"no Iceberg ledger table {ledger.uri!r}")
+        return ledger.configured(identity, app_id)
 
     def configured(self, identity: Sequence[str], app_id: str) -> IcebergLedger:
         """A copy claiming ``identity`` under ``app_id`` (a store's own copy)."""
@@ -225,13 +246,13 @@ class IcebergLedger:
 
         return prune(self, policy)
 
-    def compact(self, *, vacuum_retention: dt.timedelta = DEFAULT_VACUUM_RETENTION
-                ) -> CompactResult:
+    def compact(self, *, target_size: int | None = None,
+                vacuum_retention: dt.timedelta = DEFAULT_VACUUM_RETENTION) -> CompactResult:
         """Rewrite the ledger's files and expire old snapshots; see
         :func:`kafka_share_eos.ledger.iceberg_upkeep.compact`."""
         from kafka_share_eos.ledger.iceberg_upkeep import compact
 
-        return compact(self, vacuum_retention=vacuum_retention)
+        return compact(self, target_size=target_size, vacuum_retention=vacuum_retention)
 
     def stats(self) -> LedgerStats:
         """Rows, files and bytes of the ledger; see

@@ -51,7 +51,7 @@ class IdentityLedger(LedgerLookup):
         :func:`kafka_share_eos.ledger.retention.prune`."""
         return prune(self, policy)
 
-    def compact(self, *, vacuum_retention: dt.timedelta = DEFAULT_VACUUM_RETENTION
-                ) -> CompactResult:
+    def compact(self, *, target_size: int | None = None,
+                vacuum_retention: dt.timedelta = DEFAULT_VACUUM_RETENTION) -> CompactResult:
         """Compact and vacuum the ledger; see :func:`kafka_share_eos.ledger.compaction.compact`."""
-        return compact(self, vacuum_retention=vacuum_retention)
+        return compact(self, target_size=target_size, vacuum_retention=vacuum_retention)

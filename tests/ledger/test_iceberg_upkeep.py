@@ -11,7 +11,9 @@ import pyarrow as pa
 import pytest
 from helpers.iceberg import OtherWriterFirst, catalog_config, load, sql_catalog
 from helpers.ledgers import NO_AGE, partition_run
+from typer.testing import CliRunner
 
+from kafka_share_eos.cli.dedup import dedup
 from kafka_share_eos.errors import ConfigurationError, LocationNotFoundError
 from kafka_share_eos.ledger import RetentionPolicy, ledger_stats
 from kafka_share_eos.ledger.iceberg_ledger import IcebergLedger
@@ -111,3 +113,31 @@ def test_what_an_iceberg_ledger_refuses(config: dict[str, str]) -> None:
     with pytest.raises(ConfigurationError, match="vacuum_retention"):
         compact(ledger, vacuum_retention=dt.timedelta(seconds=-1))
     assert stats(ledger).partitions == []
+
+
+def test_the_dedup_commands_prune_compact_and_describe_an_iceberg_ledger(
+    config: dict[str, str],
+) -> None:
+    filled(config)
+    catalog = [option for key, value in config.items()
+               for option in ("--iceberg-catalog", f"{key}={value}")]
+    runner = CliRunner()
+
+    pruned = runner.invoke(dedup, ["prune", "db.ledger", "--offset-window", "15",
+                                   "--min-age-seconds", "0", *catalog])
+    assert pruned.exit_code == 0, pruned.output
+    assert "pruned 48 identities" in pruned.output
+    assert offsets(config, 0) == offsets(config, 1) == list(range(24, 40))
+    compacted = runner.invoke(dedup, ["compact", "db.ledger", "--vacuum-retention-hours", "0",
+                                      *catalog])
+    assert compacted.exit_code == 0, compacted.output
+    assert "compacted 4 files into 2; expired 7 snapshots" in compacted.output
+    stats = runner.invoke(dedup, ["stats", "db.ledger", "--app-id", "a", *catalog])
+    assert stats.exit_code == 0, stats.output
+    assert "last batch 3, 32 identities in 2 files" in stats.output
+
+    missing = runner.invoke(dedup, ["stats", "db.absent", *catalog])
+    assert missing.exit_code == 2
+    assert "no Iceberg ledger table" in missing.output
+    storage = runner.invoke(dedup, ["stats", "db.ledger", "-o", "a=b", *catalog])
+    assert storage.exit_code == 2 and "--iceberg-catalog" in storage.output

@@ -1,16 +1,23 @@
-"""The checkpoint-dedup store keeping its ledger bounded, and the dedup CLI, on real Delta
-tables."""
+"""The checkpoint-dedup store keeping its ledger bounded (a Delta table or an Iceberg one), and
+the dedup CLI, on real Delta tables."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from helpers.ledgers import NO_AGE, delta_rows, filled_ledger, partition_run
+from helpers.ledgers import (
+    LEDGER_BACKENDS,
+    NO_AGE,
+    delta_rows,
+    filled_ledger,
+    ledger_spec,
+    opened_ledger,
+    partition_run,
+)
 from typer.testing import CliRunner
 
 from kafka_share_eos.cli.dedup import dedup
-from kafka_share_eos.ledger.identity_ledger import IdentityLedger
 from kafka_share_eos.ledger.retention import RetentionPolicy
 from kafka_share_eos.ledger.stats import ledger_stats
 from kafka_share_eos.sinks.delta_append import DeltaAppendSink
@@ -19,10 +26,13 @@ from kafka_share_eos.strategies.checkpoint_dedup import CheckpointDedupStore
 pytestmark = pytest.mark.timeout(120)
 
 
-def test_automatic_prune_and_compaction_keep_the_ledger_bounded(tmp_path: Path) -> None:
-    ledger, sink = str(tmp_path / "ledger"), str(tmp_path / "sink")
+@pytest.mark.parametrize("backend", LEDGER_BACKENDS)
+def test_automatic_prune_and_compaction_keep_the_ledger_bounded(
+    request: pytest.FixtureRequest, tmp_path: Path, backend: str,
+) -> None:
+    ledger, sink = ledger_spec(request, tmp_path, backend), str(tmp_path / "sink")
     store = CheckpointDedupStore(
-        ledger, DeltaAppendSink(sink),
+        opened_ledger(ledger), DeltaAppendSink(sink),
         retention=RetentionPolicy(offset_window=10, min_age=NO_AGE),
         prune_every=2, compact_every=4, vacuum_retention=NO_AGE,
     )
@@ -31,7 +41,7 @@ def test_automatic_prune_and_compaction_keep_the_ledger_bounded(tmp_path: Path) 
         store.apply(partition_run("t", 0, max(0, b * 5 - 2), b * 5 + 5), b)
 
     assert delta_rows(sink) == [("t", 0, o) for o in range(40)]
-    stats = ledger_stats(IdentityLedger(ledger))
+    stats = ledger_stats(store.ledger)
     assert stats.rows <= 10 + 5 * 2  # the window plus the batches since the last prune
     assert stats.files == 1
     assert stats.last_batch == 7
