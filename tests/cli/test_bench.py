@@ -36,7 +36,8 @@ TINY = Sizes(
     dedup_ledger_sizes=(1_000, 10_000), dedup_batch_rows=1_000, dedup_batches=3,
     dedup_batch_sizes=(1_000,), kafka_topic_batch_rows=1_000, kafka_topic_batches=3,
     consumers_drain_idle_ms=2000, object_store_records=8_000, object_store_rounds=1,
-    object_store_dedup_batches=3,
+    object_store_dedup_batches=3, iceberg_base_rows=5_000, iceberg_batch_rows=1_000,
+    iceberg_batches=2, iceberg_dedup_batches=2,
 )
 
 # The Apache Kafka peers start a broker, four Spark applications and the pyspark 4.2 tier's:
@@ -91,7 +92,10 @@ def test_every_benchmark_reports_numeric_ratios(tiny_run: dict[str, Any]) -> Non
     assert "runner CPU per record" in names
     assert any(name.startswith("Spark query, afterCommit") for name in names)
     assert "Kafka topic sink vs idempotent producer, 1k-record batches" in names
-    for strategy in ("upsert, Postgres", "upsert, Delta", "dedup", "two-phase", "Kafka topic"):
+    assert "Iceberg upsert, 10% newer versions vs pyiceberg Table.upsert" in names
+    assert "dedup store into Iceberg vs Iceberg append, 1k-row batches" in names
+    for strategy in ("upsert, Postgres", "upsert, Delta", "dedup", "two-phase", "Kafka topic",
+                     "upsert, Iceberg"):
         assert f"end-to-end {strategy}: exactly once vs at least once" in names
     memory = tiny_run["results"]["end-to-end"]["memory"]
     # Batches are counted as they were sampled: a loaded machine may sample fewer than 9.

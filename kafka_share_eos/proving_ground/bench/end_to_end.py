@@ -230,7 +230,7 @@ def run(
             # Every micro-batch's progress is counted, not only Spark's last 100.
             spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
             register(spark)
-            all_contests = contests(url, work)
+            all_contests = contests(url, work, with_iceberg=True)
             # Untimed: starts Spark's Python workers and loads every strategy's libraries, in
             # one query whose batches go through every strategy.
             warm_ups = [contest.exactly_once(f"warm{n}") for n, contest in enumerate(all_contests)]

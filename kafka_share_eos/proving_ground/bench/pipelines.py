@@ -3,11 +3,14 @@
 Each pipeline is the ``foreachBatch`` function of a ``kafka-share`` query. The exactly-once one
 is the strategy itself; the at-least-once one writes the same batches into a target of the same
 shape the plain way a pipeline without the toolkit would (the same ``COPY`` without a key,
-a Delta append through a kept table handle, the same effect in a plain transaction):
+a Delta or Iceberg append through a kept table handle, the same effect in a plain
+transaction):
 
 - ``upsert, Postgres``: :class:`IdempotentUpsertSink` into a table keyed on the record
   identity, against ``COPY`` into a table without a key;
 - ``upsert, Delta``: :class:`IdempotentUpsertSink` into a Delta table, against an append;
+- ``upsert, Iceberg``: :class:`IdempotentUpsertSink` into an Iceberg table (pyiceberg's SQL
+  catalog on SQLite), against a pyiceberg append through a kept table handle;
 - ``dedup``: :class:`CheckpointDedupStore` with a :class:`DeltaAppendSink`, against an append;
 - ``two-phase``: :class:`TwoPhaseCommitCoordinator` with a Postgres participant adding each
   record to an account balance (one set-based ``UPDATE``), against the same ``UPDATE`` alone.
@@ -118,6 +121,33 @@ class _DeltaAppend:
             self._table = deltalake.DeltaTable(self._uri)
 
 
+class _IcebergAppend:
+    """At least once into Iceberg: append each batch through a table handle kept between them
+    (each commit refreshes it), the table created from the first batch's schema."""
+
+    def __init__(self, catalog: dict[str, str], identifier: str) -> None:
+        self._catalog = catalog
+        self._identifier = identifier
+        self._table: Any = None
+
+    def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
+        rows = batch_df.toArrow()
+        if self._table is None:
+            from pyiceberg.catalog import load_catalog
+
+            catalog = load_catalog(**self._catalog)
+            catalog.create_namespace_if_not_exists(self._identifier.rpartition(".")[0])
+            self._table = catalog.create_table(self._identifier, schema=rows.schema)
+        self._table.append(rows)
+
+
+def iceberg_catalog(work: Path) -> dict[str, str]:
+    """pyiceberg's SQL catalog on SQLite, its database and warehouse under ``work``."""
+    (work / "iceberg").mkdir(parents=True, exist_ok=True)
+    return {"name": "bench", "type": "sql", "uri": f"sqlite:///{work}/iceberg-catalog.db",
+            "warehouse": (work / "iceberg").as_uri()}
+
+
 class _PlainEffect:
     """At least once into Postgres: the two-phase pipeline's effect in a plain transaction."""
 
@@ -132,8 +162,9 @@ class _PlainEffect:
             self._effect(conn, rows)
 
 
-def contests(postgres_url: str, work: Path) -> list[Contest]:
-    """The four strategies' pipelines, writing under ``work`` and into ``postgres_url``."""
+def contests(postgres_url: str, work: Path, with_iceberg: bool = False) -> list[Contest]:
+    """The strategies' pipelines, writing under ``work`` and into ``postgres_url``; the
+    Iceberg upsert's last, with ``with_iceberg``."""
     from kafka_share_eos import (
         CheckpointDedupStore,
         DeltaAppendSink,
@@ -152,7 +183,7 @@ def contests(postgres_url: str, work: Path) -> list[Contest]:
         )
         return coordinator
 
-    return [
+    every = [
         Contest(
             "upsert, Postgres",
             lambda tag: IdempotentUpsertSink.sql(postgres_url, f"upsert_{tag}", create_table=True),
@@ -172,3 +203,12 @@ def contests(postgres_url: str, work: Path) -> list[Contest]:
         ),
         Contest("two-phase", two_phase, lambda tag: _PlainEffect(postgres_url, f"plain_{tag}")),
     ]
+    if with_iceberg:
+        iceberg = iceberg_catalog(work)
+        every.append(Contest(
+            "upsert, Iceberg",
+            lambda tag: IdempotentUpsertSink.iceberg(
+                f"bench.upsert_{tag.replace('-', '_')}", catalog=iceberg, create_table=True),
+            lambda tag: _IcebergAppend(iceberg, f"bench.append_{tag.replace('-', '_')}"),
+        ))
+    return every

@@ -60,6 +60,12 @@ class Sizes:
     """The object-store benchmark: its journal contenders' records (over the consumers'
     partitions, in the consumers' micro-batches) and rounds, and its dedup batches (of the
     dedup benchmark's main batch size)."""
+    iceberg_base_rows: int = 1_000_000
+    iceberg_batch_rows: int = 20_000
+    iceberg_batches: int = 15
+    iceberg_dedup_batches: int = 15
+    """The Iceberg benchmark: its upserts' batches into tables of ``iceberg_base_rows`` rows and
+    how many are timed, and its dedup batches (of the dedup benchmark's main batch size)."""
     left_out: tuple[str, ...] = ()
     """Benchmarks this workload does not run unless ``only`` names them."""
 
@@ -93,6 +99,9 @@ class Sizes:
             f"{self.peers_long_rounds} round(s); "
             f"object store {count(self.object_store_records)} records, "
             f"{self.object_store_rounds} round(s), {self.object_store_dedup_batches} x "
+            f"{count(self.dedup_batch_rows)}-row dedup batches; Iceberg "
+            f"{count(self.iceberg_batch_rows)}-row batches into {count(self.iceberg_base_rows)} "
+            f"rows, median of {self.iceberg_batches}, {self.iceberg_dedup_batches} x "
             f"{count(self.dedup_batch_rows)}-row dedup batches"
         )
 
@@ -168,8 +177,11 @@ QUICK = Sizes(
     peers_long_records=200_000,
     object_store_records=100_000,
     object_store_rounds=1,
+    iceberg_base_rows=200_000,
+    iceberg_batches=5,
+    iceberg_dedup_batches=5,
     left_out=("kafka-topic", "kafka peers", "delta-spark", "object-store", "metrics",
-              "connect"),
+              "connect", "iceberg"),
 )
 """Sizes for a run under three minutes on an idle 2-core machine: one round each, a third of the
 full run's source records (over as many records per partition), half its records for the
@@ -178,4 +190,6 @@ dominate), ``consumers`` = 1 and 4 only (each contender is a Spark application o
 start is most of its time) and a 2 s idle end to their drains, fewer end-to-end records, smaller
 ledgers (no 10M one), a memory run of 20 batches; batches and polls as large as the full run's
 where a ratio depends on them. The benchmarks that start Apache Kafka or the pyspark 4.2 child
-are left out: their JVMs' start alone takes about a minute."""
+are left out: their JVMs' start alone takes about a minute. So is the Iceberg one, whose
+``Table.upsert`` contenders take seconds a batch whatever the table's size; its sizes here are
+for ``--quick --only iceberg``."""

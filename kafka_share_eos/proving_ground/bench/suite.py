@@ -259,6 +259,13 @@ def _run_dedup(sizes: Sizes, _: _Resources) -> dict[str, Any]:
     )
 
 
+def _run_iceberg(sizes: Sizes, _: _Resources) -> dict[str, Any]:
+    from kafka_share_eos.proving_ground.bench import iceberg
+
+    return iceberg.run(sizes.iceberg_base_rows, sizes.iceberg_batch_rows, sizes.iceberg_batches,
+                       sizes.dedup_batch_rows, sizes.iceberg_dedup_batches)
+
+
 def _run_delta_spark(_sizes: Sizes, _: _Resources) -> dict[str, Any]:
     from kafka_share_eos.proving_ground.bench import delta_spark
 
@@ -266,14 +273,20 @@ def _run_delta_spark(_sizes: Sizes, _: _Resources) -> dict[str, Any]:
 
 
 _LEFT_OUT = ("left out of --quick: its Apache Kafka broker, pyspark 4.2 child, two Spark "
-             "applications on an S3 server, a Spark Connect server or four served and plain "
-             "pipelines a round alone would take most of the quick run's minutes; "
-             "`bench --quick --only NAME` runs it")
+             "applications on an S3 server, a Spark Connect server, four served and plain "
+             "pipelines a round or pyiceberg's Table.upsert alone would take most of the quick "
+             "run's minutes; `bench --quick --only NAME` runs it")
 
 def _connect_ratios(result: Mapping[str, Any]) -> list[Ratio]:
     from kafka_share_eos.proving_ground.bench.connect import connect_ratios
 
     return connect_ratios(result)
+
+
+def _iceberg_ratios(result: Mapping[str, Any]) -> list[Ratio]:
+    from kafka_share_eos.proving_ground.bench.iceberg import iceberg_ratios
+
+    return iceberg_ratios(result)
 
 
 Runner = Callable[[Sizes, _Resources], dict[str, Any]]
@@ -294,6 +307,7 @@ BENCHMARKS: dict[str, tuple[Runner, Reducer]] = {
     "upsert": (_run_upsert, upsert_ratios),
     "two-phase commit": (_run_two_phase, two_phase_ratios),
     "dedup": (_run_dedup, dedup_ratios),
+    "iceberg": (_run_iceberg, _iceberg_ratios),
     # In the delta-spark environment's Python, a child process with a JVM of its own.
     "delta-spark": (_run_delta_spark, delta_spark_ratios),
 }
