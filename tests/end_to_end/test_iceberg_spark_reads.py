@@ -1,8 +1,8 @@
 """Spark reads every Iceberg table the toolkit writes, through the catalog the toolkit wrote it
 to, with Iceberg's own Spark runtime (the iceberg-spark tier, pyspark 4.1): upsert targets,
-the checkpoint-dedup store's append sink, the two-phase participant's table and dead letters,
-on Iceberg's reference REST catalog server, and pyiceberg's SQL catalog on SQLite read as
-Iceberg's JDBC catalog on the same file. Spark sees exactly the rows written, each once, with
+the checkpoint-dedup store's append sink and its Iceberg ledger, the two-phase participant's
+table and dead letters, on Iceberg's reference REST catalog server, and pyiceberg's SQL
+catalog on SQLite read as Iceberg's JDBC catalog on the same file. Spark sees exactly the rows written, each once, with
 their values, and the snapshot properties each commit carries."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from kafka_share_eos import (
     CheckpointDedupStore,
     IcebergAppendSink,
     IcebergDeadLetters,
+    IcebergLedger,
     IcebergParticipant,
     IdempotentUpsertSink,
     TwoPhaseCommitCoordinator,
@@ -115,19 +116,25 @@ def test_an_upsert_target_reads_in_spark_with_each_key_once_at_its_latest_versio
     assert batches_seen_by_spark(spark, config, table)[-1] == ("app", "1")
 
 
-def test_the_dedup_stores_append_sink_reads_in_spark_once_per_record(
-    spark: SparkSession, rest: tuple[dict[str, str], str], tmp_path: Path
+@pytest.mark.parametrize("ledger", ["delta", "iceberg"])
+def test_the_dedup_stores_append_sink_and_ledger_read_in_spark_once_per_record(
+    spark: SparkSession, rest: tuple[dict[str, str], str], tmp_path: Path, ledger: str
 ) -> None:
     config, namespace = rest
     table = f"{namespace}.appended"
     sink = IcebergAppendSink(table, catalog=config, create_table=True)
-    store = CheckpointDedupStore(str(tmp_path / "ledger"), sink, app_id="app")
+    claims = (IcebergLedger(f"{namespace}.ledger", catalog=config) if ledger == "iceberg"
+              else str(tmp_path / "ledger"))
+    store = CheckpointDedupStore(claims, sink, app_id="app")
     for batch_id, start in enumerate(range(0, 30, 10)):
         store.apply(records(range(start, start + 10)), batch_id)
     store.apply(records(range(20, 30)), 2)  # a replay of the last batch
     store.apply(records(range(25, 35)), 3)  # five records again, five new
 
     assert assert_spark_reads_exactly(spark, config, table, KEY, 35)[-1]["offset"] == 34
+    if ledger == "iceberg":
+        read = assert_spark_reads_exactly(spark, config, f"{namespace}.ledger", KEY, 35)
+        assert [row["_batch_id"] for row in read] == [0] * 10 + [1] * 10 + [2] * 10 + [3] * 5
 
 
 def test_the_two_phase_participants_table_reads_in_spark_once_per_record(
