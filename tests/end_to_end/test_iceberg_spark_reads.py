@@ -2,8 +2,8 @@
 to, with Iceberg's own Spark runtime (the iceberg-spark tier, pyspark 4.1): upsert targets,
 the checkpoint-dedup store's append sink and its Iceberg ledger, the two-phase participant's
 table and dead letters, on Iceberg's reference REST catalog server, and pyiceberg's SQL
-catalog on SQLite read as Iceberg's JDBC catalog on the same file. Spark sees exactly the rows written, each once, with
-their values, and the snapshot properties each commit carries."""
+catalog on SQLite read as Iceberg's JDBC catalog on the same file. Spark sees exactly the rows
+written, each once, with their values, and the snapshot properties each commit carries."""
 
 from __future__ import annotations
 
