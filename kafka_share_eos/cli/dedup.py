@@ -108,14 +108,13 @@ def compact_command(
     iceberg_catalog: IcebergCatalogOpt = [],  # noqa: B006 - typer reads the default, never mutated
 ) -> None:
     """Rewrite small ledger files into large ones, then vacuum replaced files (on Iceberg:
-    expire the snapshots older than the retention)."""
+    expire the snapshots older than the retention and delete the files only they reached)."""
     opened = _open(ledger, storage_option, app_id, iceberg_catalog)
     with given("LEDGER", ledger):
         result = opened.compact(target_size=target_size,
                                 vacuum_retention=dt.timedelta(hours=vacuum_retention_hours))
-    removed = (f"expired {result.files_vacuumed} snapshots" if isinstance(opened, IcebergLedger)
-               else f"vacuumed {result.files_vacuumed} files")
-    print(f"compacted {result.files_removed} files into {result.files_added}; {removed}")
+    print(f"compacted {result.files_removed} files into {result.files_added}; "
+          f"vacuumed {result.files_vacuumed} files")
 
 
 @dedup.command("stats")

@@ -8,16 +8,15 @@ opened). Every commit here carries the watermarks forward
 a claim that lands first makes it start over on the new snapshot, and a claim decided before
 it fails and reads again.
 
-pyiceberg removes expired snapshots from the table's metadata and deletes no file: the files
-that compaction and pruning replaced stay on storage until an orphan-file removal (Spark's
-``remove_orphan_files``) deletes them.
+pyiceberg removes expired snapshots from the table's metadata and deletes no file; compaction
+then deletes the files that only the expired snapshots reached, as Delta's vacuum does.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +34,7 @@ from kafka_share_eos.ledger.stats import LedgerStats, PartitionCoverage
 if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
     from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
 
     from kafka_share_eos.ledger.iceberg_ledger import IcebergLedger
 
@@ -95,7 +95,8 @@ def compact(
     vacuum_retention: dt.timedelta = DEFAULT_VACUUM_RETENTION,
 ) -> CompactResult:
     """Rewrite the ledger's rows into one file per partition (when it holds more), then
-    expire the snapshots older than ``vacuum_retention``; the current one always stays.
+    expire the snapshots older than ``vacuum_retention`` (the current one always stays) and
+    delete the files only they reached: ``files_vacuumed`` counts those.
 
     The rows are read into memory whole; pruning keeps a ledger small enough for that.
 
@@ -129,19 +130,55 @@ def compact(
 
     added, removed = ledger.table.committing("compacting the ledger", rewrite)
 
-    def expire() -> int:
+    def expire() -> list[Snapshot]:
         table = ledger.current()
         assert table is not None
         horizon = (dt.datetime.now(dt.UTC) - vacuum_retention).timestamp() * 1000
         # Branch and tag heads (the current snapshot among them) are never expired.
         kept = {ref.snapshot_id for ref in table.metadata.refs.values()}
-        old = [s.snapshot_id for s in table.snapshots()
+        old = [s for s in table.snapshots()
                if s.timestamp_ms < horizon and s.snapshot_id not in kept]
         if old:
-            table.maintenance.expire_snapshots().by_ids(old).commit()
-        return len(old)
+            table.maintenance.expire_snapshots().by_ids([s.snapshot_id for s in old]).commit()
+        return old
 
-    return CompactResult(added, removed, ledger.table.committing("expiring snapshots", expire))
+    expired = ledger.table.committing("expiring snapshots", expire)
+    return CompactResult(added, removed, _delete_unreachable(ledger, expired))
+
+
+def _delete_unreachable(ledger: IcebergLedger, expired: Sequence[Snapshot]) -> int:
+    """Delete the files that only the ``expired`` snapshots reached (their manifest lists,
+    manifests and data files), as Delta's vacuum does; how many were deleted.
+
+    A snapshot the table still holds keeps every file it reaches. What expired was older than
+    the retention, so no claim still reads it.
+    """
+    table = ledger.current()
+    if not expired or table is None:
+        return 0
+    gone = _reachable(table, expired) - _reachable(table, table.snapshots())
+    deleted = 0
+    for path in sorted(gone):
+        try:
+            table.io.delete(path)
+        except FileNotFoundError:
+            continue  # another compaction deleted it first
+        deleted += 1
+    return deleted
+
+
+def _reachable(table: Table, snapshots: Sequence[Snapshot]) -> set[str]:
+    """The manifest lists, manifests and data files ``snapshots`` reach (a data file a
+    manifest marks deleted too: it goes with the last snapshot that lists it)."""
+    found: set[str] = set()
+    for snapshot in snapshots:
+        found.add(snapshot.manifest_list)
+        for manifest in snapshot.manifests(table.io):
+            if manifest.manifest_path not in found:
+                found.add(manifest.manifest_path)
+                found.update(entry.data_file.file_path for entry in
+                             manifest.fetch_manifest_entry(table.io, discard_deleted=False))
+    return found
 
 
 def stats(ledger: IcebergLedger) -> LedgerStats:
