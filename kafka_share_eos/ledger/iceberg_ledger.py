@@ -218,15 +218,21 @@ class IcebergLedger:
                 record = commit_record(table)
                 recorded = check_batch_order(record.committed(self.app_id), self.app_id,
                                              batch_id, f"ledger {self.uri!r}")
-                seen = self._seen(table, batch, [*self.identity, APP_COLUMN, BATCH_COLUMN])
+                try:
+                    seen = self._seen(table, batch, [*self.identity, APP_COLUMN, BATCH_COLUMN])
+                except FileNotFoundError as error:
+                    # A compaction with a short retention deleted a file this snapshot lists.
+                    lost = error
+                    continue
                 own, fresh = split_claimed(self, batch, seen, batch_id)
                 check_replay(self.uri, self.app_id, recorded, batch_id, fresh)
                 faults.maybe_crash(BEFORE_CLAIM)
                 if fresh.num_rows:
                     try:
                         self._commit(table, record, fresh, batch_id)
-                    except iceberg_errors.CommitFailedException as error:
-                        # Someone committed since our snapshot: re-read, claim what is free.
+                    except (iceberg_errors.CommitFailedException, FileNotFoundError) as error:
+                        # Someone committed since our snapshot (a compaction may have deleted
+                        # the manifests the append would carry): re-read, claim what is free.
                         lost = error
                         time.sleep(random.uniform(0, self.backoff_seconds * min(attempt, 10)))
                         continue

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
 import pytest
 from helpers.iceberg import OtherWriterFirst, catalog_config, load, sql_catalog
 from helpers.ledgers import NO_AGE, partition_run
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.table import Table
 from typer.testing import CliRunner
 
 from kafka_share_eos.cli.dedup import dedup
@@ -107,6 +110,34 @@ def test_a_claim_decided_before_a_pruning_committed_starts_over_on_its_snapshot(
     assert claim.attempts == 2
     assert (claim.rows["offset"].to_pylist(), claim.held_elsewhere) == (list(range(40, 45)), 5)
     assert offsets(config, 0) == list(range(34, 45))
+
+
+class CompactsAfterLoading(SqlCatalog):
+    """A SQL catalog that runs ``after_next_load`` once it loaded a table for the next time."""
+
+    after_next_load: Any = None
+
+    def load_table(self, identifier: Any) -> Table:
+        table = super().load_table(identifier)
+        if CompactsAfterLoading.after_next_load is not None:
+            run, CompactsAfterLoading.after_next_load = CompactsAfterLoading.after_next_load, None
+            run()
+        return table
+
+
+def test_a_claim_reading_files_a_compaction_just_vacuumed_reads_again(
+    config: dict[str, str],
+) -> None:
+    filled(config)
+    racing = IcebergLedger("db.ledger", catalog=sql_catalog(config, CompactsAfterLoading),
+                           app_id="b")
+    CompactsAfterLoading.after_next_load = lambda: compact(
+        IcebergLedger("db.ledger", catalog=config), vacuum_retention=dt.timedelta(0))
+    claim = racing.claim(partition_run("t", 0, 35, 45), 0)
+
+    assert claim.attempts == 2
+    assert (claim.rows["offset"].to_pylist(), claim.held_elsewhere) == (list(range(40, 45)), 5)
+    assert offsets(config, 0) == list(range(45))
 
 
 def test_what_an_iceberg_ledger_refuses(config: dict[str, str]) -> None:
