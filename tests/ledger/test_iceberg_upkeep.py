@@ -96,22 +96,6 @@ def test_compaction_rewrites_one_file_per_partition_and_expiry_keeps_the_waterma
     assert ledger.compact().files_added == 0  # nothing left to rewrite
 
 
-def test_a_claim_decided_before_a_pruning_committed_starts_over_on_its_snapshot(
-    config: dict[str, str],
-) -> None:
-    filled(config)
-    racing = IcebergLedger("db.ledger", catalog=sql_catalog(config, OtherWriterFirst),
-                           app_id="b")
-    OtherWriterFirst.before_next = lambda: prune(
-        IcebergLedger("db.ledger", catalog=config), RetentionPolicy(offset_window=5,
-                                                                    min_age=NO_AGE))
-    claim = racing.claim(partition_run("t", 0, 35, 45), 0)
-
-    assert claim.attempts == 2
-    assert (claim.rows["offset"].to_pylist(), claim.held_elsewhere) == (list(range(40, 45)), 5)
-    assert offsets(config, 0) == list(range(34, 45))
-
-
 class CompactsAfterLoading(SqlCatalog):
     """A SQL catalog that runs ``after_next_load`` once it loaded a table for the next time."""
 
@@ -125,19 +109,27 @@ class CompactsAfterLoading(SqlCatalog):
         return table
 
 
-def test_a_claim_reading_files_a_compaction_just_vacuumed_reads_again(
-    config: dict[str, str],
+@pytest.mark.parametrize("upkeep", ["pruning", "compaction"])
+def test_a_claim_decided_before_an_upkeep_commit_starts_over_on_its_snapshot(
+    config: dict[str, str], upkeep: str,
 ) -> None:
     filled(config)
-    racing = IcebergLedger("db.ledger", catalog=sql_catalog(config, CompactsAfterLoading),
-                           app_id="b")
-    CompactsAfterLoading.after_next_load = lambda: compact(
-        IcebergLedger("db.ledger", catalog=config), vacuum_retention=dt.timedelta(0))
+    other = IcebergLedger("db.ledger", catalog=config)
+    kind: type[SqlCatalog]
+    if upkeep == "pruning":  # it commits between the claim's read and the claim's commit
+        kind, kept = OtherWriterFirst, list(range(34, 45))
+        OtherWriterFirst.before_next = lambda: prune(
+            other, RetentionPolicy(offset_window=5, min_age=NO_AGE))
+    else:  # it vacuums the files the snapshot the claim loaded lists
+        kind, kept = CompactsAfterLoading, list(range(45))
+        CompactsAfterLoading.after_next_load = lambda: compact(
+            other, vacuum_retention=dt.timedelta(0))
+    racing = IcebergLedger("db.ledger", catalog=sql_catalog(config, kind), app_id="b")
     claim = racing.claim(partition_run("t", 0, 35, 45), 0)
 
     assert claim.attempts == 2
     assert (claim.rows["offset"].to_pylist(), claim.held_elsewhere) == (list(range(40, 45)), 5)
-    assert offsets(config, 0) == list(range(45))
+    assert offsets(config, 0) == kept
 
 
 def test_what_an_iceberg_ledger_refuses(config: dict[str, str]) -> None:
