@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 from typing import Any
 
@@ -61,6 +62,12 @@ class Extra:
                 # Something else is missing (a dependency of the library itself): installing
                 # the extra would not help, so the original error says more.
                 raise
+            lacking = error.name if error.name and error.name != missing else None
+            installed = _installed_version(missing) if lacking else None
+            if installed is not None:
+                # The library is there but older than the module the feature imports.
+                raise MissingExtraError(feature, missing, self.name,
+                                        installed=installed, lacking=lacking) from error
             raise MissingExtraError(feature, missing, self.name) from error
 
     def require(self, feature: str) -> None:
@@ -72,6 +79,14 @@ class Extra:
         with self.needed_by(feature):
             for library in self.libraries:
                 import_module(library)
+
+
+def _installed_version(library: str) -> str | None:
+    """The installed version of ``library``'s distribution, or None when it is not installed."""
+    try:
+        return version(library.partition(".")[0])
+    except PackageNotFoundError:
+        return None
 
 
 SPARK = Extra("spark", ("pyspark",))

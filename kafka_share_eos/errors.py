@@ -99,17 +99,22 @@ class MissingExtraError(KafkaShareEosError, ImportError):
     """A feature needs an optional dependency that is not installed.
 
     ``extra`` names the package extra that installs it (``pip install 'kafka-share-eos[extra]'``)
-    and ``name`` the module that is missing.
+    and ``name`` the module that is missing. When the library is installed but too old to have
+    the module the feature imports, ``installed`` is its version and ``lacking`` that module.
     """
 
-    def __init__(self, feature: str, module: str, extra: str) -> None:
-        super().__init__(
-            f"{module} is not installed (used by {feature}): "
-            f"pip install 'kafka-share-eos[{extra}]'",
-            name=module,
-        )
+    def __init__(self, feature: str, module: str, extra: str, *, installed: str | None = None,
+                 lacking: str | None = None) -> None:
+        if installed is None:
+            message = (f"{module} is not installed (used by {feature}): "
+                       f"pip install 'kafka-share-eos[{extra}]'")
+        else:
+            message = (f"{module} {installed} is too old for {feature}: it has no {lacking}; "
+                       f"pip install --upgrade 'kafka-share-eos[{extra}]'")
+        super().__init__(message, name=module)
         self.feature = feature
         self.extra = extra
+        self.installed = installed
 
 
 # -- Configuration: a value, option or table the toolkit cannot work with

@@ -371,3 +371,19 @@ def test_the_command_names_a_missing_extra_in_one_line(tmp_path: Path) -> None:
         "kafka-share-eos: deltalake is not installed (used by Delta tables): "
         "pip install 'kafka-share-eos[delta]'"
     ]
+
+
+def test_a_library_too_old_for_a_feature_is_named_with_its_version() -> None:
+    import pyspark
+
+    from kafka_share_eos._extras import SPARK
+    from kafka_share_eos.errors import MissingExtraError
+
+    with pytest.raises(MissingExtraError) as caught, SPARK.needed_by("the kafka-share source"):
+        import pyspark.sql.streaming.no_such_module
+
+    message = str(caught.value)
+    assert caught.value.installed == pyspark.__version__
+    assert f"pyspark {pyspark.__version__} is too old for the kafka-share source" in message
+    assert "pyspark.sql.streaming.no_such_module" in message
+    assert "pip install --upgrade 'kafka-share-eos[spark]'" in message
