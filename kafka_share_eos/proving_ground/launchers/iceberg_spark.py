@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
 from kafka_share_eos.proving_ground.launchers.cache import CachedProgram
 from kafka_share_eos.proving_ground.launchers.maven import copy_dependencies
@@ -96,8 +97,8 @@ def spark_catalog_settings(config: Mapping[str, Any], name: str | None = None) -
     environment instead.
 
     Raises:
-        ValueError: a catalog type other than ``rest`` and ``sql``, or a SQL catalog on another
-            database than SQLite.
+        ConfigurationError: a catalog type other than ``rest`` and ``sql``, or a SQL catalog on
+            another database than SQLite.
     """
     properties = {key: str(value) for key, value in config.items() if key != "name"}
     kind = properties.pop("type", "rest")
@@ -105,14 +106,15 @@ def spark_catalog_settings(config: Mapping[str, Any], name: str | None = None) -
     if kind == "sql":
         match = re.fullmatch(r"sqlite:///(.+)", properties.get("uri", ""))
         if match is None or "name" not in config:
-            raise ValueError("a SQL catalog reads in Spark on a SQLite file, and by its name: "
-                             f"{properties.get('uri')!r}")
+            raise ConfigurationError(
+                "a SQL catalog reads in Spark on a SQLite file, and by its name: "
+                f"{properties.get('uri')!r}")
         name = str(config["name"])
         properties |= {"catalog-impl": JDBC_CATALOG, "uri": f"jdbc:sqlite:{match[1]}"}
     elif kind == "rest":
         properties["type"] = "rest"
     else:
-        raise ValueError(f"no Spark settings for an Iceberg catalog of type {kind!r}")
+        raise ConfigurationError(f"no Spark settings for an Iceberg catalog of type {kind!r}")
     prefix = f"spark.sql.catalog.{name}"
     return {prefix: SPARK_CATALOG, **{f"{prefix}.{key}": value
                                       for key, value in properties.items()}}

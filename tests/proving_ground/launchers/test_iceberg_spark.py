@@ -7,6 +7,7 @@ from __future__ import annotations
 import pyspark
 import pytest
 
+from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.launchers.iceberg_spark import (
     JDBC_CATALOG,
     SPARK_CATALOG,
@@ -46,7 +47,7 @@ def test_a_sqlite_sql_catalog_is_the_jdbc_catalog_on_the_same_file_and_name() ->
     {"name": "c", "type": "glue"},
 ])
 def test_catalogs_spark_cannot_share_are_refused(config: dict[str, str]) -> None:
-    with pytest.raises(ValueError, match=r"SQLite|type 'glue'"):
+    with pytest.raises(ConfigurationError, match=r"SQLite|type 'glue'"):
         spark_catalog_settings(config)
 
 
