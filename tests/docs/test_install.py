@@ -15,7 +15,7 @@ from kafka_share_eos.proving_ground.bench.suite import BENCHMARKS
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 README = (ROOT / "README.md").read_text()
 # The development extras, for the repository's own tests and tools.
-DEVELOPMENT = {"test", "dev"}
+DEVELOPMENT = {"test", "test-tools", "dev"}
 
 
 def _extras_table() -> dict[str, str]:
