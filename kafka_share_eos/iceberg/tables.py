@@ -37,7 +37,13 @@ def create_table(catalog: Catalog, identifier: str, schema: pa.Schema) -> Table:
     """The table, created with ``schema`` (and its namespace) unless another writer did first."""
     namespace = identifier.rpartition(".")[0]
     if namespace:
-        catalog.create_namespace_if_not_exists(namespace)
+        try:
+            catalog.create_namespace_if_not_exists(namespace)
+        except Exception:
+            # Another writer created it between the catalog's check and its insert: pyiceberg's
+            # SQL catalog then raises its database's integrity error.
+            if not catalog.namespace_exists(namespace):
+                raise
     return catalog.create_table_if_not_exists(identifier, schema=schema)
 
 

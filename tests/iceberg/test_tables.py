@@ -4,10 +4,12 @@ snapshot rather than being rebased onto it by pyiceberg."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
-from helpers.iceberg import catalog_config, open_catalog
+from helpers.iceberg import catalog_config, open_catalog, sql_catalog
+from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import CommitFailedException
 
 from kafka_share_eos.iceberg.tables import (
@@ -56,3 +58,27 @@ def test_a_commit_prepared_on_an_older_snapshot_fails_instead_of_being_rebased(
     table = catalog.load_table("db.events")
     assert table.scan().to_arrow().num_rows == 1
     assert "commit.retry.num-retries" not in table.metadata.properties
+
+
+def test_a_namespace_another_writer_creates_at_the_same_time_is_taken(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    config = catalog_config(request, tmp_path, "sqlite")
+
+    class Racing(SqlCatalog):
+        """Sees no namespace once, as when another writer inserts it right after the check."""
+
+        raced = False
+
+        def namespace_exists(self, namespace: Any) -> bool:
+            if not Racing.raced:
+                Racing.raced = True
+                return False
+            return super().namespace_exists(namespace)
+
+    open_catalog(config).create_namespace("db")
+    racing = sql_catalog(config, Racing)
+
+    table = create_table(racing, "db.events", pa.schema([("id", pa.int64())]))
+
+    assert Racing.raced and table.name() == ("db", "events")
