@@ -75,6 +75,10 @@ ROWS = {
                          ("2P", "two-phase"))},
     "dsU20k": "delta-spark upsert vs Delta's documented idempotent foreachBatch MERGE, 20k rows",
     "dsU1M": "delta-spark upsert vs Delta's documented idempotent foreachBatch MERGE, 1M rows",
+    **{f"ic{kind}{peer}": f"Iceberg upsert, 10% {name} vs pyiceberg {against}"
+       for kind, name in (("A", "already applied"), ("N", "newer versions"))
+       for peer, against in (("a", "append"), ("u", "Table.upsert"))},
+    "icDD": "dedup store into Iceberg vs Iceberg append, 10k-row batches",
 }
 # Rows a range ("0.95–1.03×") spans: it must run from the lowest to the highest of them.
 RANGES = {"e2e": ["e2eP", "e2eD", "e2eDD", "e2e2P"], "tpSD": ["tpD", "tpS"],
@@ -194,11 +198,13 @@ TIED: dict[str, list[str]] = {
             (r"two-phase, Postgres set-based effect vs upsert sink", "tpS"),
             (r"Postgres \+ Delta, set-based effect vs upsert sink", "tpD"),
             (r"per-record SQL effect vs the same statements at least once", "tpA"),
-            (r"10k-row batches", "dd10"),
+            (r"dedup store vs Delta append, 10k-row batches", "dd10"),
             (r"1k-row batches", "dd1"),
             (r"at 1M and 10M vs 10k identities", "g10M"),
             (r"delta-spark append, 20k and 1M rows", "ds20k"),
             (r"delta-spark append, 20k and 1M rows", "ds1M"),
+            (r"10 % newer versions, vs pyiceberg append", "icAa"),
+            (r"dedup store into Iceberg vs Iceberg append, 10k-row batches", "icDD"),
         ]),
         r"slots that took records \| ≥ {}, every slot".format(X.format("t_c2")),
         # Where the time goes.
@@ -263,6 +269,18 @@ TIED: dict[str, list[str]] = {
             X.format("v_ktS"), X.format("t_ktS")),
         r"with the plain producer \| {} \(median of 3 rounds\) \| ≥ {} \|".format(
             X.format("v_ktE"), X.format("t_ktE")),
+    ],
+    "iceberg.md": [
+        *(rf"\| Iceberg upsert, 10 % {name}, vs {against} \| ≥ (?P<t_ic{key}>\d+(?:\.\d+)?)× \| "
+          rf"{X.format('v_ic' + key)}, (?:met|missed) \|"
+          for name, kind in (("already applied", "A"), ("newer versions", "N"))
+          for against, peer in (("pyiceberg append", "a"), ("pyiceberg's `Table.upsert`", "u"))
+          for key in [kind + peer]),
+        r"\| dedup store into Iceberg vs Iceberg append, 10k-row batches \| ≥ {} \| "
+        r"{}, (?:met|missed) \|".format(X.format("t_icDD"), X.format("v_icDD")),
+        # The end-to-end rows share one target.
+        r"end-to-end upsert, Iceberg: exactly once vs at least once \| ≥ {} \|".format(
+            X.format("t_e2eP")),
     ],
     "strategies.md": [
         rf"\| PostgreSQL, new keys \|[^|]*\|[^|]*\| {X.format('v_upN')} \|",
