@@ -20,10 +20,7 @@ failed requests never reach the store. :meth:`HttpFaults.heal` forwards everythi
 
 from __future__ import annotations
 
-import json
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any, Literal
 
@@ -140,14 +137,7 @@ def _build(version: str, target: Path) -> None:
 
 
 def _control(url: str, method: str, rule: dict[str, Any] | None = None) -> dict[str, Any]:
-    data = None if rule is None else json.dumps(rule).encode()
-    request = urllib.request.Request(url, data=data, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return dict(json.loads(response.read()))
-    except (urllib.error.URLError, OSError) as error:
-        raise ObjectStoreServerError(f"the HTTP fault front did not answer {url}: {error}"
-                                     ) from None
+    return dict(local_server.json_call("the HTTP fault front", url, method, rule) or {})
 
 
 class HttpFaults(LocalServer):

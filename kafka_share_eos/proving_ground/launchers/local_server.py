@@ -11,14 +11,18 @@ interpreter exit (:class:`~kafka_share_eos.proving_ground.launchers.lifecycle.La
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
 from kafka_share_eos.proving_ground.launchers.cache import CachedProgram
@@ -73,6 +77,29 @@ def go_install(package: str, version: str, target: Path, *, name: str,
                  if not line.startswith("go: downloading")]
         raise ObjectStoreServerError(
             f"{step} failed: {chr(10).join(lines[-10:]) or f'exit code {outcome.returncode}'}")
+
+
+def json_call(server: str, url: str, method: str = "GET",
+              body: dict[str, Any] | None = None) -> Any:
+    """One call of a local server's JSON control API; its JSON answer (None when it has none).
+
+    Raises:
+        ObjectStoreServerError: the API refused the call (with its message, naming ``server``)
+            or did not answer.
+    """
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            text = response.read()
+    except urllib.error.HTTPError as error:
+        raise ObjectStoreServerError(
+            f"{server} refused {method} {url}: {error.read().decode(errors='replace')}"
+        ) from None
+    except OSError as error:
+        raise ObjectStoreServerError(f"{server} did not answer {method} {url}: {error}") from None
+    return json.loads(text) if text.strip() else None
 
 
 def prefetch(fetch: Callable[[], object]) -> None:

@@ -31,9 +31,6 @@ of them (:meth:`Proxy.cut`):
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -83,24 +80,7 @@ def _build(version: str, target: Path) -> None:
 
 
 def _call(url: str, method: str = "GET", body: dict[str, Any] | None = None) -> Any:
-    """One call of Toxiproxy's API; its JSON answer (None when it has none).
-
-    Raises:
-        ObjectStoreServerError: the API refused the call (with its message) or did not answer.
-    """
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            text = response.read()
-    except urllib.error.HTTPError as error:
-        raise ObjectStoreServerError(
-            f"Toxiproxy refused {method} {url}: {error.read().decode(errors='replace')}"
-        ) from None
-    except OSError as error:
-        raise ObjectStoreServerError(f"Toxiproxy did not answer {method} {url}: {error}") from None
-    return json.loads(text) if text.strip() else None
+    return local_server.json_call("Toxiproxy", url, method, body)
 
 
 @dataclass(frozen=True)
