@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from kafka_share_eos.proving_ground.bench.common import script_parser
 from kafka_share_eos.proving_ground.bench.dedup import batch_of, prefill
-from kafka_share_eos.proving_ground.bench.ratios import Ratio, Target, count
+from kafka_share_eos.proving_ground.bench.ratios import Ratio, Target, count, dedup_vs_append
 
 EXISTING_SHARE = 10
 """One row in this many of each upsert batch has a key the table holds."""
@@ -199,15 +199,11 @@ def iceberg_ratios(result: Mapping[str, Any]) -> list[Ratio]:
                 f"rows (one file), {_EXISTING[kind]}, medians of {entry['batches']}",
             ))
     dedup = result["dedup"]
-    bound = _DEDUP_TARGETS.get(int(dedup["batch_rows"]))
-    rows.append(Ratio(
+    rows.append(dedup_vs_append(
         "iceberg",
         f"dedup store into Iceberg vs Iceberg append, {count(dedup['batch_rows'])}-row batches",
-        dedup["throughput_vs_plain"],
-        target=None if bound is None else Target(">=", bound),
-        detail=f"{dedup['store_s'] * 1000:.1f} vs {dedup['plain_s'] * 1000:.1f} ms per batch, "
-        f"median of {dedup['batches']}, {count(LEDGER_IDENTITIES)}-identity Delta ledger, "
-        f"{dedup['value_bytes']}-byte values, 5% redelivered",
+        dedup, _DEDUP_TARGETS.get(int(dedup["batch_rows"])), value_bytes=dedup["value_bytes"],
+        batches=dedup["batches"], ledger=f"{count(LEDGER_IDENTITIES)}-identity Delta ledger",
     ))
     return rows
 

@@ -216,6 +216,20 @@ _DEDUP_TARGETS = {1_000: 0.6, 10_000: 0.8}
 commits (claims, then the sink's append), which small batches feel most."""
 
 
+def dedup_vs_append(benchmark: str, name: str, entry: Mapping[str, Any], bound: float | None,
+                    *, value_bytes: object, ledger: str, batches: object = None,
+                    where: str = "") -> Ratio:
+    """A row of the checkpoint-dedup store against a plain append of the same batches:
+    ``entry`` holds their seconds a batch (``store_s``, ``plain_s``) and
+    ``throughput_vs_plain``; ``batches`` the count a median was taken over, when it was."""
+    median = "" if batches is None else f"median of {batches}, "
+    return Ratio(
+        benchmark, name, entry["throughput_vs_plain"],
+        target=None if bound is None else Target(">=", bound),
+        detail=f"{entry['store_s'] * 1000:.1f} vs {entry['plain_s'] * 1000:.1f} ms per batch, "
+        f"{median}{ledger}, {value_bytes}-byte values, 5% redelivered{where}",
+    )
+
 def dedup_ratios(result: Mapping[str, Any]) -> list[Ratio]:
     """The checkpoint-dedup store against a plain append, and its cost as the ledger grows."""
     # Sizes key the result; a JSON round trip turns them into strings.
@@ -225,18 +239,11 @@ def dedup_ratios(result: Mapping[str, Any]) -> list[Ratio]:
     rows = []
     for batch_rows in sorted(result["by_batch_rows"], key=int):
         entry = result["by_batch_rows"][batch_rows]
-        bound = _DEDUP_TARGETS.get(int(batch_rows))
-        rows.append(
-            Ratio(
-                "dedup",
-                f"dedup store vs Delta append, {count(int(batch_rows))}-row batches",
-                entry["throughput_vs_plain"],
-                target=None if bound is None else Target(">=", bound),
-                detail=f"{entry['store_s'] * 1000:.1f} vs {entry['plain_s'] * 1000:.1f} ms per "
-                f"batch, {count(int(smallest))}-identity ledger, "
-                f"{result['value_bytes']}-byte values, 5% redelivered",
-            )
-        )
+        rows.append(dedup_vs_append(
+            "dedup", f"dedup store vs Delta append, {count(int(batch_rows))}-row batches",
+            entry, _DEDUP_TARGETS.get(int(batch_rows)), value_bytes=result["value_bytes"],
+            ledger=f"{count(int(smallest))}-identity ledger",
+        ))
     rows += [
         Ratio(
             "dedup",
@@ -377,14 +384,11 @@ def object_store_ratios(result: Mapping[str, Any]) -> list[Ratio]:
             f"{count(result['per_trigger'])} per micro-batch{rounds}; SeaweedFS on loopback",
         ))
     dedup = result["dedup"]
-    bound = _OBJECT_STORE_DEDUP_TARGETS.get(int(dedup["batch_rows"]))
-    rows.append(Ratio(
+    rows.append(dedup_vs_append(
         "object-store",
         f"dedup store on S3 vs S3 Delta append, {count(dedup['batch_rows'])}-row batches",
-        dedup["throughput_vs_plain"],
-        target=None if bound is None else Target(">=", bound),
-        detail=f"{dedup['store_s'] * 1000:.1f} vs {dedup['plain_s'] * 1000:.1f} ms per batch, "
-        f"median of {dedup['batches']}, {count(dedup['identities'])}-identity ledger, "
-        f"{dedup['value_bytes']}-byte values, 5% redelivered; SeaweedFS on loopback",
+        dedup, _OBJECT_STORE_DEDUP_TARGETS.get(int(dedup["batch_rows"])),
+        value_bytes=dedup["value_bytes"], batches=dedup["batches"],
+        ledger=f"{count(dedup['identities'])}-identity ledger", where="; SeaweedFS on loopback",
     ))
     return rows
