@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
 from kafka_share_eos.proving_ground.launchers.cache import CachedProgram
 from kafka_share_eos.proving_ground.launchers.maven import copy_dependencies
+from kafka_share_eos.proving_ground.launchers.spark import jars_on_classpath
 
 HADOOP_AWS_VERSION_ENV = "KSE_HADOOP_AWS_VERSION"
 """Environment variable that picks another ``hadoop-aws`` release than PySpark's Hadoop's."""
@@ -70,7 +71,7 @@ def s3a_spark_config(environment: Mapping[str, str]) -> dict[str, str]:
         ObjectStoreServerError: the jars cannot be fetched.
     """
     config = {
-        "spark.jars": ",".join(str(jar) for jar in s3a_jars()),
+        **jars_on_classpath(s3a_jars()),
         "spark.hadoop.fs.s3a.aws.credentials.provider": _ENVIRONMENT_CREDENTIALS,
     }
     endpoint = environment.get("AWS_ENDPOINT_URL")

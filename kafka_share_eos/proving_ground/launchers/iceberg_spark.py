@@ -25,6 +25,7 @@ from kafka_share_eos.errors import ConfigurationError
 from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
 from kafka_share_eos.proving_ground.launchers.cache import CachedProgram
 from kafka_share_eos.proving_ground.launchers.maven import copy_dependencies
+from kafka_share_eos.proving_ground.launchers.spark import jars_on_classpath
 
 ICEBERG_SPARK_VERSION = "1.12.0"
 """The Apache Iceberg release whose Spark runtime the tier loads."""
@@ -82,8 +83,7 @@ def iceberg_spark_config(version: str | None = None) -> dict[str, str]:
     Raises:
         ObjectStoreServerError: the jars cannot be fetched.
     """
-    return {"spark.jars": ",".join(str(jar) for jar in iceberg_spark_jars(version)),
-            "spark.sql.extensions": EXTENSIONS}
+    return {**jars_on_classpath(iceberg_spark_jars(version)), "spark.sql.extensions": EXTENSIONS}
 
 
 def spark_catalog_settings(config: Mapping[str, Any], name: str | None = None) -> dict[str, str]:

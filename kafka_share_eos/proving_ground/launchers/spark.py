@@ -40,6 +40,17 @@ def local_spark_session(
 EXECUTOR_MEMORY_MB = 1024
 
 
+def jars_on_classpath(jars: Sequence[os.PathLike[str] | str]) -> dict[str, str]:
+    """Settings that put ``jars`` on the class path of the driver and of every executor, for
+    jars at the same path on every machine of the cluster (a local or one-host cluster).
+
+    ``spark.jars`` would copy each jar into the driver's temporary directory at every start
+    (690 MB for s3a), a directory a killed driver never removes.
+    """
+    classpath = os.pathsep.join(str(jar) for jar in jars)
+    return {"spark.driver.extraClassPath": classpath, "spark.executor.extraClassPath": classpath}
+
+
 def spark_settings_for_tests(parallelism: int) -> dict[str, str]:
     """The settings of every Spark the tests start, a local session's or a Spark Connect
     server's: no UI, ``parallelism`` tasks a stage, Arrow for pandas conversions."""

@@ -1,9 +1,10 @@
-"""Local Spark sessions: the class archive their JVMs start from, and waiting out a stopped
-query's source runner."""
+"""Local Spark sessions: the class archive their JVMs start from, jars on their class path, and
+waiting out a stopped query's source runner."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import pyspark
 import pytest
 
 from kafka_share_eos.proving_ground.launchers import jvm
+from kafka_share_eos.proving_ground.launchers.hadoop_aws import s3a_jars
 from kafka_share_eos.proving_ground.launchers.spark import SOURCE_RUNNER_MODULE, source_runners
 
 
@@ -64,6 +66,35 @@ def test_the_jvms_warnings_go_to_stderr_not_stdout() -> None:
     )
     assert routed.stdout == ""
     assert all(line.split("]", 1)[1] in routed.stderr for line in warnings)
+
+
+_DRIVER_WITH_A_JAR = """
+import sys
+from kafka_share_eos.proving_ground.launchers.spark import jars_on_classpath, local_spark_session
+jar, local_dir = sys.argv[1:]
+spark = local_spark_session(config={**jars_on_classpath([jar]), "spark.local.dir": local_dir})
+spark.range(1).count()
+loader = spark.sparkContext._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+print(loader.getResource("org/apache/hadoop/fs/s3a/S3AFileSystem.class") is not None, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_driver_killed_with_its_jvm_leaves_no_copy_of_the_jars_on_its_class_path(
+    tmp_path: Path,
+) -> None:
+    jar = next(jar for jar in s3a_jars() if jar.name.startswith("hadoop-aws-"))
+    driver = subprocess.Popen([sys.executable, "-c", _DRIVER_WITH_A_JAR, str(jar), str(tmp_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    try:
+        assert driver.stdout is not None
+        assert driver.stdout.readline().strip() == "True"
+        assert list(tmp_path.glob("spark-*")), "the driver's temporary directory is elsewhere"
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=60)
+    assert not list(tmp_path.rglob("*.jar"))
 
 
 def test_source_runners_are_found_among_the_children_until_they_exit() -> None:
