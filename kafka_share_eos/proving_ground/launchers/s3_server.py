@@ -17,17 +17,11 @@ of 127.0.0.1, with its data in a temporary directory removed at stop.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import shutil
-import urllib.error
-import urllib.request
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from kafka_share_eos.proving_ground.errors import ObjectStoreServerError
 from kafka_share_eos.proving_ground.launchers import local_server
@@ -183,42 +177,24 @@ class S3Server(LocalServer):
         return command, environment
 
     def _ready(self, port: int) -> bool:
-        return _created(f"http://127.0.0.1:{port}/{self.bucket}")
+        return _created(f"http://127.0.0.1:{port}", self.bucket)
 
 
-def _created(bucket_url: str) -> bool:
-    """Whether a signed CreateBucket at ``bucket_url`` succeeds (or finds the bucket there);
-    False while the gateway does not answer or is not ready."""
+def _created(endpoint: str, bucket: str) -> bool:
+    """Whether CreateBucket through the AWS SDK (pyarrow's) at ``endpoint`` succeeds or finds
+    the bucket there; False while the gateway does not answer or is not ready."""
+    from pyarrow import fs
+
+    store = fs.S3FileSystem(
+        access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION,
+        endpoint_override=endpoint, allow_bucket_creation=True, connect_timeout=1,
+        request_timeout=5, retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=1),
+    )
     try:
-        urllib.request.urlopen(_signed("PUT", bucket_url), timeout=5).close()
-    except urllib.error.HTTPError as error:
-        return error.code == 409  # BucketAlreadyOwnedByYou
+        store.create_dir(bucket)
     except OSError:
         return False
     return True
-
-
-def _signed(method: str, url: str) -> urllib.request.Request:
-    """A request without a body, signed with AWS Signature Version 4."""
-    now = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    parts = urlsplit(url)
-    payload = hashlib.sha256(b"").hexdigest()
-    headers = {"host": parts.netloc, "x-amz-content-sha256": payload, "x-amz-date": now}
-    names = ";".join(sorted(headers))
-    canonical = "\n".join([method, parts.path or "/", parts.query,
-                           *(f"{name}:{headers[name]}" for name in sorted(headers)), "",
-                           names, payload])
-    scope = f"{now[:8]}/{REGION}/s3/aws4_request"
-    text = f"AWS4-HMAC-SHA256\n{now}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
-    key = ("AWS4" + SECRET_KEY).encode()
-    for part in (now[:8], REGION, "s3", "aws4_request"):
-        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
-    signature = hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
-    authorization = (f"AWS4-HMAC-SHA256 Credential={ACCESS_KEY}/{scope}, "
-                     f"SignedHeaders={names}, Signature={signature}")
-    return urllib.request.Request(url, method=method, headers={
-        "x-amz-content-sha256": payload, "x-amz-date": now, "Authorization": authorization,
-    })
 
 
 def main() -> None:
