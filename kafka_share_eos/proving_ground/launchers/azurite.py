@@ -165,7 +165,7 @@ class AzuriteServer(LocalServer):
 
     def _command(self, program: list[str], work: Path, ports: list[int]
                  ) -> tuple[list[str], None]:
-        (work / "blobs").mkdir()
+        (work / "blobs").mkdir(exist_ok=True)
         return [*program, "--blobHost", "127.0.0.1", "--blobPort", str(ports[0]),
                 "--location", str(work / "blobs"), "--skipApiVersionCheck", "--loose",
                 "--disableTelemetry", "--silent"], None

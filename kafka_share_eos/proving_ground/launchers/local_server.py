@@ -11,8 +11,11 @@ interpreter exit (:class:`~kafka_share_eos.proving_ground.launchers.lifecycle.La
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,6 +32,7 @@ from kafka_share_eos.proving_ground.launchers.cache import CachedProgram
 from kafka_share_eos.proving_ground.launchers.lifecycle import Launcher
 from kafka_share_eos.proving_ground.launchers.ports import free_ports
 from kafka_share_eos.proving_ground.launchers.process_tree import launch, terminate
+from kafka_share_eos.proving_ground.launchers.processes import descendants
 from kafka_share_eos.proving_ground.signals import deferred_signals
 
 
@@ -141,6 +145,8 @@ class LocalServer(Launcher):
         self._work: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
+        self._ports: list[int] = []
+        self._program_line: list[str] = []
 
     def _start(self) -> None:
         """Fetch or build the server if needed, start it, and return once it is ready.
@@ -149,8 +155,39 @@ class LocalServer(Launcher):
             ObjectStoreServerError: a failed fetch or build, or a server that was not ready
                 within its start timeout (the message names its log).
         """
-        program = self._program()
+        program = self._program_line = self._program()
         self._until_ports_hold(lambda: self._launch(program), self._label)
+
+    def kill(self) -> None:
+        """SIGKILL the server and every process it started, as a power cut would; returns once
+        they are gone. Its data directory and ports stay, for :meth:`restart`.
+
+        Raises:
+            ObjectStoreServerError: the server is not running.
+        """
+        process = self._process
+        if process is None or self._port is None or process.poll() is not None:
+            raise ObjectStoreServerError(f"{self._label} is not running: nothing to kill")
+        # Children first listed, then killed with their parent: none is left to be orphaned.
+        for pid in reversed(descendants(process.pid)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        process.wait()
+
+    def restart(self) -> None:
+        """Start the server again after :meth:`kill`, on the same data directory and ports;
+        returns once it is ready.
+
+        Raises:
+            ObjectStoreServerError: the server was not killed, or did not come back (a port
+                taken meanwhile, or not ready within its start timeout).
+        """
+        process = self._process
+        if process is None or self._work is None or process.poll() is None:
+            raise ObjectStoreServerError(f"restarting {self._label} needs a server kill() stopped")
+        if not self._launch(self._program_line, again=True):
+            raise ObjectStoreServerError(
+                f"{self._label} could not take its ports {self._ports} again: see {self.log_file}")
 
     def _stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL after
@@ -189,13 +226,17 @@ class LocalServer(Launcher):
     def _ready(self, port: int) -> bool:
         """Whether the server answers on ``port`` and is set up for the tests."""
 
-    def _launch(self, program: list[str]) -> bool:
-        """Start the server on free ports; whether it came up (False: a port was taken)."""
+    def _launch(self, program: list[str], *, again: bool = False) -> bool:
+        """Start the server on free ports (``again``: on its ports and data directory, after
+        :meth:`kill`); whether it came up (False: a port was taken)."""
         with deferred_signals():
-            self._work = work = Path(tempfile.mkdtemp(prefix=f"kse-{self._label.lower()}-"))
-            ports = free_ports(self._port_count)
+            if again and self._work is not None:
+                work, ports = self._work, self._ports
+            else:
+                self._work = work = Path(tempfile.mkdtemp(prefix=f"kse-{self._label.lower()}-"))
+                ports = self._ports = free_ports(self._port_count)
             command, environment = self._command(program, work, ports)
-            with self.log_file.open("wb") as log:
+            with self.log_file.open("ab" if again else "wb") as log:
                 self._process = launch(command, stdin=subprocess.DEVNULL, stdout=log,
                                        stderr=subprocess.STDOUT, cwd=work, env=environment)
         deadline = time.monotonic() + self._start_timeout_s

@@ -160,7 +160,7 @@ class S3Server(LocalServer):
 
     def _command(self, program: list[str], work: Path, ports: list[int]
                  ) -> tuple[list[str], dict[str, str]]:
-        (work / "data").mkdir()
+        (work / "data").mkdir(exist_ok=True)
         command = [
             # glog's files would otherwise go to /tmp: its output goes to the log instead.
             *program, "-logtostderr", "mini", f"-dir={work / 'data'}", "-ip=127.0.0.1",

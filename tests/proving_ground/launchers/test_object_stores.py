@@ -201,6 +201,33 @@ def test_stopping_a_server_ends_it_and_removes_its_data(launcher: type[Server]) 
         _ = server.endpoint
 
 
+def test_a_killed_s3_server_restarts_on_its_data_and_port() -> None:
+    # Azurite is left out: it keeps blob metadata in memory and saves it now and then, so a
+    # SIGKILL loses blobs it acknowledged a moment before (Azurite 3.37: the first of 20 blobs
+    # written just before the kill was not found after its restart); it is no store to kill.
+    with S3Server() as server:
+        endpoint, store = server.endpoint, server.obstore_store()
+        # Written right before the kill: a store that loses an acknowledged write fails here.
+        keys = [f"kill/{uuid.uuid4().hex}" for _ in range(20)]
+        for key in keys:
+            obstore.put(store, key, key.encode(), mode="create")
+
+        server.kill()
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", urlsplit(endpoint).port), timeout=5).close()
+        with pytest.raises(ObjectStoreServerError, match="not running: nothing to kill"):
+            server.kill()
+        server.restart()
+
+        assert server.endpoint == endpoint
+        assert [bytes(obstore.get(store, key).bytes()) for key in keys] == [
+            key.encode() for key in keys]
+        with pytest.raises(AlreadyExistsError):
+            obstore.put(store, keys[0], b"second", mode="create")
+        with pytest.raises(ObjectStoreServerError, match="needs a server kill"):
+            server.restart()
+
+
 @pytest.mark.parametrize("module", ["s3_server", "azurite", "gcs_server"])
 def test_the_prefetch_is_silent_once_the_server_is_cached(
     s3_server: S3Server, azurite_server: AzuriteServer, gcs_server: GcsServer, module: str
