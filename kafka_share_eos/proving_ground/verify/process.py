@@ -30,6 +30,9 @@ class Exit(enum.Enum):
     """Exited with an error (or hung past its timeout)."""
 
 
+PIPELINE_MODULE = "kafka_share_eos.proving_ground.verify.pipeline"
+"""The module a pipeline process runs, unless it is given another with the same arguments."""
+
 _live: set[PipelineProcess] = set()
 _live_lock = threading.Lock()
 _stopping = threading.Event()
@@ -70,6 +73,7 @@ class PipelineProcess:
         log: file receiving the process's stdout and stderr.
         crash_at: ``KSE_CRASH_AT`` for the process, or None.
         crash_record: the run's crash record file.
+        module: the module run as ``python -m MODULE CONFIG NAME``.
     """
 
     def __init__(
@@ -80,6 +84,7 @@ class PipelineProcess:
         crash_at: str | None,
         crash_record: Path,
         extra_env: Mapping[str, str] | None = None,
+        module: str = PIPELINE_MODULE,
     ) -> None:
         env = {
             key: value
@@ -102,8 +107,7 @@ class PipelineProcess:
             if _stopping.is_set():
                 raise Stopped("the verifier is stopping")
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "kafka_share_eos.proving_ground.verify.pipeline",
-                 str(config), name],
+                [sys.executable, "-m", module, str(config), name],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -111,6 +115,11 @@ class PipelineProcess:
                 start_new_session=True,
             )
             _live.add(self)
+
+    @property
+    def pid(self) -> int:
+        """The process's id, which is also its process group's."""
+        return self._process.pid
 
     @property
     def running(self) -> bool:
