@@ -10,6 +10,7 @@ from kafka_share_eos.cli.dedup import dedup
 from kafka_share_eos.cli.doctor import doctor
 from kafka_share_eos.cli.group import Commands
 from kafka_share_eos.cli.kafka_tool import kafka_tool
+from kafka_share_eos.cli.soak import soak
 from kafka_share_eos.cli.status import status
 from kafka_share_eos.cli.twophase import twophase
 from kafka_share_eos.cli.verify import verify
@@ -35,6 +36,7 @@ app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
                       "allow_interspersed_args": False},
 )(kafka_tool)
+app.command(name="soak")(soak)
 app.command(name="status")(status)
 app.command(name="verify")(verify)
 app.add_typer(dedup, name="dedup")
