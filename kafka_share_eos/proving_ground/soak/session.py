@@ -1,0 +1,357 @@
+"""One soak: a pipeline run for a set time under a steady producer and a fault every few
+minutes, then drained and counted.
+
+The pipeline (:mod:`~kafka_share_eos.proving_ground.soak.soak_pipeline`) reads its share group
+with ``consumers`` share consumers, and whenever it exits (killed, failed on a fault, or done
+with an idle group) it starts again on its checkpoint. Once it finished ``warm_up_batches``
+batches the soak takes the levels the end is compared with (resident memory, journal files,
+ledger rows), and from then on strikes a fault every ``fault_every`` seconds on average, the
+kinds taken in rounds, each round in a random order, so that every kind strikes as often as
+the others. When the time is up the fault in force is healed, the producer stops, the
+pipeline drains the group, and every record produced is looked for in the Delta table and the
+dead letters.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafka_share_eos.proving_ground.soak.gauges import Memory, delta_rows, memory, store_files
+from kafka_share_eos.proving_ground.soak.services import Services
+from kafka_share_eos.proving_ground.soak.soak_pipeline import SoakDedup, dead_lettered
+from kafka_share_eos.proving_ground.soak.steady_producer import SteadyProducer
+from kafka_share_eos.proving_ground.soak.strikes import STRIKES, SoakScene, Strike
+from kafka_share_eos.proving_ground.soak.verdict import SoakResult
+from kafka_share_eos.proving_ground.verify.outages.driver import FAULT_IDLE_MS
+from kafka_share_eos.proving_ground.verify.pipeline import PROGRESS_FILE, PipelineConfig
+from kafka_share_eos.proving_ground.verify.process import Exit, PipelineProcess
+from kafka_share_eos.proving_ground.verify.score import score
+from kafka_share_eos.proving_ground.verify.targets import RunContext
+
+PIPELINE = "a"
+DRAIN_TIMEOUT_S = 900.0
+DRAIN_STARTS = 3
+"""Starts after the producer stopped: one drains; the others tell "not yet" from "lost"."""
+LEVELS_EVERY_S = 60.0
+
+
+@dataclass(frozen=True)
+class SoakOptions:
+    """How a soak runs (the options of ``kafka-share-eos soak``)."""
+
+    minutes: float = 60.0
+    rate: float = 20.0
+    """Records a second the producer sends after the backlog."""
+    backlog: int = 6000
+    """Records produced before the pipeline starts: enough for the warm-up to reach the
+    ledger's retained size, so that the end can be compared with it."""
+    per_trigger: int = 500
+    consumers: int = 4
+    partitions: int = 1
+    fault_every: float = 180.0
+    """Seconds between faults on average (each gap drawn from half to one and a half of it)."""
+    fault_seconds: float = 30.0
+    """How long a lasting fault (a node down, the store blackholed or throttled) stays."""
+    warm_up_batches: int = 20
+    poison_every: int = 2000
+    seed: int = 0
+    faults: tuple[str, ...] = tuple(STRIKES)
+    sample_seconds: float = 5.0
+    stall_seconds: float = 600.0
+    """The soak fails when no record was applied for this long while records were waiting."""
+
+
+def fault_order(kinds: tuple[str, ...], rng: random.Random) -> Iterator[str]:
+    """The kinds in rounds, each round shuffled: every kind strikes once per round."""
+    while True:
+        round_ = list(kinds)
+        rng.shuffle(round_)
+        yield from round_
+
+
+class ProgressTail:
+    """Reads the pipeline's progress lines as they are appended: batches finished, records
+    applied."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.batches = 0
+        self.applied = 0
+        self._offset = 0
+
+    def read(self) -> None:
+        """Take in the lines appended since the last read (a line a kill cut short is
+        skipped)."""
+        if not self.path.exists():
+            return
+        with self.path.open("rb") as progress:
+            progress.seek(self._offset)
+            chunk = progress.read()
+        end = chunk.rfind(b"\n") + 1
+        self._offset += end
+        for line in chunk[:end].splitlines():
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(parsed, dict) and "written" in parsed:
+                self.batches += 1
+                self.applied += int(parsed["written"])
+
+
+@dataclass
+class _Fault:
+    strike: Strike
+    at: float
+    thread: threading.Thread | None = None
+    entry: dict[str, object] = field(default_factory=dict)
+
+
+class Soak:
+    """One soak on ``services`` in directory ``work``; ``say`` prints a progress line."""
+
+    def __init__(self, options: SoakOptions, services: Services, work: Path,
+                 say: Callable[[str], None]) -> None:
+        self.options, self.services, self.say = options, services, say
+        self.rng = random.Random(options.seed)
+        self.topic = f"soak-{uuid.uuid4().hex[:12]}"
+        self.run_dir = work / self.topic
+        self.run_dir.mkdir(parents=True)
+        self.result = SoakResult(options.minutes, warm_up_batches=options.warm_up_batches,
+                                 setup=self._setup())
+        self.process: PipelineProcess | None = None
+        self.started = 0.0
+        self._lock = threading.Lock()
+        self._fault: _Fault | None = None
+        self._order = fault_order(options.faults, self.rng)
+
+    def _setup(self) -> dict[str, object]:
+        o = self.options
+        return {"broker": f"Apache Kafka, {3} nodes", "target": SoakDedup.name,
+                "consumers": o.consumers, "partitions": o.partitions, "rate": o.rate,
+                "backlog": o.backlog, "per_trigger": o.per_trigger,
+                "fault_every_s": o.fault_every, "fault_seconds": o.fault_seconds,
+                "poison_every": o.poison_every, "seed": o.seed}
+
+    def run(self) -> SoakResult:
+        """Run the soak and judge it."""
+        services = self.services
+        services.broker.create_topic(self.topic, self.options.partitions)
+        services.broker.prepare_group(self.topic)
+        self.ctx = RunContext(
+            self.run_dir, services.postgres.create_database(f"soak_{self.topic[5:]}"),
+            services.broker.bootstrap_servers, self.topic,
+            store_root=services.s3.url(self.topic),
+            storage_options=services.s3.storage_options())
+        self.config = self._config()
+        self.progress = ProgressTail(self.config.pipeline_dir(PIPELINE) / PROGRESS_FILE)
+        self.scene = SoakScene(
+            services.broker.kafka(), services.postgres, services.store_proxy,
+            services.http_faults, self.topic, self.run_dir, self._kill_pipeline,
+            [self.ctx.path(name) for name in SoakDedup.delta_tables],
+            services.s3.storage_options())
+        producer = SteadyProducer(
+            services.broker.bootstrap_servers, self.topic, self.options.partitions,
+            rate=self.options.rate, backlog=self.options.backlog,
+            poison_every=self.options.poison_every, seed=self.options.seed)
+        self.started = time.monotonic()
+        producer.start()
+        try:
+            end_memory = self._soak()
+        finally:
+            self._heal_in_force()
+            producer.stop()
+            if self.result.error is not None and self.process is not None:
+                self.process.kill()
+                self.process.wait(10)
+        self.result.rss_end_mib = end_memory.as_dict()
+        self.result.records = len(producer.produced())
+        self.result.producer_failures = len(producer.failed)
+        if self.result.error is None:
+            self._drain(producer)
+        self._levels("end")
+        self.result.judge(list(self.options.faults))
+        return self.result
+
+    def _config(self) -> PipelineConfig:
+        config = PipelineConfig(
+            target=SoakDedup.name, run_dir=str(self.run_dir),
+            bootstrap_servers=self.services.broker.bootstrap_servers, topic=self.topic,
+            group_id=self.topic, postgres_url=self.ctx.postgres_url,
+            max_records_per_trigger=self.options.per_trigger, idle_ms=FAULT_IDLE_MS,
+            acknowledge="afterJournal", consumers=self.options.consumers,
+            seed=self.options.seed, store_root=self.ctx.store_root)
+        config.save(self.run_dir / "config.json")
+        return config
+
+    def _soak(self) -> Memory:
+        """Until the time is up: keep the pipeline running, sample, strike faults; the
+        pipeline's memory at the end."""
+        deadline = self.started + self.options.minutes * 60
+        next_sample = next_levels = next_fault = 0.0
+        last_applied, progressed = -1, time.monotonic()
+        end_memory = Memory(0.0, 0.0)
+        while (now := time.monotonic()) < deadline and self.result.error is None:
+            self._tend()
+            self.progress.read()
+            if self.progress.applied != last_applied:
+                last_applied, progressed = self.progress.applied, now
+            elif now - progressed > self.options.stall_seconds:
+                self.result.error = (f"no record applied for {self.options.stall_seconds:.0f} s"
+                                     f":\n{self._tail()}")
+            if now >= next_sample:
+                end_memory = self._sample(now, levels=now >= next_levels) or end_memory
+                next_sample = now + self.options.sample_seconds
+                next_levels = next_levels if now < next_levels else now + LEVELS_EVERY_S
+            if not self.result.rss_start_mib and self.progress.batches >= \
+                    self.options.warm_up_batches:
+                self._warmed_up()
+                next_fault = now + self._gap()
+            if self.result.rss_start_mib and next_fault and now >= next_fault \
+                    and self._fault_over() and self.options.faults:
+                self._strike(next(self._order))
+                next_fault = now + self._gap()
+            time.sleep(0.5)
+        if self.result.error is None and not self.result.rss_start_mib:
+            self.result.error = (f"the pipeline finished {self.progress.batches} batches, "
+                                 f"fewer than the warm-up's {self.options.warm_up_batches}")
+        return end_memory
+
+    def _gap(self) -> float:
+        return self.rng.uniform(0.5, 1.5) * self.options.fault_every
+
+    def _tend(self) -> None:
+        """Start the pipeline again if it exited."""
+        with self._lock:
+            process = self.process
+            if process is not None and process.running:
+                return
+            if process is not None and process.wait(10) is Exit.FAILED:
+                self.result.failed_starts += 1
+            self.process = self._start()
+
+    def _start(self) -> PipelineProcess:
+        directory = self.config.pipeline_dir(PIPELINE)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.result.pipeline_starts += 1
+        return PipelineProcess(
+            self.run_dir / "config.json", PIPELINE, directory / "output.log", None,
+            self.run_dir / "crashes.log", extra_env=self.services.pipeline_environment(),
+            module="kafka_share_eos.proving_ground.soak.soak_pipeline")
+
+    def _kill_pipeline(self) -> str:
+        with self._lock:
+            process = self.process
+        if process is None or not process.running:
+            return "the pipeline was not running: nothing killed"
+        process.kill()
+        return f"SIGKILL of the pipeline's process group (pid {process.pid})"
+
+    def _sample(self, now: float, *, levels: bool) -> Memory | None:
+        process = self.process
+        used = memory(process.pid) if process is not None and process.running else None
+        sample: dict[str, object] = {"t": round(now - self.started, 1),
+                                     "applied": self.progress.applied}
+        if used is not None:
+            sample |= {f"rss_{name}": value for name, value in used.as_dict().items()}
+        if levels:
+            sample |= self._measured_levels()
+        self.result.samples.append(sample)
+        # A pipeline just started has no source runner yet: not a measure of its memory.
+        return used if used is not None and used.runners > 0 else None
+
+    def _measured_levels(self) -> dict[str, int]:
+        prefix = f"{self.topic}/pipeline-{PIPELINE}/journal"
+        return {"journal_files": store_files(self.services.s3.obstore_store(), prefix),
+                "ledger_rows": delta_rows(self.ctx.path("ledger"),
+                                          self.services.s3.storage_options())}
+
+    def _levels(self, when: str) -> None:
+        levels = self._measured_levels()
+        self.result.journal_files[when] = levels["journal_files"]
+        self.result.ledger_rows[when] = levels["ledger_rows"]
+
+    def _warmed_up(self) -> None:
+        process = self.process
+        used = memory(process.pid) if process is not None else Memory(0.0, 0.0)
+        self.result.rss_start_mib = used.as_dict()
+        self._levels("warm_up")
+        self.result.setup["warm_up_seconds"] = round(time.monotonic() - self.started, 1)
+
+    def _strike(self, kind: str) -> None:
+        fault = _Fault(STRIKES[kind](), round(time.monotonic() - self.started, 1))
+        fault.thread = threading.Thread(target=self._carry_out, args=(fault,),
+                                        name=f"soak-{kind}", daemon=True)
+        self._fault = fault
+        fault.thread.start()
+
+    def _carry_out(self, fault: _Fault) -> None:
+        entry: dict[str, object] = {"at": fault.at, "kind": fault.strike.name}
+        fault.entry = entry
+        try:
+            entry["did"] = fault.strike.strike(self.scene)
+            if fault.strike.lasts:
+                time.sleep(self.options.fault_seconds)
+            entry["healed"] = fault.strike.heal(self.scene)
+        except Exception as error:  # the soak fails on it, once the run is counted
+            entry["error"] = f"{type(error).__name__}: {error}"
+        self.result.fault_log.append(entry)
+        self.result.faults[fault.strike.name] = self.result.faults.get(fault.strike.name, 0) + 1
+        if "error" in entry:
+            self.result.error = f"the fault {fault.strike.name} failed: {entry['error']}"
+        minutes, seconds = divmod(int(fault.at), 60)
+        healed = f"; {entry['healed']}" if entry.get("healed") else ""
+        self.say(f"{minutes:3d}:{seconds:02d} {fault.strike.name}: "
+                 f"{entry.get('did', entry.get('error'))}{healed}")
+
+    def _fault_over(self) -> bool:
+        return self._fault is None or self._fault.thread is None \
+            or not self._fault.thread.is_alive()
+
+    def _heal_in_force(self) -> None:
+        if self._fault is not None and self._fault.thread is not None:
+            self._fault.thread.join()
+
+    def _drain(self, producer: SteadyProducer) -> None:
+        """Let the pipeline drain the group (starting it again when it stops), then count."""
+        produced = producer.produced()
+        target = SoakDedup()
+        self.result.error = f"the pipeline failed each of its {DRAIN_STARTS} drains"
+        for _ in range(DRAIN_STARTS):
+            self._tend()
+            assert self.process is not None
+            if self.process.wait(DRAIN_TIMEOUT_S) is Exit.FAILED:
+                self.result.failed_starts += 1
+                continue
+            counted = score(target.landed(self.ctx, produced), produced, dead_lettered(self.ctx))
+            self.result.duplicates, self.result.lost = counted.duplicates, counted.losses
+            self.result.dead_lettered = counted.dead_lettered
+            self.result.error = None
+            if counted.losses == 0:
+                return
+
+    def _tail(self) -> str:
+        log = self.config.pipeline_dir(PIPELINE) / "output.log"
+        return log.read_text(errors="replace")[-2000:] if log.exists() else ""
+
+
+def run_soak(options: SoakOptions, work: Path, say: Callable[[str], None]) -> SoakResult:
+    """Start the servers, run one soak in ``work`` and stop everything again; ``say`` prints a
+    line per fault."""
+    from kafka_share_eos.proving_ground.soak.services import soak_services
+    from kafka_share_eos.proving_ground.verify.process import accept_starts, stop_all
+
+    with soak_services() as services:
+        try:
+            return Soak(options, services, work, say).run()
+        finally:
+            # A pipeline lives in its own session: an interrupt of the soak does not reach it.
+            stop_all()
+            accept_starts()
