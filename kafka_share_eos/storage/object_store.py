@@ -32,6 +32,7 @@ from obstore.exceptions import AlreadyExistsError, BaseError, PreconditionError
 from obstore.store import from_url
 
 from kafka_share_eos.errors import ConfigurationError, ObjectStoreError
+from kafka_share_eos.storage.retries import split_retry_options
 
 if TYPE_CHECKING:
     from obstore import ObjectMeta
@@ -184,7 +185,8 @@ def open_object_store(
     (:func:`check_conditional_writes`, once per process and location).
 
     Raises:
-        ConfigurationError: an option is not a setting of that store.
+        ConfigurationError: an option is not a setting of that store, or a retry setting
+            (:data:`~kafka_share_eos.storage.retries.RETRY_OPTIONS`) has no valid value.
         ObjectStoreError: ``check`` and the store does not refuse a second create.
     """
     url, root = _split(location)
@@ -197,9 +199,11 @@ def open_object_store(
         filesystem = _STORES.get(key)
         if filesystem is None:
             config, client = _split_options(options or {})
+            config, retry = split_retry_options(config)
             try:
                 store = from_url(url, config=cast(Any, config),
-                                 client_options=cast(Any, client) or None)
+                                 client_options=cast(Any, client) or None,
+                                 retry_config=cast(Any, retry) or None)
             except BaseError as error:
                 raise ConfigurationError(
                     f"storage options for {location!r}: {_first_line(error)}"
