@@ -18,7 +18,13 @@ import re
 import pyarrow.fs as pafs
 
 from kafka_share_eos.journal.metrics import BatchMetrics
-from kafka_share_eos.storage import Location, as_location, delete_if_present, write_atomically
+from kafka_share_eos.storage import (
+    STORE_ERRORS,
+    Location,
+    as_location,
+    delete_if_present,
+    write_atomically,
+)
 
 log = logging.getLogger("kafka_share_eos.source")
 
@@ -85,7 +91,7 @@ class MetricsStore:
             path = f"{directory}/{entry_name(metrics.seq)}"
             write_atomically(fs, path, metrics.to_json().encode())
             present = self._known()
-        except OSError:
+        except STORE_ERRORS:
             log.warning("could not write the metrics of batch %d", metrics.seq, exc_info=True)
             return
         if metrics.seq not in present:
@@ -126,7 +132,7 @@ class MetricsStore:
                     # An entry someone already deleted is pruned all the same.
                     with contextlib.suppress(FileNotFoundError):
                         fs.delete_file(f"{directory}/{entry_name(seq)}")
-        except OSError:
+        except STORE_ERRORS:
             log.warning("could not prune the batch metrics", exc_info=True)
             self._present = None
             return []

@@ -24,9 +24,11 @@ from kafka_share_eos.journal import (
 )
 from kafka_share_eos.monitoring.histogram import Histogram
 from kafka_share_eos.monitoring.unacknowledged import Counted, Partition, UnacknowledgedSegments
-from kafka_share_eos.storage import Location
+from kafka_share_eos.storage import STORE_ERRORS, Location
 
 log = logging.getLogger("kafka_share_eos.monitoring")
+# A journal out of reach for a moment, or one the toolkit refuses to read, leaves the figures.
+_UNREADABLE: tuple[type[Exception], ...] = (*STORE_ERRORS, KafkaShareEosError)
 
 
 @dataclass
@@ -96,7 +98,7 @@ class JournalFigures:
             self.totals.count(self._early.count_new(entries, self._is_settled))
         except (LocationNotFoundError, FileNotFoundError):
             return
-        except (OSError, KafkaShareEosError):
+        except _UNREADABLE:
             log.warning("could not read the journal at %s", self._journal.location, exc_info=True)
             return
         segments = {seq for seq, _ in entries}

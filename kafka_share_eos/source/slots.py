@@ -44,6 +44,7 @@ from kafka_share_eos.source.conversion import to_record_batch
 from kafka_share_eos.source.options import AckPolicy, SourceOptions
 from kafka_share_eos.source.session import RELEASE, ShareSession
 from kafka_share_eos.source.tally import BatchTally
+from kafka_share_eos.storage import STORE_ERRORS
 
 with SPARK.needed_by("the kafka-share Spark source"):
     from pyspark.sql.datasource import InputPartition
@@ -236,7 +237,7 @@ class SlotConsumer:
         report = dataclasses.replace(metrics, consumers=[entry])
         try:
             self.journal.metrics().write_slot_report(slot, report)
-        except OSError:
+        except STORE_ERRORS:
             # Metrics are not data: the batch's entry then lacks this slot.
             log.warning("could not write the metrics of slot %d of batch %d", slot, seq)
 

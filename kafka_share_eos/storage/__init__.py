@@ -17,6 +17,7 @@ from kafka_share_eos.storage.files import (
 )
 from kafka_share_eos.storage.object_store import (
     OBJECT_STORE_SCHEMES,
+    STORE_ERRORS,
     check_conditional_writes,
     is_object_store,
 )
@@ -24,6 +25,7 @@ from kafka_share_eos.storage.store_location import Location, as_location
 
 __all__ = [
     "OBJECT_STORE_SCHEMES",
+    "STORE_ERRORS",
     "Location",
     "as_location",
     "check_conditional_writes",

@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from obstore import ObjectMeta
 
 OBJECT_STORE_SCHEMES = frozenset({"s3", "s3a", "az", "abfs", "abfss", "azure", "gs", "memory"})
+STORE_ERRORS: tuple[type[Exception], ...] = (OSError, BaseError)
+"""What a request to the toolkit's storage raises once it failed: an OS error, or obstore's own
+error, which a status or a connection the client gave up on after its retries is (not an
+``OSError``). For what is caught because it is not data: metrics, figures."""
 _CONFLICT_RETRIES = 5
 # Settings of the HTTP client rather than of the store. delta-rs takes them in the same dict
 # (``aws_allow_http``); obstore wants them apart, without the store's prefix.
