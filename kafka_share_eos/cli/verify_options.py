@@ -28,8 +28,9 @@ FaultsOpt = Annotated[
                  "(a three-node cluster; worker-kill also a Spark standalone cluster; "
                  "rolling-upgrade one of its own per run, started on the Kafka release before "
                  "the launcher's); postgres-kill (strategies with PostgreSQL, a durable server "
-                 "of its own per run) and delta-maintenance (strategies with Delta tables) run "
-                 f"on either broker: {', '.join(OUTAGES)}."),
+                 "of its own per run), delta-maintenance (strategies with Delta tables) and "
+                 "the store faults (--storage s3, an S3 server of their own per run) run on "
+                 f"either broker: {', '.join(OUTAGES)}."),
 ]
 FaultsOnlyOpt = Annotated[
     bool, typer.Option("--faults-only", help="Run the --faults cells only, no crash point.")

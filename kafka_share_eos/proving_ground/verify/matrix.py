@@ -196,7 +196,7 @@ def _fault_environment(env: RunEnvironment, point: str, short_locks: bool
                        ) -> Iterator[RunEnvironment]:
     """Where a fault run runs: on a Kafka cluster of its own, started on the release its outage
     names, or on the matrix's; with a durable PostgreSQL server of its own when its outage
-    kills it, or the matrix's."""
+    kills it, or the matrix's; with an object store of its own when its outage strikes one."""
     outage = OUTAGES[point]
     with contextlib.ExitStack() as stack:
         if outage.kafka_version is not None:
@@ -205,6 +205,8 @@ def _fault_environment(env: RunEnvironment, point: str, short_locks: bool
         if outage.owns_postgres:
             env = dataclasses.replace(
                 env, postgres=stack.enter_context(PostgresServer(durable=True)))
+        if outage.owns_store:
+            env = dataclasses.replace(env, store=stack.enter_context(outage.store_of_run()))
         yield env
 
 

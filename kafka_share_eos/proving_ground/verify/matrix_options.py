@@ -60,7 +60,8 @@ class MatrixOptions:
         Raises:
             ConfigurationError: an unknown broker or storage, session drops asked of Apache Kafka, a
                 Kafka-topic target asked of the embedded broker, an unknown fault, a Kafka
-                fault asked of the embedded broker, a fault that fits none of the strategies,
+                fault asked of the embedded broker, a store fault without ``--storage s3``, a
+                fault that fits none of the strategies,
                 a strategy whose tables cannot live on the storage, neither crash points nor
                 faults, or a strategy or
                 crash point :meth:`cells` refuses.
@@ -71,6 +72,12 @@ class MatrixOptions:
             )
         check_storage(self.storage)
         check_faults(self.faults, self.broker)
+        stores = [fault for fault in self.faults if OUTAGES[fault].owns_store]
+        if stores and self.storage != "s3":
+            raise ConfigurationError(
+                f"{', '.join(stores)} strike the object store every durable path of the run is "
+                f"on: they need --storage s3, not {self.storage}"
+            )
         if self.points == () and not self.faults:
             raise ConfigurationError("no crash point and no fault to verify: name --faults")
         named = self._named_targets()

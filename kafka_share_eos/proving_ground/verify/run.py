@@ -140,12 +140,14 @@ def execute(spec: RunSpec, env: RunEnvironment) -> RunResult:
                     ctx.run_dir, spark=env.spark,
                     postgres=env.postgres if isinstance(env.postgres, PostgresServer) else None,
                     delta_tables=[ctx.path(name) for name in target.delta_tables],
+                    store=env.store,
                 )
                 driver = FaultDriver(
                     outage(), scene, supervisor.gate, target.hold_point,
                     lambda: supervisor.progress_lines("a"),
                 ).start()
                 stack.callback(driver.stop)
+                supervisor.restored = driver.wait_restored
             result = supervisor.run()
         if driver is not None:
             stall = (None if driver.struck_at is None

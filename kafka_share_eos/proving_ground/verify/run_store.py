@@ -54,7 +54,7 @@ class RunStore:
         return self.server.url(run)
 
     def environment(self) -> dict[str, str]:
-        """The variables that give a process the store's endpoint and credentials."""
+        """The variables that give a pipeline process the store's endpoint and credentials."""
         return self.server.environment()
 
     def storage_options(self) -> dict[str, str]:
@@ -94,7 +94,8 @@ def read_journals(
     outcome = subprocess.run(
         [sys.executable, "-m", __name__, json.dumps(dict(journals))],
         capture_output=True, text=True, timeout=READ_TIMEOUT_S, check=False,
-        env={**os.environ, **store.environment()},
+        # The server's own endpoint: a fault front before it is for the pipelines only.
+        env={**os.environ, **store.server.environment()},
     )
     if outcome.returncode != 0:
         raise ObjectStoreServerError(

@@ -10,7 +10,7 @@ import random
 import shutil
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafka_share_eos import faults
@@ -86,6 +86,9 @@ class Supervisor:
         self.one_start = self.fault and not OUTAGES[spec.point].restarts
         self.gate = ctx.run_dir / "fault-gate"
         """Where pipeline ``a`` of a fault run waits while its outage strikes."""
+        self.restored: Callable[[], None] = lambda: None
+        """Returns once a fault run's outage no longer holds back what it struck: a pipeline
+        that failed on it starts again then, as an operator would restart it."""
 
     def run(self) -> RunResult:
         result = self.result
@@ -105,6 +108,7 @@ class Supervisor:
                     if result.failed_starts > MAX_FAILED_STARTS:
                         result.error = f"pipeline keeps failing:\n{self._tail('a')}"
                         break
+                    self.restored()
                     continue
                 self._drain_others()
                 if self._complete():

@@ -6,6 +6,9 @@ waits at the gate. The driver then strikes the outage, opens the gate, waits unt
 after the held one applied records (or, for a restart, not at all; for a network cut, the
 cut's length; for maintenance, until the run is over) and heals the outage.
 Stopping the driver heals an outage still in force, so the next run finds the cluster whole.
+A pipeline that failed on an outage its run allows restarts for starts again only once the
+driver has it restored (:meth:`FaultDriver.wait_restored`), as an operator restarts a query once
+its store or database is back.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class FaultDriver:
         self.struck_at: float | None = None
         self.healed_at: float | None = None
         self._held_batch = -1
+        self._restored = threading.Event()
         self.did = ""
         self.error: str | None = None
 
@@ -54,6 +58,13 @@ class FaultDriver:
         """The run is over: heal an outage still in force (none strikes any more)."""
         self._done.set()
         self._thread.join()
+
+    def wait_restored(self) -> None:
+        """Return once what the outage took away is back: healed, or at once for an outage
+        whose strike brought it back itself (healed only when the run is over), or once the
+        run is over."""
+        while not self._restored.wait(0.2) and not self._done.is_set():
+            pass
 
     def report(self, stall: float | None) -> dict[str, Any]:
         """What the fault did and when, with the stall it caused."""
@@ -82,6 +93,8 @@ class FaultDriver:
         finally:
             self._release.touch()
         after = self.outage.heal_after_seconds
+        if after is not None and math.isinf(after):
+            self._restored.set()
         if after is None:
             while not self._recovered() and not self._done.wait(0.2):
                 pass
@@ -94,6 +107,9 @@ class FaultDriver:
                 self.did = f"{self.did}; {self.outage.healed}"
         except Exception:
             self.error = f"healing {self.outage.name}: {traceback.format_exc(limit=3)}"
+        finally:
+            # A failed heal too: the pipeline's next start shows what is still broken.
+            self._restored.set()
 
     def _recovered(self) -> bool:
         """Whether a batch after the held one applied records: the held batch finishes as

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
     from kafka_share_eos.proving_ground.launchers.postgres import PostgresServer
     from kafka_share_eos.proving_ground.launchers.spark_cluster import SparkCluster
+    from kafka_share_eos.proving_ground.verify.run_store import RunStore
     from kafka_share_eos.proving_ground.verify.targets import Target
 
 
@@ -48,6 +50,8 @@ class Scene:
     """The run's own PostgreSQL server, for an outage with :attr:`Outage.owns_postgres`."""
     delta_tables: list[str] = field(default_factory=list)
     """Where the run's Delta tables are (its target's, see :attr:`Target.delta_tables`)."""
+    store: RunStore | None = None
+    """The run's object store: its own, for an outage with :attr:`Outage.owns_store`."""
 
     @property
     def cluster(self) -> KafkaCluster:
@@ -98,6 +102,10 @@ class Outage(ABC):
     owns_postgres: ClassVar[bool] = False
     """Each of its runs gets a durable PostgreSQL server of its own (which it may kill) instead
     of the matrix's."""
+    owns_store: ClassVar[bool] = False
+    """Each of its runs gets an S3 server of its own (``--storage s3``), made by
+    :meth:`store_of_run`, which it may kill or put a fault front before: the run's pipelines
+    reach the store through the front, the verifier's own reads go to the server."""
     restarts: ClassVar[bool] = False
     """Its run's pipeline may fail on it and start again on the same checkpoint, as after a
     crash point; False: the one start must carry on through it."""
@@ -109,6 +117,16 @@ class Outage(ABC):
         """Whether it has something to strike in runs of ``target`` (a fault cell is made only
         for the targets it fits)."""
         return True
+
+    @classmethod
+    def store_of_run(cls) -> AbstractContextManager[RunStore]:
+        """The object store of one run of an outage with :attr:`owns_store`, started for the
+        run's duration.
+
+        Raises:
+            ConfigurationError: the outage owns no store.
+        """
+        raise ConfigurationError(f"{cls.name} strikes no object store of its own")
 
     @abstractmethod
     def strike(self, scene: Scene) -> str:
