@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from kafka_share_eos.cli import preflight
-from kafka_share_eos.proving_ground.soak.session import SoakOptions
+from kafka_share_eos.proving_ground.soak.schedule import SoakOptions
 from kafka_share_eos.proving_ground.soak.strikes import STRIKES, check_strikes
 
 _DEFAULTS = SoakOptions()
@@ -61,9 +61,10 @@ def soak(
 
     Prints one line per fault. Exits 1, naming each failed check, unless no record was
     duplicated or lost, resident memory at the end is at most 1.1 x that after the warm-up,
-    journal files and ledger rows at most 1.2 x theirs, and every fault kind struck.
+    journal files and ledger rows at most 1.2 x theirs, the journal's batch metrics at most the
+    1000 it keeps, and every fault kind struck.
     """
-    from kafka_share_eos.proving_ground.soak.session import run_soak
+    from kafka_share_eos.proving_ground.soak.campaign import run_soak
 
     kinds = tuple(name.strip() for value in faults for name in value.split(",") if name.strip())
     try:
@@ -74,7 +75,8 @@ def soak(
     options = SoakOptions(minutes=minutes, rate=rate, backlog=backlog, fault_every=fault_every,
                           fault_seconds=fault_seconds, warm_up_batches=warm_up,
                           faults=kinds or _DEFAULTS.faults, seed=seed)
-    console = Console(stderr=True, highlight=False)
+    # One line per fault, however long: a log or a test reads them line by line.
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
     with tempfile.TemporaryDirectory(prefix="kse-soak-") as scratch:
         result = run_soak(options, workdir or Path(scratch), console.print)
     if save is not None:

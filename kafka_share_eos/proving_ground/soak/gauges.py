@@ -3,10 +3,13 @@ on the store and its ledger's rows."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from kafka_share_eos.journal.metrics_store import METRICS_DIR, SLOT_METRICS_DIR
 from kafka_share_eos.proving_ground.bench.memory import MIB, resident_bytes
 from kafka_share_eos.proving_ground.launchers.processes import live_processes
 from kafka_share_eos.proving_ground.launchers.spark import source_runners
@@ -34,11 +37,23 @@ def memory(pid: int) -> Memory:
     return Memory(driver / MIB, runners / MIB)
 
 
-def store_files(store: Any, prefix: str) -> int:
-    """How many objects ``store`` (an obstore store) holds under ``prefix``."""
+def journal_files(store: Any, prefix: str) -> tuple[int, int]:
+    """Objects of the journal under ``prefix`` of ``store`` (an obstore store): those its purge
+    bounds (segments, leases, rejections, slot reports), and its batch metrics entries, of which
+    it keeps the newest :data:`~kafka_share_eos.journal.metrics_store.DEFAULT_KEPT`."""
     import obstore
 
-    return sum(len(chunk) for chunk in obstore.list(store, prefix.rstrip("/") + "/"))
+    root = prefix.rstrip("/") + "/"
+    entries = f"{root}{METRICS_DIR}/"
+    purged = metrics = 0
+    for chunk in obstore.list(store, root):
+        for meta in chunk:
+            path = str(meta["path"])
+            if path.startswith(entries) and not path.startswith(f"{root}{SLOT_METRICS_DIR}/"):
+                metrics += 1
+            else:
+                purged += 1
+    return purged, metrics
 
 
 def delta_rows(uri: str, storage_options: Mapping[str, str]) -> int:
@@ -53,3 +68,50 @@ def delta_rows(uri: str, storage_options: Mapping[str, str]) -> int:
     actions = pa.table(deltalake.DeltaTable(uri, storage_options=options)
                        .get_add_actions(flatten=True))
     return int(sum(actions["num_records"].to_pylist())) if actions.num_rows else 0
+
+
+class ProgressTail:
+    """Reads the pipeline's progress lines as they are appended: batches finished, records
+    applied."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.batches = 0
+        self.applied = 0
+        self._offset = 0
+
+    def read(self) -> None:
+        """Take in the lines appended since the last read (a line a kill cut short is
+        skipped)."""
+        if not self.path.exists():
+            return
+        with self.path.open("rb") as progress:
+            progress.seek(self._offset)
+            chunk = progress.read()
+        end = chunk.rfind(b"\n") + 1
+        self._offset += end
+        for line in chunk[:end].splitlines():
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(parsed, dict) and "written" in parsed:
+                self.batches += 1
+                self.applied += int(parsed["written"])
+
+
+@dataclass
+class Life:
+    """One start of the pipeline: when (seconds into the soak), the batches finished before
+    it, and its resident memory after its own warm-up and at its last sample."""
+
+    started: float
+    batches_before: int
+    warm_up: Memory | None = None
+    last: Memory | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        """For the saved result."""
+        return {"started_s": round(self.started, 1),
+                "rss_warm_up_mib": None if self.warm_up is None else self.warm_up.as_dict(),
+                "rss_last_mib": None if self.last is None else self.last.as_dict()}

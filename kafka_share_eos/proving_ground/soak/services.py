@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from kafka_share_eos.proving_ground.launchers.http_faults import HttpFaults
@@ -35,13 +36,16 @@ class Services:
 
 @contextlib.contextmanager
 def soak_services() -> Iterator[Services]:
-    """Start every server of a soak; stop them all at the end."""
-    with contextlib.ExitStack() as stack:
-        broker = stack.enter_context(verify_broker("kafka", short_locks=True,
-                                                   brokers=KAFKA_NODES))
+    """Start every server of a soak, Kafka beside the others; stop them all at the end."""
+    # The pool ends first: a Kafka cluster still starting when another server failed joins
+    # the stack before the stack stops everything.
+    with contextlib.ExitStack() as stack, ThreadPoolExecutor(1) as pool:
+        starting = pool.submit(stack.enter_context,
+                               verify_broker("kafka", short_locks=True, brokers=KAFKA_NODES))
         postgres = stack.enter_context(PostgresServer(durable=True))
         s3 = stack.enter_context(S3Server())
         toxiproxy = stack.enter_context(Toxiproxy())
         proxy = toxiproxy.proxy(s3.endpoint.removeprefix("http://"), name="s3")
         front = stack.enter_context(HttpFaults(f"http://{proxy.address}"))
+        broker = starting.result()
         yield Services(broker, postgres, s3, proxy, front)

@@ -19,10 +19,15 @@ from kafka_share_eos.proving_ground.verify.records import effect_rows
 from kafka_share_eos.proving_ground.verify.table_targets import DedupDelta
 from kafka_share_eos.proving_ground.verify.targets import Coordinates, RunContext
 
-LEDGER_WINDOW = 5_000
-"""Offsets per partition the ledger keeps: twice Kafka's default record locks (2000) and one
-fetch (500), the least :class:`~kafka_share_eos.ledger.retention.RetentionPolicy` allows."""
-PRUNE_EVERY = 5
+RECORD_LOCKS = 200
+"""``share.partition.max.record.locks`` of the soak's share group (Kafka's default: 2000)."""
+POLL_RECORDS = 100
+"""``kafka.max.poll.records`` of the soak's share consumers: the most one fetch acquires."""
+LEDGER_WINDOW = 1_000
+"""Offsets per partition the ledger keeps: above the group's record locks and one fetch, the
+least :class:`~kafka_share_eos.ledger.retention.RetentionPolicy` allows
+(docs/checkpoint-dedup.md), small enough to be filled within the warm-up."""
+PRUNE_EVERY = 2
 COMPACT_EVERY = 20
 DEAD_LETTERS_TABLE = "soak_dead_letters"
 

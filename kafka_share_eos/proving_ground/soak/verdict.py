@@ -7,6 +7,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka_share_eos.journal.metrics_store import DEFAULT_KEPT
+
+METRICS_KEPT = DEFAULT_KEPT
 MEMORY_GROWTH = 1.1
 """Resident memory at the end may be at most this many times that after the warm-up."""
 STORE_GROWTH = 1.2
@@ -32,10 +35,17 @@ class SoakResult:
     rss_end_mib: dict[str, float] = field(default_factory=dict)
     """The same once the time was up, before the drain."""
     journal_files: dict[str, int] = field(default_factory=dict)
-    """Objects under the journal's prefix, ``warm_up`` and ``end``."""
+    """Objects of the journal its purge bounds (segments, leases, rejections, slot reports),
+    ``warm_up`` and ``end``."""
+    journal_metrics: dict[str, int] = field(default_factory=dict)
+    """The journal's batch metrics entries, ``warm_up`` and ``end``: it keeps the newest
+    :data:`METRICS_KEPT`."""
     ledger_rows: dict[str, int] = field(default_factory=dict)
     """Rows of the identity ledger, ``warm_up`` and ``end``."""
     warm_up_batches: int = 0
+    lives: list[dict[str, Any]] = field(default_factory=list)
+    """Each start of the pipeline: when, and its resident MiB after its own warm-up and at its
+    last sample (a start killed before its warm-up has none)."""
     pipeline_starts: int = 0
     failed_starts: int = 0
     """Starts that ended with an error (a fault the query stopped on), each followed by a
@@ -69,12 +79,23 @@ class SoakResult:
             if end > MEMORY_GROWTH * start:
                 failed[f"memory {process}"] = (f"{end:.1f} MiB at the end against {start:.1f} "
                                                f"after the warm-up (limit x{MEMORY_GROWTH})")
+        for index, life in enumerate(self.lives):
+            warm = life.get("rss_warm_up_mib") or {}
+            last = life.get("rss_last_mib") or {}
+            for process in warm:
+                if last.get(process, 0.0) > MEMORY_GROWTH * warm[process]:
+                    failed[f"memory {process}, start {index + 1}"] = (
+                        f"{last[process]:.1f} MiB at its last sample against "
+                        f"{warm[process]:.1f} after its warm-up (limit x{MEMORY_GROWTH})")
         for name, levels in (("journal files", self.journal_files),
                              ("ledger rows", self.ledger_rows)):
             start, end = levels.get("warm_up", 0), levels.get("end", 0)
             if end > STORE_GROWTH * start:
                 failed[name] = (f"{end} at the end against {start} after the warm-up "
                                 f"(limit x{STORE_GROWTH})")
+        if self.journal_metrics.get("end", 0) > METRICS_KEPT:
+            failed["journal metrics"] = (f"{self.journal_metrics['end']} entries at the end, "
+                                         f"above the {METRICS_KEPT} kept")
         missing = [kind for kind in kinds if not self.faults.get(kind)]
         if missing:
             failed["faults"] = f"never struck: {', '.join(missing)}"

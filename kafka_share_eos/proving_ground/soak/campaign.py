@@ -14,96 +14,52 @@ dead letters.
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_share_eos.proving_ground.soak.gauges import Memory, delta_rows, memory, store_files
+from kafka_share_eos.proving_ground.soak.gauges import (
+    Life,
+    Memory,
+    ProgressTail,
+    delta_rows,
+    journal_files,
+    memory,
+)
+from kafka_share_eos.proving_ground.soak.schedule import FaultSchedule, SoakOptions
 from kafka_share_eos.proving_ground.soak.services import Services
-from kafka_share_eos.proving_ground.soak.soak_pipeline import SoakDedup, dead_lettered
+from kafka_share_eos.proving_ground.soak.soak_pipeline import (
+    LEDGER_WINDOW,
+    POLL_RECORDS,
+    RECORD_LOCKS,
+    SoakDedup,
+    dead_lettered,
+)
 from kafka_share_eos.proving_ground.soak.steady_producer import SteadyProducer
 from kafka_share_eos.proving_ground.soak.strikes import STRIKES, SoakScene, Strike
 from kafka_share_eos.proving_ground.soak.verdict import SoakResult
-from kafka_share_eos.proving_ground.verify.outages.driver import FAULT_IDLE_MS
 from kafka_share_eos.proving_ground.verify.pipeline import PROGRESS_FILE, PipelineConfig
 from kafka_share_eos.proving_ground.verify.process import Exit, PipelineProcess
 from kafka_share_eos.proving_ground.verify.score import score
-from kafka_share_eos.proving_ground.verify.targets import RunContext
+from kafka_share_eos.proving_ground.verify.targets import Produced, RunContext
+from kafka_share_eos.sharegroup.group_config import MAX_RECORD_LOCKS
 
 PIPELINE = "a"
 DRAIN_TIMEOUT_S = 900.0
 DRAIN_STARTS = 3
 """Starts after the producer stopped: one drains; the others tell "not yet" from "lost"."""
 LEVELS_EVERY_S = 60.0
-
-
-@dataclass(frozen=True)
-class SoakOptions:
-    """How a soak runs (the options of ``kafka-share-eos soak``)."""
-
-    minutes: float = 60.0
-    rate: float = 20.0
-    """Records a second the producer sends after the backlog."""
-    backlog: int = 6000
-    """Records produced before the pipeline starts: enough for the warm-up to reach the
-    ledger's retained size, so that the end can be compared with it."""
-    per_trigger: int = 500
-    consumers: int = 4
-    partitions: int = 1
-    fault_every: float = 180.0
-    """Seconds between faults on average (each gap drawn from half to one and a half of it)."""
-    fault_seconds: float = 30.0
-    """How long a lasting fault (a node down, the store blackholed or throttled) stays."""
-    warm_up_batches: int = 20
-    poison_every: int = 2000
-    seed: int = 0
-    faults: tuple[str, ...] = tuple(STRIKES)
-    sample_seconds: float = 5.0
-    stall_seconds: float = 600.0
-    """The soak fails when no record was applied for this long while records were waiting."""
-
-
-def fault_order(kinds: tuple[str, ...], rng: random.Random) -> Iterator[str]:
-    """The kinds in rounds, each round shuffled: every kind strikes once per round."""
-    while True:
-        round_ = list(kinds)
-        rng.shuffle(round_)
-        yield from round_
-
-
-class ProgressTail:
-    """Reads the pipeline's progress lines as they are appended: batches finished, records
-    applied."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.batches = 0
-        self.applied = 0
-        self._offset = 0
-
-    def read(self) -> None:
-        """Take in the lines appended since the last read (a line a kill cut short is
-        skipped)."""
-        if not self.path.exists():
-            return
-        with self.path.open("rb") as progress:
-            progress.seek(self._offset)
-            chunk = progress.read()
-        end = chunk.rfind(b"\n") + 1
-        self._offset += end
-        for line in chunk[:end].splitlines():
-            try:
-                parsed = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(parsed, dict) and "written" in parsed:
-                self.batches += 1
-                self.applied += int(parsed["written"])
+FILLED = 0.95
+"""The share of its window the ledger holds once the warm-up is over: the pipeline caught up
+with the backlog, and the records of the window not applied yet are those in flight and the
+dead-lettered ones."""
+IDLE_MS = 10_000
+"""How long the pipeline polls an idle group before it exits (and is started again): past a
+record lock (4 s), so that the last drain does not end with records a consumer still holds."""
 
 
 @dataclass
@@ -127,10 +83,11 @@ class Soak:
         self.result = SoakResult(options.minutes, warm_up_batches=options.warm_up_batches,
                                  setup=self._setup())
         self.process: PipelineProcess | None = None
+        self.lives: list[Life] = []
         self.started = 0.0
         self._lock = threading.Lock()
         self._fault: _Fault | None = None
-        self._order = fault_order(options.faults, self.rng)
+        self._schedule = FaultSchedule(options.faults, self.rng)
 
     def _setup(self) -> dict[str, object]:
         o = self.options
@@ -145,6 +102,7 @@ class Soak:
         services = self.services
         services.broker.create_topic(self.topic, self.options.partitions)
         services.broker.prepare_group(self.topic)
+        services.broker.kafka().set_group_config(self.topic, {MAX_RECORD_LOCKS: RECORD_LOCKS})
         self.ctx = RunContext(
             self.run_dir, services.postgres.create_database(f"soak_{self.topic[5:]}"),
             services.broker.bootstrap_servers, self.topic,
@@ -172,10 +130,14 @@ class Soak:
                 self.process.kill()
                 self.process.wait(10)
         self.result.rss_end_mib = end_memory.as_dict()
+        self.result.lives = [life.as_dict() for life in self.lives]
         self.result.records = len(producer.produced())
         self.result.producer_failures = len(producer.failed)
         if self.result.error is None:
-            self._drain(producer)
+            self._drain(producer.produced())
+        else:
+            # Not drained: the records not applied yet count as lost, the error says why.
+            self._count(producer.produced())
         self._levels("end")
         self.result.judge(list(self.options.faults))
         return self.result
@@ -185,7 +147,8 @@ class Soak:
             target=SoakDedup.name, run_dir=str(self.run_dir),
             bootstrap_servers=self.services.broker.bootstrap_servers, topic=self.topic,
             group_id=self.topic, postgres_url=self.ctx.postgres_url,
-            max_records_per_trigger=self.options.per_trigger, idle_ms=FAULT_IDLE_MS,
+            max_records_per_trigger=self.options.per_trigger, max_poll_records=POLL_RECORDS,
+            idle_ms=IDLE_MS,
             acknowledge="afterJournal", consumers=self.options.consumers,
             seed=self.options.seed, store_root=self.ctx.store_root)
         config.save(self.run_dir / "config.json")
@@ -210,22 +173,34 @@ class Soak:
                 end_memory = self._sample(now, levels=now >= next_levels) or end_memory
                 next_sample = now + self.options.sample_seconds
                 next_levels = next_levels if now < next_levels else now + LEVELS_EVERY_S
-            if not self.result.rss_start_mib and self.progress.batches >= \
-                    self.options.warm_up_batches:
+            if not self.result.rss_start_mib and self._warm():
                 self._warmed_up()
-                next_fault = now + self._gap()
+                next_fault = now + self._schedule.gap(deadline - now, self.options.fault_every)
             if self.result.rss_start_mib and next_fault and now >= next_fault \
                     and self._fault_over() and self.options.faults:
-                self._strike(next(self._order))
-                next_fault = now + self._gap()
+                self._strike(self._schedule.next())
+                next_fault = now + self._schedule.gap(deadline - now, self.options.fault_every)
             time.sleep(0.5)
         if self.result.error is None and not self.result.rss_start_mib:
             self.result.error = (f"the pipeline finished {self.progress.batches} batches, "
                                  f"fewer than the warm-up's {self.options.warm_up_batches}")
         return end_memory
 
-    def _gap(self) -> float:
-        return self.rng.uniform(0.5, 1.5) * self.options.fault_every
+    def _warm(self) -> bool:
+        """Whether the warm-up is over: its batches finished, and the ledger filled the window
+        its retention keeps (its level at the end is compared with this one)."""
+        filled = FILLED * LEDGER_WINDOW * self.options.partitions
+        if self.progress.batches < self.options.warm_up_batches or self.progress.applied < filled:
+            return False
+        # The levels that ended it are those of the warm-up: a prune right after would take
+        # the ledger below its window only until the records in flight are applied.
+        levels = self._measured_levels()
+        if levels["ledger_rows"] < filled:
+            return False
+        self.result.journal_files["warm_up"] = levels["journal_files"]
+        self.result.journal_metrics["warm_up"] = levels["journal_metrics"]
+        self.result.ledger_rows["warm_up"] = levels["ledger_rows"]
+        return True
 
     def _tend(self) -> None:
         """Start the pipeline again if it exited."""
@@ -241,6 +216,7 @@ class Soak:
         directory = self.config.pipeline_dir(PIPELINE)
         directory.mkdir(parents=True, exist_ok=True)
         self.result.pipeline_starts += 1
+        self.lives.append(Life(time.monotonic() - self.started, self.progress.batches))
         return PipelineProcess(
             self.run_dir / "config.json", PIPELINE, directory / "output.log", None,
             self.run_dir / "crashes.log", extra_env=self.services.pipeline_environment(),
@@ -265,24 +241,33 @@ class Soak:
             sample |= self._measured_levels()
         self.result.samples.append(sample)
         # A pipeline just started has no source runner yet: not a measure of its memory.
-        return used if used is not None and used.runners > 0 else None
+        if used is None or used.runners == 0:
+            return None
+        life = self.lives[-1]
+        life.last = used
+        if life.warm_up is None and \
+                self.progress.batches - life.batches_before >= self.options.warm_up_batches:
+            life.warm_up = used
+        return used
 
     def _measured_levels(self) -> dict[str, int]:
-        prefix = f"{self.topic}/pipeline-{PIPELINE}/journal"
-        return {"journal_files": store_files(self.services.s3.obstore_store(), prefix),
+        files, metrics = journal_files(self.services.s3.obstore_store(),
+                                       f"{self.topic}/pipeline-{PIPELINE}/journal")
+        return {"journal_files": files, "journal_metrics": metrics,
                 "ledger_rows": delta_rows(self.ctx.path("ledger"),
                                           self.services.s3.storage_options())}
 
     def _levels(self, when: str) -> None:
         levels = self._measured_levels()
         self.result.journal_files[when] = levels["journal_files"]
+        self.result.journal_metrics[when] = levels["journal_metrics"]
         self.result.ledger_rows[when] = levels["ledger_rows"]
 
     def _warmed_up(self) -> None:
         process = self.process
         used = memory(process.pid) if process is not None else Memory(0.0, 0.0)
         self.result.rss_start_mib = used.as_dict()
-        self._levels("warm_up")
+        self.lives[-1].warm_up = self.lives[-1].warm_up or used
         self.result.setup["warm_up_seconds"] = round(time.monotonic() - self.started, 1)
 
     def _strike(self, kind: str) -> None:
@@ -319,23 +304,27 @@ class Soak:
         if self._fault is not None and self._fault.thread is not None:
             self._fault.thread.join()
 
-    def _drain(self, producer: SteadyProducer) -> None:
+    def _drain(self, produced: Produced) -> None:
         """Let the pipeline drain the group (starting it again when it stops), then count."""
-        produced = producer.produced()
-        target = SoakDedup()
-        self.result.error = f"the pipeline failed each of its {DRAIN_STARTS} drains"
+        error: str | None = f"the pipeline failed each of its {DRAIN_STARTS} drains"
         for _ in range(DRAIN_STARTS):
             self._tend()
             assert self.process is not None
             if self.process.wait(DRAIN_TIMEOUT_S) is Exit.FAILED:
                 self.result.failed_starts += 1
                 continue
-            counted = score(target.landed(self.ctx, produced), produced, dead_lettered(self.ctx))
-            self.result.duplicates, self.result.lost = counted.duplicates, counted.losses
-            self.result.dead_lettered = counted.dead_lettered
-            self.result.error = None
-            if counted.losses == 0:
-                return
+            error = None
+            if self._count(produced) == 0:
+                break
+        self.result.error = error
+
+    def _count(self, produced: Produced) -> int:
+        """Count every record produced in the Delta table and the dead letters; the records
+        lost."""
+        counted = score(SoakDedup().landed(self.ctx, produced), produced, dead_lettered(self.ctx))
+        self.result.duplicates, self.result.lost = counted.duplicates, counted.losses
+        self.result.dead_lettered = counted.dead_lettered
+        return counted.losses
 
     def _tail(self) -> str:
         log = self.config.pipeline_dir(PIPELINE) / "output.log"
