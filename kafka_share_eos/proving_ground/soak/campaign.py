@@ -14,6 +14,7 @@ dead letters.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -111,7 +112,7 @@ class Soak:
         self.config = self._config()
         self.progress = ProgressTail(self.config.pipeline_dir(PIPELINE) / PROGRESS_FILE)
         self.scene = SoakScene(
-            services.broker.kafka(), services.postgres, services.store_proxy,
+            services.broker.kafka(), services.postgres, services.s3, services.store_proxy,
             services.http_faults, self.topic, self.run_dir, self._kill_pipeline,
             [self.ctx.path(name) for name in SoakDedup.delta_tables],
             services.s3.storage_options())
@@ -238,7 +239,9 @@ class Soak:
         if used is not None:
             sample |= {f"rss_{name}": value for name, value in used.as_dict().items()}
         if levels:
-            sample |= self._measured_levels()
+            # The store may be down on purpose (store-kill): no level in this sample then.
+            with contextlib.suppress(Exception):
+                sample |= self._measured_levels()
         self.result.samples.append(sample)
         # A pipeline just started has no source runner yet: not a measure of its memory.
         if used is None or used.runners == 0:

@@ -27,7 +27,7 @@ LEDGER_WINDOW = 1_000
 """Offsets per partition the ledger keeps: above the group's record locks and one fetch, the
 least :class:`~kafka_share_eos.ledger.retention.RetentionPolicy` allows
 (docs/checkpoint-dedup.md), small enough to be filled within the warm-up."""
-PRUNE_EVERY = 2
+PRUNE_EVERY = 1
 COMPACT_EVERY = 20
 DEAD_LETTERS_TABLE = "soak_dead_letters"
 

@@ -1,16 +1,18 @@
-"""The soak's faults, one per family, each struck on the running soak and healed later.
+"""The soak's faults, of every family, each struck on the running soak and healed later.
 
 The Kafka node and PostgreSQL kills are the verifier's own outages
 (:class:`~kafka_share_eos.proving_ground.verify.outages.broker_kills.BrokerKill`,
-:class:`~kafka_share_eos.proving_ground.verify.outages.databases.PostgresKill`); the store's
-faults go through the fronts the pipelines reach the S3 server by: Toxiproxy's proxy (a
-blackhole: every byte held) and mitmproxy's :class:`HttpFaults` (``503 SlowDown`` to a share
-of the requests). Delta maintenance compacts and vacuums the pipeline's Delta tables, the
-ledger among them, as a table's upkeep job would while the pipeline writes them.
+:class:`~kafka_share_eos.proving_ground.verify.outages.databases.PostgresKill`). The store
+fails three ways: its server SIGKILLed and started again on its data directory, and through
+the fronts the pipelines reach it by, Toxiproxy's proxy (a blackhole: every byte held) and
+mitmproxy's :class:`HttpFaults` (``503 SlowDown`` to a share of the requests). Delta
+maintenance compacts and vacuums the pipeline's Delta tables, the ledger among them, as a
+table's upkeep job would while the pipeline writes them.
 """
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from kafka_share_eos.proving_ground.launchers.http_faults import HttpFaults
     from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
     from kafka_share_eos.proving_ground.launchers.postgres import PostgresServer
+    from kafka_share_eos.proving_ground.launchers.s3_server import S3Server
     from kafka_share_eos.proving_ground.launchers.toxiproxy import Proxy
 
 SLOW_DOWN_SHARE = 0.5
@@ -38,6 +41,7 @@ class SoakScene:
 
     kafka: KafkaCluster
     postgres: PostgresServer
+    s3: S3Server
     store_proxy: Proxy
     """Toxiproxy's proxy between the pipelines and the S3 server."""
     http_faults: HttpFaults
@@ -104,6 +108,20 @@ class PostgresRestart(Strike):
         return self._outage.strike(scene.verify_scene())
 
 
+class StoreKill(Strike):
+    name = "store-kill"
+
+    def strike(self, scene: SoakScene) -> str:
+        scene.s3.kill()
+        return f"SIGKILL of the S3 server at {scene.s3.endpoint} and every process of it"
+
+    def heal(self, scene: SoakScene) -> str:
+        started = time.monotonic()
+        scene.s3.restart()
+        return f"started again on its data directory and port, up after " \
+               f"{time.monotonic() - started:.1f} s"
+
+
 class StoreBlackhole(Strike):
     name = "store-blackhole"
 
@@ -150,8 +168,8 @@ class DeltaMaintenance(Strike):
 
 STRIKES: dict[str, type[Strike]] = {
     strike.name: strike
-    for strike in (PipelineKill, KafkaNodeKill, PostgresRestart, StoreBlackhole, StoreSlowDown,
-                   DeltaMaintenance)
+    for strike in (PipelineKill, KafkaNodeKill, PostgresRestart, StoreKill, StoreBlackhole,
+                   StoreSlowDown, DeltaMaintenance)
 }
 """Every fault of the soak by name: one per family."""
 

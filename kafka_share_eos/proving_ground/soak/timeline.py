@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 SIZE = (11.0, 6.0)
 COLOURS = {
     "pipeline-kill": "#c62828", "broker-kill": "#6a1b9a", "postgres-kill": "#1565c0",
-    "store-blackhole": "#ef6c00", "store-503": "#f9a825", "delta-maintenance": "#2e7d32",
+    "store-kill": "#4e342e", "store-blackhole": "#ef6c00", "store-503": "#f9a825",
+    "delta-maintenance": "#2e7d32",
 }
 
 
