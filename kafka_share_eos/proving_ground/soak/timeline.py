@@ -61,14 +61,14 @@ def chart(result: SoakResult) -> str:
         bottom.set_xlabel("minutes")
         bottom.legend(loc="upper left", fontsize=7, frameon=False)
 
-    verdict = "every check passed" if result.passed else "failed: " + ", ".join(result.checks)
+    verdict = "Every check passed." if result.passed else "Failed: " + ", ".join(result.checks)
     return svg_chart(
         "the soak's chart", SIZE,
         f"Soak: {result.minutes:g} minutes, {result.records} records, "
         f"{sum(result.faults.values())} faults, {result.duplicates} duplicates, "
         f"{result.lost} lost",
-        f"Records applied per second with each fault marked by kind (above), and the resident "
-        f"memory of the pipeline's driver and source runners (below); {verdict}",
+        f"Records applied per second, each fault marked (above); resident memory of the driver "
+        f"and the source runners (below). {verdict}",
         draw,
     )
 

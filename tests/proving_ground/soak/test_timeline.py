@@ -31,7 +31,7 @@ def test_the_chart_marks_every_fault_kind_and_says_the_verdict() -> None:
     svg = chart(result)
 
     assert "broker-kill" in svg and "store-503" in svg
-    assert "every check passed" in svg
+    assert "Every check passed." in svg
     assert "1200 records, 2 faults, 0 duplicates, 0 lost" in svg
 
 
@@ -44,4 +44,4 @@ def test_a_failed_soak_says_which_checks_failed(tmp_path: Path) -> None:
     drawn = redraw(tmp_path / "soak.json")
 
     assert drawn == tmp_path / "soak.svg"
-    assert "failed: lost, faults" in drawn.read_text()
+    assert "Failed: lost, faults" in drawn.read_text()
