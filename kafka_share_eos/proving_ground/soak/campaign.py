@@ -176,6 +176,10 @@ class Soak:
                 next_levels = next_levels if now < next_levels else now + LEVELS_EVERY_S
             if not self.result.rss_start_mib and self._warm():
                 self._warmed_up()
+                # A warm-up slowed by a loaded machine must not crowd a fault kind out of the
+                # time left: each gets its turn at the mean gap.
+                deadline = max(deadline, now + len(self.options.faults)
+                               * (self.options.fault_every + self.options.fault_seconds))
                 next_fault = now + self._schedule.gap(deadline - now, self.options.fault_every)
             if self.result.rss_start_mib and next_fault and now >= next_fault \
                     and self._fault_over() and self.options.faults:
