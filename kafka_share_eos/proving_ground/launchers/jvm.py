@@ -18,6 +18,7 @@ import fcntl
 import hashlib
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -130,3 +131,33 @@ def java_options(short_lived: bool = False) -> list[str]:
     archive = ensure_archive()
     options = [f"-XX:SharedArchiveFile={archive}"] if archive is not None else []
     return [*JVM_LOG_OPTIONS, *options, *(SHORT_LIVED_OPTIONS if short_lived else ())]
+
+
+def fixed_heap_options(heap_mb: int) -> tuple[list[str], dict[str, str]]:
+    """JVM options and Spark settings for a local driver that runs for hours: a heap of
+    ``heap_mb`` MiB, committed and touched whole at the start, as long-running JVM services run
+    theirs. Its resident memory then grows only outside the heap, and a JVM that keeps more
+    live data than the heap holds fails with ``OutOfMemoryError`` instead of growing."""
+    return ([*java_options(), f"-Xms{heap_mb}m", "-XX:+AlwaysPreTouch"],
+            {"spark.driver.memory": f"{heap_mb}m"})
+
+
+HEAP_USED = re.compile(r"heap\s+total \d+K, used (\d+)K")
+
+
+def heap_live_mib(pid: int) -> float | None:
+    """MiB of live objects on the heap of JVM ``pid``: its heap's use right after a full
+    collection, which ``jcmd`` asks for (a pause of a fraction of a second). ``None`` when the
+    JVM did not answer (gone, or not started from this Java)."""
+    java = _java()
+    if java is None:
+        return None
+    jcmd = str(java.with_name("jcmd"))
+    try:
+        subprocess.run([jcmd, str(pid), "GC.run"], capture_output=True, check=True, timeout=60)
+        info = subprocess.run([jcmd, str(pid), "GC.heap_info"], capture_output=True, check=True,
+                              timeout=60, text=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    used = HEAP_USED.search(info)
+    return int(used.group(1)) / 1024 if used else None

@@ -28,6 +28,7 @@ from kafka_share_eos.proving_ground.soak.gauges import (
     Memory,
     ProgressTail,
     delta_rows,
+    heap_live,
     journal_files,
     memory,
 )
@@ -54,6 +55,10 @@ DRAIN_TIMEOUT_S = 900.0
 DRAIN_STARTS = 3
 """Starts after the producer stopped: one drains; the others tell "not yet" from "lost"."""
 LEVELS_EVERY_S = 60.0
+DRIVER_HEAP_MB = 1024
+"""The pipeline driver's fixed heap: Spark's default ``spark.driver.memory``, committed whole
+at the start so that its resident memory measures growth outside the heap, and the heap's live
+objects are measured apart (:func:`~kafka_share_eos.proving_ground.soak.gauges.heap_live`)."""
 FILLED = 0.95
 """The share of its window the ledger holds once the warm-up is over: the pipeline caught up
 with the backlog, and the records of the window not applied yet are those in flight and the
@@ -151,7 +156,8 @@ class Soak:
             max_records_per_trigger=self.options.per_trigger, max_poll_records=POLL_RECORDS,
             idle_ms=IDLE_MS,
             acknowledge="afterJournal", consumers=self.options.consumers,
-            seed=self.options.seed, store_root=self.ctx.store_root)
+            seed=self.options.seed, store_root=self.ctx.store_root,
+            driver_heap_mb=DRIVER_HEAP_MB)
         config.save(self.run_dir / "config.json")
         return config
 
@@ -242,15 +248,19 @@ class Soak:
                                      "applied": self.progress.applied}
         if used is not None:
             sample |= {f"rss_{name}": value for name, value in used.as_dict().items()}
+        life = self.lives[-1]
         if levels:
             # The store may be down on purpose (store-kill): no level in this sample then.
             with contextlib.suppress(Exception):
                 sample |= self._measured_levels()
+            if life.warm_up is not None and process is not None \
+                    and (live := heap_live(process.pid)) is not None:
+                life.heap_live.append(live)
+                sample["heap_live_mib"] = round(live, 1)
         self.result.samples.append(sample)
         # A pipeline just started has no source runner yet: not a measure of its memory.
         if used is None or used.runners == 0:
             return None
-        life = self.lives[-1]
         life.last = used
         if life.warm_up is None and \
                 self.progress.batches - life.batches_before >= self.options.warm_up_batches:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kafka_share_eos.journal.metrics_store import METRICS_DIR, SLOT_METRICS_DIR
 from kafka_share_eos.proving_ground.bench.memory import MIB, resident_bytes
+from kafka_share_eos.proving_ground.launchers.jvm import heap_live_mib
 from kafka_share_eos.proving_ground.launchers.processes import live_processes
 from kafka_share_eos.proving_ground.launchers.spark import source_runners
 
@@ -28,13 +29,24 @@ class Memory:
         return {"driver": round(self.driver, 1), "runners": round(self.runners, 1)}
 
 
+def _jvms(pid: int) -> list[int]:
+    return [process.pid for process in live_processes(parent=pid)
+            if "java" in (process.info["name"] or "")]
+
+
 def memory(pid: int) -> Memory:
     """The resident memory of the pipeline whose driver is process ``pid`` (0 once gone)."""
-    jvms = [process.pid for process in live_processes(parent=pid)
-            if "java" in (process.info["name"] or "")]
+    jvms = _jvms(pid)
     driver = resident_bytes(pid) + sum(resident_bytes(jvm) for jvm in jvms)
     runners = sum(resident_bytes(runner) for jvm in jvms for runner in source_runners(jvm))
     return Memory(driver / MIB, runners / MIB)
+
+
+def heap_live(pid: int) -> float | None:
+    """MiB of live objects on the heap of the Spark JVM of the pipeline whose driver is
+    process ``pid``: with its heap fixed and touched at the start, what resident memory cannot
+    show."""
+    return next((live for jvm in _jvms(pid) if (live := heap_live_mib(jvm)) is not None), None)
 
 
 def journal_files(store: Any, prefix: str) -> tuple[int, int]:
@@ -109,9 +121,12 @@ class Life:
     batches_before: int
     warm_up: Memory | None = None
     last: Memory | None = None
+    heap_live: list[float] = field(default_factory=list)
+    """MiB of live heap at each measure of the levels after its warm-up."""
 
     def as_dict(self) -> dict[str, object]:
         """For the saved result."""
         return {"started_s": round(self.started, 1),
                 "rss_warm_up_mib": None if self.warm_up is None else self.warm_up.as_dict(),
-                "rss_last_mib": None if self.last is None else self.last.as_dict()}
+                "rss_last_mib": None if self.last is None else self.last.as_dict(),
+                "heap_live_mib": [round(live, 1) for live in self.heap_live]}

@@ -1,5 +1,5 @@
 """The soak over time as one SVG chart: records applied per second with each fault marked, and
-the pipeline's resident memory.
+the pipeline's resident memory and its driver's live heap.
 
 ``kafka-share-eos soak --save`` draws it beside the JSON;
 ``python -m kafka_share_eos.proving_ground.soak.timeline docs/results/soak.json`` draws it
@@ -57,7 +57,12 @@ def chart(result: SoakResult) -> str:
         for process, colour in (("driver", "#1565c0"), ("runners", "#ef6c00")):
             bottom.plot(at, [sample.get(f"rss_{process}", 0.0) for sample in result.samples],
                         color=colour, linewidth=1.0, label=process)
-        bottom.set_ylabel("resident MiB")
+        heap = [(float(sample["t"]) / 60, float(sample["heap_live_mib"]))
+                for sample in result.samples if "heap_live_mib" in sample]
+        if heap:
+            bottom.plot(*zip(*heap, strict=True), color="#2e7d32", linewidth=0, marker=".",
+                        markersize=3, label="driver's live heap")
+        bottom.set_ylabel("MiB")
         bottom.set_xlabel("minutes")
         bottom.legend(loc="upper left", fontsize=7, frameon=False)
 
@@ -68,7 +73,8 @@ def chart(result: SoakResult) -> str:
         f"{sum(result.faults.values())} faults, {result.duplicates} duplicates, "
         f"{result.lost} lost",
         f"Records applied per second, each fault marked (above); resident memory of the driver "
-        f"and the source runners (below). {verdict}",
+        f"and the source runners, and the driver's live heap after a full collection (below). "
+        f"{verdict}",
         draw,
     )
 

@@ -80,6 +80,10 @@ class PipelineConfig:
     environment) under which every durable path lives instead of the run directory: each
     pipeline's journal and, on S3, its Spark checkpoint (through s3a), and the run's tables,
     ledger, decision logs and dead letters."""
+    driver_heap_mb: int | None = None
+    """A local driver's fixed heap (:func:`~kafka_share_eos.proving_ground.launchers.jvm.
+    fixed_heap_options`), for a pipeline that runs for long; by default the driver is started
+    for a short life."""
 
     def save(self, path: Path) -> None:
         """Write the configuration as JSON."""
@@ -167,8 +171,10 @@ class VerifyBatch:
 def run(config: PipelineConfig, name: str) -> None:
     """Run pipeline ``name`` of the run until its share group is drained."""
     import kafka_share_eos
+    from kafka_share_eos.proving_ground.launchers.jvm import fixed_heap_options
     from kafka_share_eos.proving_ground.launchers.spark import (
         local_spark_session,
+        spark_session,
         standalone_spark_session,
     )
 
@@ -188,6 +194,10 @@ def run(config: PipelineConfig, name: str) -> None:
         spark = spark_sql.SparkSession.builder.remote(config.spark_remote).create()
     elif config.spark_master:
         spark = standalone_spark_session(config.spark_master, app_name, cores=config.consumers)
+    elif config.driver_heap_mb:
+        java, heap = fixed_heap_options(config.driver_heap_mb)
+        spark = spark_session(app_name, cores, java, delta_spark=target.delta_spark,
+                              config={**_checkpoint_filesystem(config.checkpoint(name)), **heap})
     else:
         spark = local_spark_session(app_name, cores=cores, short_lived=True,
                                     delta_spark=target.delta_spark,

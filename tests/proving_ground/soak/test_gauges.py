@@ -77,8 +77,8 @@ def test_rows_of_a_delta_table_and_of_none(tmp_path: Path) -> None:
 
 
 def test_a_life_reports_what_it_measured() -> None:
-    life = Life(12.34, 20, warm_up=Memory(800.04, 120.0))
+    life = Life(12.34, 20, warm_up=Memory(800.04, 120.0), heap_live=[210.04, 212.96])
 
     assert life.as_dict() == {"started_s": 12.3,
                               "rss_warm_up_mib": {"driver": 800.0, "runners": 120.0},
-                              "rss_last_mib": None}
+                              "rss_last_mib": None, "heap_live_mib": [210.0, 213.0]}

@@ -11,7 +11,7 @@ from kafka_share_eos.proving_ground.soak.verdict import SoakResult
 
 def _result() -> SoakResult:
     samples = [{"t": float(t), "applied": 10 * t, "rss_driver": 800.0, "rss_runners": 120.0}
-               for t in range(0, 120, 5)]
+               | ({"heap_live_mib": 210.0} if t % 60 == 0 else {}) for t in range(0, 120, 5)]
     return SoakResult(2.0, records=1200, faults={"broker-kill": 1, "store-503": 1},
                       fault_log=[{"at": 30.0, "kind": "broker-kill"},
                                  {"at": 70.0, "kind": "store-503"}],
@@ -31,6 +31,7 @@ def test_the_chart_marks_every_fault_kind_and_says_the_verdict() -> None:
     svg = chart(result)
 
     assert "broker-kill" in svg and "store-503" in svg
+    assert "driver's live heap" in svg
     assert "Every check passed." in svg
     assert "1200 records, 2 faults, 0 duplicates, 0 lost" in svg
 
