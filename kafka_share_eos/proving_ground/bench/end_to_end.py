@@ -97,12 +97,13 @@ def run_pipeline(
     spark: Any, bootstrap: str, work: Path, write: ForeachBatch, tag: str, records: int,
     per_trigger: int, topic: str = TOPIC, prepare_group: Callable[[str], object] = lambda _: None,
     query_name: str | None = None, wait_for_runners: Callable[[], None] | None = None,
+    progress_out: list[dict[str, Any]] | None = None,
 ) -> dict[str, float]:
     """Run one pipeline over ``records`` records of ``topic`` in a share group of its own
     (``bench-<tag>``, passed to ``prepare_group`` before the query starts), named
     ``query_name`` in Spark if given, and time it; ``wait_for_runners`` waits for the source
     runners of a Spark Connect session's server to exit (a classic session's are found from
-    its JVM)."""
+    its JVM). ``progress_out`` receives the progress of its micro-batches with data."""
     from kafka_share_eos.proving_ground.launchers.spark import wait_for_source_runners
 
     journal = work / f"journal-{tag}"
@@ -127,6 +128,8 @@ def run_pipeline(
     # Read before the stop: a Spark Connect server keeps no progress of a stopped query.
     progress = batches_with_data(query)
     query.stop()
+    if progress_out is not None:
+        progress_out.extend(progress)
     # A departing runner drops every share session on the embedded broker: the next pipeline
     # waits for it, untimed.
     if wait_for_runners is None:

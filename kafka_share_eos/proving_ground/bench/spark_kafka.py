@@ -46,7 +46,7 @@ from kafka_share_eos.proving_ground.bench.streams import (
     running_rate,
     stream_window,
 )
-from kafka_share_eos.proving_ground.bench.tier import TIER_PYTHON, run_module
+from kafka_share_eos.proving_ground.bench.tier import TIER_PYTHON, child_main, run_module
 
 """The pyspark 4.2 tier's interpreter, in the project's checkout."""
 SCALA_VERSION = "2.13"
@@ -57,10 +57,12 @@ Side = Callable[[str, str], dict[str, float]]
 """Runs one side of a contest, ``"eos"`` or ``"kafka"``, under a tag naming its targets."""
 
 
-def _kafka_query(spark: Any, bootstrap: str, topic: str, work: Path, write: Any, tag: str,
-                 records: int, per_trigger: int) -> dict[str, float]:
+def kafka_query(spark: Any, bootstrap: str, topic: str, work: Path, write: Any, tag: str,
+                records: int, per_trigger: int,
+                progress_out: list[dict[str, Any]] | None = None) -> dict[str, float]:
     """Spark's Kafka source in consumer group ``bench-<tag>``, from the earliest offsets, into
-    ``write`` until it has read every record (``availableNow`` ends the query there)."""
+    ``write`` until it has read every record (``availableNow`` ends the query there);
+    ``progress_out`` receives the progress of its micro-batches with data."""
     query = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
@@ -78,6 +80,8 @@ def _kafka_query(spark: Any, bootstrap: str, topic: str, work: Path, write: Any,
     if not ended or query.exception() is not None:
         raise RuntimeError(f"Spark's Kafka pipeline {tag} did not end: {query.exception()}")
     progress = batches_with_data(query)
+    if progress_out is not None:
+        progress_out.extend(progress)
     if rows_read(progress) < records:
         raise RuntimeError(f"Spark's Kafka pipeline {tag} read {rows_read(progress)} of "
                            f"{records} records")
@@ -85,6 +89,15 @@ def _kafka_query(spark: Any, bootstrap: str, topic: str, work: Path, write: Any,
     return {"records": records, "batches": len(progress), "seconds": end - start,
             "records_per_second": records / (end - start),
             **running_rate(progress, records, end - start)}
+
+
+def with_spark_kafka_package() -> None:
+    """Make the next Spark session of this process fetch and load spark-sql-kafka-0-10 of
+    this pyspark's version (before its JVM starts)."""
+    import pyspark
+
+    package = f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_VERSION}:{pyspark.__version__}"
+    os.environ["PYSPARK_SUBMIT_ARGS"] = f"--packages {package} pyspark-shell"
 
 
 @dataclass(frozen=True)
@@ -183,8 +196,7 @@ def measure(**arguments: Any) -> dict[str, Any]:
         alter_share_group({"bootstrap.servers": load.bootstrap}, group,
                           {"share.auto.offset.reset": "earliest"})
 
-    package = f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_VERSION}:{pyspark.__version__}"
-    os.environ["PYSPARK_SUBMIT_ARGS"] = f"--packages {package} pyspark-shell"
+    with_spark_kafka_package()
     result: dict[str, Any] = {"spark": pyspark.__version__, "records": load.records,
                               "long_records": load.long_records,
                               "per_trigger": load.per_trigger}
@@ -198,7 +210,7 @@ def measure(**arguments: Any) -> dict[str, Any]:
                     return run_pipeline(spark, load.bootstrap, work,
                                         contest.exactly_once(f"eos{tag}"), f"eos{tag}", records,
                                         load.per_trigger, topic, earliest)
-                return _kafka_query(spark, load.bootstrap, topic, work,
+                return kafka_query(spark, load.bootstrap, topic, work,
                                     contest.at_least_once(f"alo{tag}"), f"kafka-{tag}", records,
                                     load.per_trigger)
             return run_side
@@ -224,7 +236,7 @@ def measure(**arguments: Any) -> dict[str, Any]:
             # Untimed: Spark's Python workers, both sources, both Kafka sinks and every
             # strategy's libraries.
             strategy(every[0], load.topic, load.per_trigger)("eos", "warm")
-            _kafka_query(spark, load.bootstrap, load.topic, work, every[0].at_least_once("warm"),
+            kafka_query(spark, load.bootstrap, load.topic, work, every[0].at_least_once("warm"),
                          "kafka-warm-up", load.records, load.per_trigger)
             for side in ("eos", "kafka"):
                 sinks(side, "warm", load.per_trigger)
@@ -262,13 +274,7 @@ def run_in_tier(load: Workload, python: Path = TIER_PYTHON) -> dict[str, Any]:
 def main() -> None:
     """The child: :func:`measure` with the JSON arguments of ``sys.argv[1]``; SIGTERM stops
     its Spark session on the way out."""
-    from kafka_share_eos.proving_ground.signals import Terminated, sigterm_unwinds
-
-    try:
-        with sigterm_unwinds():
-            print(json.dumps(measure(**json.loads(sys.argv[1]))))
-    except Terminated:
-        sys.exit(143)
+    child_main(measure, sys.argv[1])
 
 
 if __name__ == "__main__":

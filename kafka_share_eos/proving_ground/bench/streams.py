@@ -84,15 +84,16 @@ def rows_read(progress: list[dict[str, Any]]) -> int:
     return sum(input_rows(p) for p in progress)
 
 
-def _instant(timestamp: str) -> float:
+def instant(timestamp: str) -> float:
+    """Seconds since the epoch of a progress's ISO 8601 ``timestamp``."""
     return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
 def stream_window(progress: list[dict[str, Any]]) -> tuple[float, float]:
     """Wall-clock start of the first micro-batch of ``progress`` and end of its last one."""
     last = progress[-1]
-    return (_instant(progress[0]["timestamp"]),
-            _instant(last["timestamp"]) + last["durationMs"]["triggerExecution"] / 1000.0)
+    return (instant(progress[0]["timestamp"]),
+            instant(last["timestamp"]) + last["durationMs"]["triggerExecution"] / 1000.0)
 
 
 def running_rate(progress: list[dict[str, Any]], records: int, seconds: float) -> dict[str, float]:

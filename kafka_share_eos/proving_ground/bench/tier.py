@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +48,16 @@ def run_module(python: Path, module: str, arguments: list[str], timeout_s: float
         raise RuntimeError(f"{what} failed ({child.returncode}): {(stderr or stdout)[-3000:]}")
     result: dict[str, Any] = json.loads(lines[-1])
     return result
+
+
+def child_main(measure: Callable[..., dict[str, Any]], arguments: str) -> None:
+    """The child's side of :func:`run_module`: ``measure`` called with the JSON object
+    ``arguments``, its result printed as JSON on the last line; SIGTERM stops its Spark session
+    on the way out."""
+    from kafka_share_eos.proving_ground.signals import Terminated, sigterm_unwinds
+
+    try:
+        with sigterm_unwinds():
+            print(json.dumps(measure(**json.loads(arguments))))
+    except Terminated:
+        sys.exit(143)
