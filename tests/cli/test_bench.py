@@ -42,12 +42,13 @@ TINY = Sizes(
 
 # The Apache Kafka peers start a broker, four Spark applications and the pyspark 4.2 tier's:
 # tests/proving_ground/bench/test_peers.py runs them (marked full), not this run; the
-# delta-spark engines run in that tier too (tests/proving_ground/bench/test_delta_spark.py).
+# delta-spark engines and the slow effect run in that tier too
+# (tests/proving_ground/bench/test_delta_spark.py, test_slow_effect.py).
 # The object store's two Spark applications and S3 server would take this run past its
 # timeout: a run of its own below (marked full).
 IN_TINY_RUN = [name for name in BENCHMARKS
                if name not in ("kafka peers", "delta-spark", "object-store", "metrics",
-                               "connect")]
+                               "connect", "slow effect")]
 
 SUITE = """
 import json, sys

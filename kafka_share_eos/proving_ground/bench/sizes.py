@@ -66,6 +66,11 @@ class Sizes:
     iceberg_dedup_batches: int = 15
     """The Iceberg benchmark: its upserts' batches into tables of ``iceberg_base_rows`` rows and
     how many are timed, and its dedup batches (of the dedup benchmark's main batch size)."""
+    slow_effect_records: int = 8_000
+    slow_effect_paced_records: int = 1_500
+    slow_effect_rounds: int = 1
+    """The slow-effect benchmark: each run's backlog, the records it then takes at 500 a second,
+    and its rounds."""
     left_out: tuple[str, ...] = ()
     """Benchmarks this workload does not run unless ``only`` names them."""
 
@@ -102,7 +107,9 @@ class Sizes:
             f"{count(self.dedup_batch_rows)}-row dedup batches; Iceberg "
             f"{count(self.iceberg_batch_rows)}-row batches into {count(self.iceberg_base_rows)} "
             f"rows, median of {self.iceberg_batches}, {self.iceberg_dedup_batches} x "
-            f"{count(self.dedup_batch_rows)}-row dedup batches"
+            f"{count(self.dedup_batch_rows)}-row dedup batches; slow effect "
+            f"{count(self.slow_effect_records)} + {count(self.slow_effect_paced_records)} "
+            f"records, {self.slow_effect_rounds} round(s)"
         )
 
 
@@ -181,7 +188,7 @@ QUICK = Sizes(
     iceberg_batches=5,
     iceberg_dedup_batches=5,
     left_out=("kafka-topic", "kafka peers", "delta-spark", "object-store", "metrics",
-              "connect", "iceberg"),
+              "connect", "iceberg", "slow effect"),
 )
 """Sizes for a run under three minutes on an idle 2-core machine: one round each, a third of the
 full run's source records (over as many records per partition), half its records for the

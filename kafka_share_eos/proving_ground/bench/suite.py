@@ -32,6 +32,7 @@ from kafka_share_eos.proving_ground.bench.ratios import (
     upsert_ratios,
 )
 from kafka_share_eos.proving_ground.bench.sizes import FULL, QUICK, Sizes
+from kafka_share_eos.proving_ground.bench.slow_effect import slow_effect_ratios
 from kafka_share_eos.proving_ground.launchers.postgres import PostgresDatabases, postgres_for_tests
 
 if TYPE_CHECKING:
@@ -211,6 +212,16 @@ def _run_peers(sizes: Sizes, shared: _Resources) -> dict[str, Any]:
         )
 
 
+def _run_slow_effect(sizes: Sizes, shared: _Resources) -> dict[str, Any]:
+    from kafka_share_eos.proving_ground.bench import slow_effect
+
+    with shared.databases.database() as url:
+        return slow_effect.run(records=sizes.slow_effect_records,
+                               paced_records=sizes.slow_effect_paced_records,
+                               rounds=sizes.slow_effect_rounds, kafka=shared.kafka(),
+                               postgres_url=url)
+
+
 def _run_object_store(sizes: Sizes, _: _Resources) -> dict[str, Any]:
     from kafka_share_eos.proving_ground.bench import consumers, object_store
 
@@ -302,6 +313,7 @@ BENCHMARKS: dict[str, tuple[Runner, Reducer]] = {
     "connect": (_run_connect, _connect_ratios),
     "kafka-topic": (_run_kafka_topic, kafka_topic_ratios),
     "kafka peers": (_run_peers, peers_ratios),
+    "slow effect": (_run_slow_effect, slow_effect_ratios),
     # Its Spark applications run before its delta-rs tables, on one S3 server of its own.
     "object-store": (_run_object_store, object_store_ratios),
     "upsert": (_run_upsert, upsert_ratios),

@@ -163,4 +163,4 @@ def test_a_benchmark_the_workload_leaves_out_is_shown_as_not_run_and_runs_nothin
     assert set(result.not_run) == set(BENCHMARKS)
     assert "--only" in result.not_run["kafka peers"]["every row"]
     assert set(QUICK.left_out) == {"kafka-topic", "kafka peers", "delta-spark", "object-store",
-                                   "metrics", "connect", "iceberg"}
+                                   "metrics", "connect", "iceberg", "slow effect"}
