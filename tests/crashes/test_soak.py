@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from kafka_share_eos.cli.main import app
 from kafka_share_eos.proving_ground.soak.strikes import STRIKES
 
-pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.timeout(1200)]
 
 
 def test_minutes_of_every_fault_are_exactly_once_and_bounded(tmp_path: Path) -> None:

@@ -55,6 +55,8 @@ DRAIN_TIMEOUT_S = 900.0
 DRAIN_STARTS = 3
 """Starts after the producer stopped: one drains; the others tell "not yet" from "lost"."""
 LEVELS_EVERY_S = 60.0
+WARM_UP_GRACE_S = 600.0
+"""How long past the set time a warm-up not yet over may go on before the soak fails."""
 DRIVER_HEAP_MB = 1024
 """The pipeline driver's fixed heap: Spark's default ``spark.driver.memory``, committed whole
 at the start so that its resident memory measures growth outside the heap, and the heap's live
@@ -168,7 +170,10 @@ class Soak:
         next_sample = next_levels = next_fault = 0.0
         last_applied, progressed = -1, time.monotonic()
         end_memory = Memory(0.0, 0.0)
-        while (now := time.monotonic()) < deadline and self.result.error is None:
+        while self.result.error is None and (
+                (now := time.monotonic()) < deadline
+                # A warm-up slowed by a loaded machine gets the time it needs, within a bound.
+                or (not self.result.rss_start_mib and now < deadline + WARM_UP_GRACE_S)):
             self._tend()
             self.progress.read()
             if self.progress.applied != last_applied:
