@@ -189,11 +189,12 @@ def measure(**arguments: Any) -> dict[str, Any]:
                     before = sampler.snapshot()
                     if side == "kafka-share":
                         run_pipeline(spark, load.bootstrap, work, reading_into_arrow(reads),
-                                     f"account-{index}", load.records, load.per_trigger,
+                                     f"account-share-{index}", load.records, load.per_trigger,
                                      load.topic, earliest, progress_out=progress)
                     else:
                         kafka_query(spark, load.bootstrap, load.topic, work,
-                                    reading_into_arrow(reads), f"account-{index}", load.records,
+                                    reading_into_arrow(reads), f"account-kafka-{index}",
+                                    load.records,
                                     load.per_trigger, progress_out=progress)
                     spent = cpu_spent(before, sampler.snapshot())
                     sides[side].append(account(progress, reads, spent, len(progress)))
