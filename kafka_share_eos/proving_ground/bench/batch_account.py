@@ -42,6 +42,7 @@ import psutil
 from kafka_share_eos.proving_ground.bench.common import kafka_cluster, script_parser
 from kafka_share_eos.proving_ground.bench.streams import instant, produce
 from kafka_share_eos.proving_ground.bench.tier import TIER_PYTHON, child_main, run_module
+from kafka_share_eos.proving_ground.launchers.spark import SOURCE_RUNNER_MODULE
 
 STEPS = ("latestOffset", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
 SKIPPED_BATCHES = 2
@@ -57,7 +58,7 @@ def process_kind(process: psutil.Process) -> str:
     command = " ".join(process.cmdline())
     if "java" in process.name():
         return "jvm"
-    if "python_streaming_source_runner" in command:
+    if SOURCE_RUNNER_MODULE in command:
         return "source runner"
     if "pyspark.daemon" in command or "pyspark.worker" in command:
         return "python workers"
@@ -80,6 +81,8 @@ class CpuSampler:
         while not self._stop.is_set():
             for process in [me, *me.children(recursive=True)]:
                 try:
+                    # Classified at every sample: a process the JVM forks is a java process
+                    # until it execs (a source runner, a Python worker).
                     times = process.cpu_times()
                     self._seen[process.pid] = (process_kind(process), times.user + times.system)
                 except psutil.Error:

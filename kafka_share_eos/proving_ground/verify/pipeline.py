@@ -171,9 +171,8 @@ class VerifyBatch:
 def run(config: PipelineConfig, name: str) -> None:
     """Run pipeline ``name`` of the run until its share group is drained."""
     import kafka_share_eos
-    from kafka_share_eos.proving_ground.launchers.jvm import fixed_heap_options
+    from kafka_share_eos.proving_ground.launchers.jvm import fixed_heap_options, java_options
     from kafka_share_eos.proving_ground.launchers.spark import (
-        local_spark_session,
         spark_session,
         standalone_spark_session,
     )
@@ -194,14 +193,11 @@ def run(config: PipelineConfig, name: str) -> None:
         spark = spark_sql.SparkSession.builder.remote(config.spark_remote).create()
     elif config.spark_master:
         spark = standalone_spark_session(config.spark_master, app_name, cores=config.consumers)
-    elif config.driver_heap_mb:
-        java, heap = fixed_heap_options(config.driver_heap_mb)
+    else:
+        java, heap = (fixed_heap_options(config.driver_heap_mb) if config.driver_heap_mb
+                      else (java_options(short_lived=True), {}))
         spark = spark_session(app_name, cores, java, delta_spark=target.delta_spark,
                               config={**_checkpoint_filesystem(config.checkpoint(name)), **heap})
-    else:
-        spark = local_spark_session(app_name, cores=cores, short_lived=True,
-                                    delta_spark=target.delta_spark,
-                                    config=_checkpoint_filesystem(config.checkpoint(name)))
     kafka_share_eos.register(spark)
     _wait_for_the_others(name)
     poll_records = ({} if config.max_poll_records is None
