@@ -55,8 +55,8 @@ from kafka_share_eos.proving_ground.bench.slow_table import (
     read_table,
     wait_for_rows,
 )
-from kafka_share_eos.proving_ground.bench.streams import batches_with_data, input_rows
-from kafka_share_eos.proving_ground.bench.tier import TIER_PYTHON, run_module
+from kafka_share_eos.proving_ground.bench.streams import batches_with_data, input_rows, instant
+from kafka_share_eos.proving_ground.bench.tier import TIER_PYTHON, child_main, run_module
 
 if TYPE_CHECKING:
     from kafka_share_eos.proving_ground.launchers.kafka_cluster import KafkaCluster
@@ -162,12 +162,7 @@ def _slots(journal: Path) -> list[list[Any]]:
     """Each batch of a ``kafka-share`` run's journal: its records per slot and the members
     that polled them, and the milliseconds from its first poll's journal write to its
     acknowledgements' commit."""
-    import datetime as dt
-
     from kafka_share_eos.pipeline_status import journal_status
-
-    def instant(text: str) -> float:
-        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
     return [[[slot["records"] for slot in batch.consumers],
              sorted({slot["member"] for slot in batch.consumers}),
@@ -241,17 +236,14 @@ def measure(**arguments: Any) -> dict[str, Any]:
         RuntimeError: a contender did not write every record, or an exactly-once one wrote one
             twice.
     """
-    import os
-
     import pyspark
 
-    from kafka_share_eos.proving_ground.bench.spark_kafka import SCALA_VERSION
+    from kafka_share_eos.proving_ground.bench.spark_kafka import with_spark_kafka_package
     from kafka_share_eos.proving_ground.launchers.spark import local_spark_session
     from kafka_share_eos.source import register
 
     load = Workload(**arguments)
-    package = f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_VERSION}:{pyspark.__version__}"
-    os.environ["PYSPARK_SUBMIT_ARGS"] = f"--packages {package} pyspark-shell"
+    with_spark_kafka_package()
     rounds: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="kse-bench-slow-effect-") as tmp:
         work = Path(tmp)
@@ -353,13 +345,7 @@ def slow_effect_ratios(result: Mapping[str, Any]) -> list[Ratio]:
 def main() -> None:
     """The child with JSON arguments (``measure``), or the benchmark with size options."""
     if len(sys.argv) == 2 and sys.argv[1].startswith("{"):
-        from kafka_share_eos.proving_ground.signals import Terminated, sigterm_unwinds
-
-        try:
-            with sigterm_unwinds():
-                print(json.dumps(measure(**json.loads(sys.argv[1]))))
-        except Terminated:
-            sys.exit(143)
+        child_main(measure, sys.argv[1])
         return
     defaults = {"records": 8_000, "paced_records": 1_500, "paced_rate": 500,
                 "per_trigger": 2_000, "rounds": 1}
