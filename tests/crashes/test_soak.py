@@ -28,6 +28,8 @@ def test_minutes_of_every_fault_are_exactly_once_and_bounded(tmp_path: Path) -> 
         "--workdir", str(tmp_path / "work"),
     ])
 
+    # A soak that could not start saves nothing: its output and exception say why.
+    assert saved.exists(), f"{outcome.output}\n{outcome.exception!r}"
     result = json.loads(saved.read_text())
     assert outcome.exit_code == 0, outcome.output + json.dumps(result["checks"])
     assert result["checks"] == {} and result["passed"]
