@@ -5,6 +5,14 @@ then lands in the same partition, so a task can deduplicate its partition on its
 upsert strategies write their partitions this way and the two-phase commit prepares them this
 way; each task is pickled to the executors, sees its partition as one Arrow table and reports
 one row of counts (and, for a prepare, its transaction) to the driver.
+
+Spark's adaptive execution merges a shuffle smaller than
+``spark.sql.adaptive.coalescePartitions.minPartitionSize`` (1 MiB) into one partition, so a small
+batch whose rows each cost a slow effect on the sink would be written by one task while the other
+task slots idle. A caller whose partitions touch disjoint rows (an upsert: a key is a row) asks
+for one partition per task slot of the session (:mod:`~kafka_share_eos.spark_slots`), which
+adaptive execution keeps; a batch's size is bounded by the source (``maxRecordsPerTrigger``), so
+each task holds at most its share of that.
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
+
+from kafka_share_eos.spark_slots import session_settings, task_slots
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row
@@ -47,13 +57,21 @@ class _ReportingTask:
 
 
 def map_key_partitions(
-    batch_df: DataFrame, key_columns: Sequence[str], task: PartitionTask, result: pa.Schema
+    batch_df: DataFrame, key_columns: Sequence[str], task: PartitionTask, result: pa.Schema,
+    *, every_slot: bool = False,
 ) -> list[Row]:
     """Run ``task`` on every partition of ``batch_df`` repartitioned on ``key_columns``; the
-    rows the tasks reported, of schema ``result`` (64-bit integers and strings)."""
+    rows the tasks reported, of schema ``result`` (64-bit integers and strings).
+
+    ``every_slot`` cuts the batch into one partition per task slot of its session, however
+    small it is (Spark's choice where the session's settings do not say how many slots it has);
+    otherwise Spark chooses the count by the batch's size."""
     spark_schema = ", ".join(f"{column.name} {_SPARK_TYPES[column.type]}" for column in result)
+    slots = task_slots(session_settings(batch_df.sparkSession)) if every_slot else None
+    keyed = (batch_df.repartition(*key_columns) if slots is None
+             else batch_df.repartition(slots, *key_columns))
     return (
-        batch_df.repartition(*key_columns)
+        keyed
         .mapInArrow(_ReportingTask(task, result), spark_schema)
         .collect()
     )

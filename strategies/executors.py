@@ -2,7 +2,9 @@
 
 The batch is repartitioned on the key columns so every delivery of an identity lands in the
 same partition; each partition is then deduplicated and written by a pickled copy of the writer
-in its own transaction. A retried task re-applies its rows, which idempotence absorbs.
+in its own transaction. A key is a row of the target, so partitions never wait on each other's
+rows: the batch is cut into one partition per task slot, however small it is. A retried task
+re-applies its rows, which idempotence absorbs.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ def write_on_executors(
 ) -> PartitionCounts:
     """Write ``batch_df`` partition by partition on the executors and sum what they report."""
     rows = map_key_partitions(
-        batch_df, identity.key_columns, _WritePartition(writer, identity, batch_id), _RESULT
+        batch_df, identity.key_columns, _WritePartition(writer, identity, batch_id), _RESULT,
+        every_slot=True,
     )
     totals = {name: sum(int(row[name]) for row in rows) for name in _COUNTS}
     return PartitionCounts(

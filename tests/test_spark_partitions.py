@@ -56,3 +56,29 @@ def test_every_delivery_of_a_key_reaches_the_same_task(spark: SparkSession) -> N
     assert set().union(*per_task) == every_key
     # A key in two tasks would be counted twice here.
     assert sum(len(keys) for keys in per_task) == len(every_key)
+
+
+def _tasks_with_rows(batch: Any) -> list[int]:
+    reports = map_key_partitions(batch, ["tenant", "id"], keys_seen, REPORT, every_slot=True)
+    return sorted(int(report["rows"]) for report in reports if report["rows"] > 0)
+
+
+SMALL_BATCH = [("t", key, key) for key in range(200)]
+
+
+@pytest.mark.spark
+def test_a_small_batch_is_written_by_every_task_slot(spark: SparkSession) -> None:
+    # 200 rows are far under the 1 MiB adaptive execution merges into one partition.
+    batch = spark.createDataFrame(SMALL_BATCH, "tenant string, id long, offset long")
+    tasks = _tasks_with_rows(batch)
+    assert len(tasks) == spark.sparkContext.defaultParallelism == 2
+    assert sum(tasks) == len(SMALL_BATCH) and min(tasks) > 0
+
+
+@pytest.mark.connect
+def test_a_small_batch_is_written_by_every_task_slot_of_a_connect_server(
+    connect_spark: Any,
+) -> None:
+    batch = connect_spark.createDataFrame(SMALL_BATCH, "tenant string, id long, offset long")
+    tasks = _tasks_with_rows(batch)
+    assert len(tasks) == 2 and sum(tasks) == len(SMALL_BATCH)

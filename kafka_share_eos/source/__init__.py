@@ -33,10 +33,10 @@ __all__ = [
 def register(spark: SparkSession) -> None:
     """Register the ``kafka-share`` format with ``spark``, once its Python workers proved they
     import the toolkit (:mod:`~kafka_share_eos.source.worker_python`), with the settings that
-    count its task slots (:mod:`~kafka_share_eos.source.task_slots`)."""
+    count its task slots (:mod:`~kafka_share_eos.spark_slots`)."""
     from kafka_share_eos.source.datasource import with_session_settings
-    from kafka_share_eos.source.task_slots import session_settings
     from kafka_share_eos.source.worker_python import require_toolkit_on_workers
+    from kafka_share_eos.spark_slots import session_settings
 
     require_toolkit_on_workers(spark)
     spark.dataSource.register(with_session_settings(session_settings(spark)))

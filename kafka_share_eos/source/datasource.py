@@ -34,7 +34,7 @@ class KafkaShareDataSource(DataSource):
 
     session_settings: ClassVar[Mapping[str, str] | None] = None
     """The registering session's settings that count its task slots
-    (:mod:`~kafka_share_eos.source.task_slots`); None when registered without them."""
+    (:mod:`~kafka_share_eos.spark_slots`); None when registered without them."""
 
     def __init__(self, options: MutableMapping[str, str]) -> None:
         super().__init__(options)

@@ -1,11 +1,10 @@
-"""The task slots a session has, read from its settings without a ``sparkContext``, and the
-one warning the source's planning logs when ``consumers`` exceeds them: in a classic local[2]
-session, in a Spark Connect session, and in a pipeline's own Spark application."""
+"""The one warning the source's planning logs when ``consumers`` exceeds the session's task
+slots: in a classic local[2] session and in a pipeline's own Spark application, and the
+session's settings carried to the source on Spark's workers."""
 
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
 import sys
 import textwrap
@@ -19,7 +18,7 @@ from pyspark import cloudpickle
 from kafka_share_eos import EmbeddedBroker
 from kafka_share_eos.source.datasource import KafkaShareDataSource, with_session_settings
 from kafka_share_eos.source.reader import KafkaShareStreamReader
-from kafka_share_eos.source.task_slots import session_settings, task_slots
+from kafka_share_eos.spark_slots import session_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,24 +26,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.timeout(300)
 
 WARNING = "kafka-share source: 'consumers' is"
-
-
-@pytest.mark.parametrize(("settings", "slots"), [
-    ({"spark.master": "local"}, 1),
-    ({"spark.master": "local[3]"}, 3),
-    ({"spark.master": "local[4, 2]"}, 4),
-    ({"spark.master": "local[*]"}, os.cpu_count()),
-    ({"spark.master": "local[8]", "spark.task.cpus": "2"}, 4),
-    ({"spark.master": "local-cluster[2, 3, 1024]"}, 6),
-    ({"spark.master": "spark://h:7077", "spark.cores.max": "12"}, 12),
-    ({"spark.master": "yarn", "spark.executor.instances": "5", "spark.executor.cores": "4"}, 20),
-    ({"spark.master": "yarn", "spark.executor.instances": "5", "spark.executor.cores": "4",
-      "spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.maxExecutors": "2"}, 8),
-    ({"spark.master": "k8s://https://h", "spark.executor.cores": "4"}, None),
-    ({}, None),
-])
-def test_task_slots_from_the_settings(settings: dict[str, str], slots: int | None) -> None:
-    assert task_slots(settings) == slots
 
 
 def planning_warnings(
@@ -76,23 +57,6 @@ def test_the_planning_warns_once_when_consumers_exceed_a_local_2_session(
         assert planning_warnings(broker, tmp_path, 4, None, caplog) == []
 
 
-class Refusing:
-    """A session whose conf refuses some keys, as a managed service may."""
-
-    class conf:  # SparkSession.conf
-        @staticmethod
-        def get(key: str, default: str | None = None) -> str | None:
-            if key == "spark.master":
-                return "local[3]"
-            if key == "spark.executor.cores":
-                raise RuntimeError(f"[CONFIG_NOT_AVAILABLE] {key}")
-            return default
-
-
-def test_settings_the_session_refuses_are_left_out() -> None:
-    assert session_settings(Refusing()) == {"spark.master": "local[3]"}  # type: ignore[arg-type]
-
-
 def test_the_registered_source_carries_the_settings_to_spark_workers() -> None:
     registered = with_session_settings({"spark.master": "local[2]"})
     # Spark pickles the class it registers: by value here, so the settings travel with it.
@@ -100,11 +64,6 @@ def test_the_registered_source_carries_the_settings_to_spark_workers() -> None:
     assert travelled.session_settings == {"spark.master": "local[2]"}
     assert issubclass(travelled, KafkaShareDataSource) and travelled.name() == "kafka-share"
     assert KafkaShareDataSource.session_settings is None
-
-
-@pytest.mark.connect
-def test_a_spark_connect_session_reads_its_servers_task_slots(connect_spark: Any) -> None:
-    assert task_slots(session_settings(connect_spark)) == 2
 
 
 PIPELINE = """
