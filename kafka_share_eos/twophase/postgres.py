@@ -49,14 +49,24 @@ Effect: TypeAlias = "str | sa.TextClause | Callable[[sa.Connection, pa.Table], N
 # SQLSTATEs of a transaction the server rolled back whole: deadlock victim, serialization failure.
 _ROLLED_BACK_BY_SERVER = frozenset({"40P01", "40001"})
 _DEADLOCK_ATTEMPTS = 5
+_LOCK_TIMEOUT = "55P03"
+# How long one part of a batch prepared on the executors waits on a lock before it looks whether
+# another part of the same batch, already prepared, holds it: a prepared part keeps its locks
+# until the driver commits after every task ended, so that wait would never end.
+SIBLING_WAIT_S = 10
+
+
+def _sqlstate(error: BaseException) -> str | None:
+    """The SQLSTATE of ``error``, psycopg's own or SQLAlchemy's wrapper of it."""
+    wrapped = getattr(error, "orig", None)
+    code = getattr(error, "sqlstate", None) or getattr(wrapped, "sqlstate", None)
+    return str(code) if code is not None else None
 
 
 def _rolled_back_by_server(error: BaseException) -> bool:
-    """Whether ``error`` (psycopg's own, or SQLAlchemy's wrapper of it) means that the server
-    rolled the whole transaction back, so that preparing it again is safe."""
-    wrapped = getattr(error, "orig", None)
-    code = getattr(error, "sqlstate", None) or getattr(wrapped, "sqlstate", None)
-    return code in _ROLLED_BACK_BY_SERVER
+    """Whether ``error`` means that the server rolled the whole transaction back, so that
+    preparing it again is safe."""
+    return _sqlstate(error) in _ROLLED_BACK_BY_SERVER
 
 
 class PostgresParticipant:
@@ -139,6 +149,10 @@ class PostgresParticipant:
         that transaction's end, then skip the key if it committed. A transaction the server
         chose as a deadlock victim is tried again.
 
+        A part that waits :data:`SIBLING_WAIT_S` seconds on a lock while another part of
+        ``txn`` is prepared fails: the effects of two Spark partitions touched the same rows,
+        and the prepared part holds them until the batch is decided, after this part.
+
         Raises:
             PreparedTransactionsDisabledError: the server has ``max_prepared_transactions = 0``.
             DatabaseUnavailableError: the database could not be reached or the connection was
@@ -146,19 +160,39 @@ class PostgresParticipant:
         """
         with database_errors(self._database.url, f"prepare of {self.gid(txn.txid, part)!r}"):
             self.create_ledger(rows.schema, txn.key_columns)
-            for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
+            attempt = 1
+            while True:
                 try:
                     return self._prepare_once(rows, txn, part)
                 except Exception as error:
+                    if _sqlstate(error) == _LOCK_TIMEOUT:
+                        self._check_no_sibling_holds(txn, part)
+                        continue
                     if attempt == _DEADLOCK_ATTEMPTS or not _rolled_back_by_server(error):
                         raise
-        raise AssertionError("unreachable")
+                    attempt += 1
+
+    def _check_no_sibling_holds(self, txn: Transaction, part: str) -> None:
+        """Raise when another part of ``txn`` is prepared while ``part`` timed out on a lock."""
+        siblings = [gid for gid in prepared_gids(self._engine, f"{txn.txid}:")
+                    if gid != self.gid(txn.txid, part)]
+        if siblings:
+            raise TwoPhaseCommitError(
+                f"participant {self._name!r}: Spark partition {part!r} of transaction "
+                f"{txn.txid!r} waited {SIBLING_WAIT_S} s on rows that another partition of the "
+                f"same batch has prepared ({', '.join(siblings)}), which it holds until the "
+                "batch is decided, after every partition: the effects of records in different "
+                "partitions touch the same rows, so prepare this participant on the driver "
+                "(prepare_on='driver')"
+            )
 
     def _prepare_once(self, rows: pa.Table, txn: Transaction, part: str) -> Token:
         gid = self.gid(txn.txid, part)
         with self._engine.connect() as conn:
             conn.exec_driver_sql("BEGIN")
             try:
+                if part:
+                    conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{SIBLING_WAIT_S}s'")
                 new_rows = self._ledger.claim(conn, rows, txn)
                 if new_rows.num_rows == 0:
                     # Nothing to apply: no prepared transaction to resolve later.

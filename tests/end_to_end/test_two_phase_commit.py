@@ -182,6 +182,32 @@ def test_failed_executor_job_leaves_nothing_applied_nor_prepared(
     assert accounts.balances(postgres_url) == accounts.expected_balances(records)
 
 
+def test_partitions_whose_effects_touch_the_same_rows_fail_clearly_instead_of_waiting(
+    spark: SparkSession, postgres_url: str, tmp_path: Path
+) -> None:
+    """Two partitions incrementing the same accounts: the one prepared first holds them until
+    the batch is decided, so the other fails naming the cause, and nothing stays applied."""
+    accounts.create_accounts(postgres_url)
+    records = accounts.payments(60)
+    coordinator = TwoPhaseCommitCoordinator(
+        log=str(tmp_path / "decisions"),
+        participants=[PostgresParticipant(postgres_url, accounts.INCREMENT)],
+        app_id="shared-rows",
+        prepare_on="executors",
+    )
+    # Without adaptive execution the key shuffle keeps its two partitions, as a batch large
+    # enough to be cut does with it.
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        with pytest.raises(Exception, match="touch the same rows"):
+            coordinator(spark.createDataFrame(records.to_pandas()), 0)
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    coordinator.recover()
+    assert accounts.prepared_gids(postgres_url) == []
+    assert set(accounts.balances(postgres_url).values()) == {0}
+
+
 def test_executors_mode_refuses_driver_only_participants(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"\['delta'\]"):
         TwoPhaseCommitCoordinator(
