@@ -50,6 +50,21 @@ def _classic() -> Iterator[None]:
         os.environ.update(saved)
 
 
+@contextmanager
+def _marks_put_back() -> Iterator[None]:
+    """The process's environment as it was before a Connect client marked it: the benchmarks
+    that follow, and the child processes they start, make classic sessions."""
+    before = {name: os.environ.get(name) for name in _CONNECT_MARKS}
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _waiter(server: Any) -> Any:
     from kafka_share_eos.proving_ground.launchers.spark import source_runners
 
@@ -116,7 +131,7 @@ def run(records: int = 100_000, partitions: int = 8, per_trigger: int = 10_000, 
     from kafka_share_eos.proving_ground.launchers.spark_connect import SparkConnectServer
     from kafka_share_eos.source import register
 
-    with EmbeddedBroker(topics=[f"{TOPIC}:{partitions}"]) as broker, \
+    with _marks_put_back(), EmbeddedBroker(topics=[f"{TOPIC}:{partitions}"]) as broker, \
             postgres_database(postgres_url) as url, SparkConnectServer() as server, \
             tempfile.TemporaryDirectory(prefix="kse-bench-connect-") as tmp:
         work, bootstrap = Path(tmp), broker.bootstrap_servers

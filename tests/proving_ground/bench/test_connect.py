@@ -5,10 +5,16 @@ pipeline runs without the marks a Connect client leaves in the environment."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
-from kafka_share_eos.proving_ground.bench.connect import _classic, connect_ratios
+from kafka_share_eos.proving_ground.bench.connect import (
+    _CONNECT_MARKS,
+    _classic,
+    _marks_put_back,
+    connect_ratios,
+)
 from kafka_share_eos.proving_ground.bench.streams import input_rows
 
 
@@ -34,6 +40,21 @@ def test_the_classic_side_runs_without_the_connect_marks(monkeypatch: pytest.Mon
         assert "SPARK_CONNECT_MODE_ENABLED" not in os.environ
     assert os.environ["SPARK_CONNECT_MODE_ENABLED"] == "1"
     assert "SPARK_REMOTE" not in os.environ
+
+
+@pytest.mark.connect
+def test_the_benchmarks_after_it_find_the_process_unmarked(
+    spark_connect_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in _CONNECT_MARKS:
+        # Set first, so that monkeypatch records an absent variable and deletes it again.
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    with _marks_put_back():
+        session = spark_connect_server.session()
+        assert os.environ["SPARK_CONNECT_MODE_ENABLED"] == "1"
+        session.stop()
+    assert not [name for name in _CONNECT_MARKS if name in os.environ]
 
 
 def test_a_connect_servers_progress_counts_the_rows_of_its_sources() -> None:
