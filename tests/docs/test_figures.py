@@ -216,7 +216,8 @@ TIED: dict[str, list[str]] = {
         r"meets its {} target when appends are\s+slow \({} in the latest".format(
             X.format("t_dd10"), X.format("v_dd10")),
         r"with two\s+\({}\), 11 101 with four \({}\)".format(X.format("v_c2"), X.format("v_c4")),
-        r"the rows against them are {} \(met\) and {}".format(X.format("v_c2raw"), X.format("v_c4raw")),
+        r"the rows against them are {} \(met\) and {}".format(
+            X.format("v_c2raw"), X.format("v_c4raw")),
         r"332\.1 with four \({},".format(X.format("v_c4cpu")),
         r"38 758, so {} \(missed\) and {} \(missed".format(X.format("v_kpC2"), X.format("v_kpC4")),
         r"already applied\*\* \({}, met in".format(X.format("v_up10")),
@@ -265,7 +266,8 @@ TIED: dict[str, list[str]] = {
     "kafka-topic.md": [
         r"the quiet full run has missed it \({}: 60\.7 against 32\.2 ms a batch, and {} "
         r"without the header\)".format(X.format("v_ktS"), X.format("v_ktS0")),
-        r"the default sink is at its target's edge: {} in the latest full run".format(X.format("v_kpK")),
+        r"the default sink is at its target's edge: {} in the latest full run".format(
+            X.format("v_kpK")),
         r"the same 10k-record batches \| {} \([^)]*\) \| ≥ {} \|".format(
             X.format("v_ktS"), X.format("t_ktS")),
         r"with the plain producer \| {} \(median of 3 rounds\) \| ≥ {} \|".format(
