@@ -48,7 +48,7 @@ def session_settings(spark: SparkSession) -> dict[str, str]:
         try:
             value = spark.conf.get(key, None)
         except Exception:
-            # Only a count for a warning: never a reason for register() to fail.
+            # A count unknown is Spark's choice, never a reason for a caller to fail.
             continue
         if value is not None:
             found[key] = str(value)

@@ -149,9 +149,11 @@ class PostgresParticipant:
         that transaction's end, then skip the key if it committed. A transaction the server
         chose as a deadlock victim is tried again.
 
-        A part that waits :data:`SIBLING_WAIT_S` seconds on a lock while another part of
-        ``txn`` is prepared fails: the effects of two Spark partitions touched the same rows,
-        and the prepared part holds them until the batch is decided, after this part.
+        A part that waits :data:`SIBLING_WAIT_S` seconds on a lock while other parts of this
+        participant's ``txn`` are prepared fails rather than wait on: if the effects of two
+        Spark partitions touch the same rows, the prepared part holds them until the batch is
+        decided, which is after this part. The check does not see which transaction holds the
+        lock, so a wait that long on another one fails too; the batch then runs again.
 
         Raises:
             PreparedTransactionsDisabledError: the server has ``max_prepared_transactions = 0``.
@@ -173,17 +175,19 @@ class PostgresParticipant:
                     attempt += 1
 
     def _check_no_sibling_holds(self, txn: Transaction, part: str) -> None:
-        """Raise when another part of ``txn`` is prepared while ``part`` timed out on a lock."""
-        siblings = [gid for gid in prepared_gids(self._engine, f"{txn.txid}:")
-                    if gid != self.gid(txn.txid, part)]
+        """Raise when another part of this participant's ``txn`` is prepared while ``part``
+        timed out on a lock: such a part keeps its rows until the batch is decided, after
+        ``part``, so if it holds the lock the wait never ends."""
+        siblings = prepared_gids(self._engine, f"{self.gid(txn.txid)}:")
         if siblings:
             raise TwoPhaseCommitError(
                 f"participant {self._name!r}: Spark partition {part!r} of transaction "
-                f"{txn.txid!r} waited {SIBLING_WAIT_S} s on rows that another partition of the "
-                f"same batch has prepared ({', '.join(siblings)}), which it holds until the "
-                "batch is decided, after every partition: the effects of records in different "
-                "partitions touch the same rows, so prepare this participant on the driver "
-                "(prepare_on='driver')"
+                f"{txn.txid!r} waited {SIBLING_WAIT_S} s on a lock while other partitions of "
+                f"the same batch were prepared ({', '.join(siblings)}); a prepared partition "
+                "holds its rows until the batch is decided, after every partition, so if the "
+                "effects of records in different partitions touch the same rows, prepare this "
+                "participant on the driver (prepare_on='driver'); the batch is rolled back "
+                "and runs again when the query restarts"
             )
 
     def _prepare_once(self, rows: pa.Table, txn: Transaction, part: str) -> Token:
