@@ -40,17 +40,6 @@ _CONNECT_MARKS = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")
 
 
 @contextmanager
-def _classic() -> Iterator[None]:
-    """A Connect client marks the process as Connect's, which turns PySpark's functions into
-    Connect's: the classic session's pipeline runs without the marks."""
-    saved = {name: os.environ.pop(name) for name in _CONNECT_MARKS if name in os.environ}
-    try:
-        yield
-    finally:
-        os.environ.update(saved)
-
-
-@contextmanager
 def _marks_put_back() -> Iterator[None]:
     """The process's environment as it was before a Connect client marked it: the benchmarks
     that follow, and the child processes they start, make classic sessions."""
@@ -63,6 +52,16 @@ def _marks_put_back() -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@contextmanager
+def _classic() -> Iterator[None]:
+    """A Connect client marks the process as Connect's, which turns PySpark's functions into
+    Connect's: the classic session's pipeline runs without the marks."""
+    with _marks_put_back():
+        for name in _CONNECT_MARKS:
+            os.environ.pop(name, None)
+        yield
 
 
 def _waiter(server: Any) -> Any:
