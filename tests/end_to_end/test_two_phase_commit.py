@@ -9,7 +9,7 @@ run still held; balances and the Delta log must still count every payment exactl
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pytest
@@ -115,18 +115,25 @@ def test_two_queries_on_one_share_group_and_shared_targets_apply_each_payment_on
     assert accounts.prepared_gids(postgres_url) == []
 
 
+def preparing_on_executors(
+    tmp_path: Path, postgres_url: str, effect: Any, app_id: str
+) -> TwoPhaseCommitCoordinator:
+    """A coordinator preparing ``effect`` on the executors, its decisions under ``tmp_path``."""
+    return TwoPhaseCommitCoordinator(
+        log=str(tmp_path / "decisions"),
+        participants=[PostgresParticipant(postgres_url, effect)],
+        app_id=app_id,
+        prepare_on="executors",
+    )
+
+
 def test_prepare_on_executors_applies_each_payment_once(
     spark: SparkSession, postgres_url: str, tmp_path: Path
 ) -> None:
     """One prepared transaction per Spark partition; the driver logs and commits their gids."""
     accounts.create_accounts(postgres_url)
     records = accounts.payments(90)
-    coordinator = TwoPhaseCommitCoordinator(
-        log=str(tmp_path / "decisions"),
-        participants=[PostgresParticipant(postgres_url, accounts.INCREMENT)],
-        app_id="executors",
-        prepare_on="executors",
-    )
+    coordinator = preparing_on_executors(tmp_path, postgres_url, accounts.INCREMENT, "executors")
     first = spark.createDataFrame(records.slice(0, 60).to_pandas()).repartition(3)
     # Redeliveries of batch 0, in-batch duplicates, and new records, spread over partitions.
     second = spark.createDataFrame(
@@ -157,12 +164,7 @@ def test_failed_executor_job_leaves_nothing_applied_nor_prepared(
     accounts.create_accounts(postgres_url)
     records = accounts.payments(60)
     batch = spark.createDataFrame(records.to_pandas())
-    failing = TwoPhaseCommitCoordinator(
-        log=str(tmp_path / "decisions"),
-        participants=[PostgresParticipant(postgres_url, fail_on_first_record)],
-        app_id="failing",
-        prepare_on="executors",
-    )
+    failing = preparing_on_executors(tmp_path, postgres_url, fail_on_first_record, "failing")
     with pytest.raises(Exception, match="cannot apply record 0/0"):
         failing(batch, 0)
     # A task still running when the job failed may prepare after the rollback: the next
@@ -172,12 +174,7 @@ def test_failed_executor_job_leaves_nothing_applied_nor_prepared(
     assert set(accounts.balances(postgres_url).values()) == {0}
 
     # Nothing reached the ledger either: a working effect then applies every record.
-    working = TwoPhaseCommitCoordinator(
-        log=str(tmp_path / "decisions"),
-        participants=[PostgresParticipant(postgres_url, accounts.INCREMENT)],
-        app_id="failing",
-        prepare_on="executors",
-    )
+    working = preparing_on_executors(tmp_path, postgres_url, accounts.INCREMENT, "failing")
     assert working(batch, 0).rows_written == records.num_rows
     assert accounts.balances(postgres_url) == accounts.expected_balances(records)
 
@@ -189,12 +186,7 @@ def test_partitions_whose_effects_touch_the_same_rows_fail_clearly_instead_of_wa
     the batch is decided, so the other fails naming the cause, and nothing stays applied."""
     accounts.create_accounts(postgres_url)
     records = accounts.payments(60)
-    coordinator = TwoPhaseCommitCoordinator(
-        log=str(tmp_path / "decisions"),
-        participants=[PostgresParticipant(postgres_url, accounts.INCREMENT)],
-        app_id="shared-rows",
-        prepare_on="executors",
-    )
+    coordinator = preparing_on_executors(tmp_path, postgres_url, accounts.INCREMENT, "shared-rows")
     # Without adaptive execution the key shuffle keeps its two partitions, as a batch large
     # enough to be cut does with it.
     spark.conf.set("spark.sql.adaptive.enabled", "false")
